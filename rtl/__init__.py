@@ -1,0 +1,1 @@
+"""Amaranth HDL for the tile vector unit. ``isa`` and ``status`` hold every encoding; ``config`` the parameters."""

@@ -1,0 +1,94 @@
+"""Hardware configuration: one frozen dataclass, validated on construction, with named presets."""
+
+from dataclasses import dataclass, field, fields, replace
+
+from .isa import Profile, UB_ALIGN
+
+__all__ = ["Config", "PRESETS", "preset"]
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every parameter of a ``VectorUnit``. Construct through :func:`preset` and ``dataclasses.replace``.
+
+    All sizes are in bytes unless the name says bits.
+    """
+
+    #: Width of one unified-buffer word, i.e. of one UB read or write. A power of two, >= 16.
+    ub_word_bytes: int = 32
+    #: Capacity of the unified buffer. A power of two, a multiple of ``ub_word_bytes``.
+    ub_bytes: int = 64 * 1024
+    #: Read ports on the UB (one write port, always). Engines that read two operands per cycle need 2.
+    ub_read_ports: int = 2
+    #: Width of the AXI4 address buses (``araddr``/``awaddr``). GM regions beyond it are rejected.
+    gm_addr_bits: int = 32
+    #: Width of the AXI4 data buses. Must equal ``8 * ub_word_bytes`` in this version (one beat, one UB word).
+    axi_data_bits: int = 256
+    #: Width of ``arid``/``awid``/``rid``/``bid``. The unit issues ID 0 only (responses in order).
+    axi_id_bits: int = 4
+    #: Read bursts in flight at once (AR accepted, last R beat not yet received). Covers GM latency.
+    max_outstanding_reads: int = 16
+    #: Write bursts in flight at once (AW sent, B response not yet received).
+    max_outstanding_writes: int = 16
+    #: Longest burst the unit issues, in beats (AXI4 INCR allows 256). Bursts never cross 4 KiB either.
+    max_burst_beats: int = 256
+    #: Depth of the read-data buffer between the R channel and the UB, in beats. It bounds how many
+    #: beats may be requested and not yet written, so ``rready`` never has to drop for UB pressure.
+    read_buffer_beats: int = 64
+    #: Target profile: which data types instructions accept (``Profile.A5`` accepts the most).
+    profile: Profile = Profile.A5
+
+    def __post_init__(self):
+        def need(cond, what):
+            if not cond:
+                raise ValueError(f"Config: {what}")
+        pow2 = lambda v: v > 0 and v & (v - 1) == 0
+        need(pow2(self.ub_word_bytes) and self.ub_word_bytes >= 16,
+             f"ub_word_bytes={self.ub_word_bytes} must be a power of two >= 16")
+        need(pow2(self.ub_bytes) and self.ub_bytes >= 4 * self.ub_word_bytes,
+             f"ub_bytes={self.ub_bytes} must be a power of two >= 4 words")
+        need(self.ub_bytes <= 1 << 24, f"ub_bytes={self.ub_bytes} exceeds the 24-bit tile base field")
+        need(self.ub_read_ports >= 1, "ub_read_ports must be >= 1")
+        need(self.axi_data_bits == 8 * self.ub_word_bytes,
+             f"axi_data_bits={self.axi_data_bits} must equal 8 * ub_word_bytes={8 * self.ub_word_bytes}")
+        need(12 <= self.gm_addr_bits <= 64, f"gm_addr_bits={self.gm_addr_bits} must be in [12, 64]")
+        need(1 <= self.axi_id_bits <= 16, f"axi_id_bits={self.axi_id_bits} must be in [1, 16]")
+        need(self.max_outstanding_reads >= 1, "max_outstanding_reads must be >= 1")
+        need(self.max_outstanding_writes >= 1, "max_outstanding_writes must be >= 1")
+        need(1 <= self.max_burst_beats <= 256, f"max_burst_beats={self.max_burst_beats} must be in [1, 256]")
+        need(pow2(self.read_buffer_beats) and self.read_buffer_beats >= 4,
+             f"read_buffer_beats={self.read_buffer_beats} must be a power of two >= 4")
+        need(isinstance(self.profile, Profile), f"profile={self.profile!r} must be a Profile")
+        need(UB_ALIGN % self.ub_word_bytes == 0 or self.ub_word_bytes % UB_ALIGN == 0,
+             "ub_word_bytes and UB_ALIGN must divide one another")
+
+    @property
+    def axi_data_bytes(self):
+        return self.axi_data_bits // 8
+
+    @property
+    def ub_words(self):
+        return self.ub_bytes // self.ub_word_bytes
+
+    def describe(self):
+        return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
+
+
+PRESETS = {
+    #: The reference configuration: 64 KiB UB of 32-byte words, 256-bit AXI.
+    "default": Config(),
+    #: Small and fast to simulate: 4 KiB UB of 16-byte words, 128-bit AXI, short bursts.
+    "small": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
+                    max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16),
+    #: The A2/A3 data-type profile on the default hardware.
+    "a2a3": Config(profile=Profile.A2A3),
+}
+
+
+def preset(name, **overrides):
+    """The named preset, with any field overridden (``preset("small", gm_addr_bits=40)``)."""
+    try:
+        base = PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown configuration {name!r}; presets: {', '.join(PRESETS)}") from None
+    return replace(base, **overrides)
