@@ -15,7 +15,8 @@ from amaranth.lib import data, enum
 
 __all__ = [
     "Opcode", "DType", "Layout", "OobMode", "TileDesc", "GmDesc", "Command", "Response",
-    "DTYPE_BYTES", "DTYPE_NUMPY", "COMMAND_BITS", "RESPONSE_BITS", "UB_ALIGN",
+    "DTYPE_BYTES", "DTYPE_NUMPY", "COMMAND_BITS", "RESPONSE_BITS", "UB_ALIGN", "Profile",
+    "encode", "decode",
 ]
 
 #: Tiles start at addresses aligned to this many bytes in the unified buffer.
@@ -148,3 +149,50 @@ Response = data.StructLayout({
 
 COMMAND_BITS = Command.size
 RESPONSE_BITS = Response.size
+
+
+def _field_items(layout):
+    for name, field in layout:
+        yield name, field.offset, field.shape, field.width
+
+
+def encode(layout, value):
+    """Pack a nested dict (field names of ``layout``) into an int. Missing fields are zero.
+
+    Enum fields take a member or a raw int, so that reserved codes can be encoded on purpose (the
+    error tests need unknown opcodes and data types). Names starting with ``_`` are reserved.
+    """
+    if isinstance(value, int):
+        return value
+    unknown = set(value) - {name for name, *_ in _field_items(layout)}
+    if unknown:
+        raise KeyError(f"{sorted(unknown)} are not fields of this layout")
+    word = 0
+    for name, offset, shape, width in _field_items(layout):
+        if name not in value:
+            continue
+        v = value[name]
+        if isinstance(shape, data.Layout):
+            v = encode(shape, v)
+        else:
+            v = int(v.value if isinstance(v, py_enum.Enum) else v)
+        if not 0 <= v < (1 << width):
+            raise ValueError(f"field {name!r}={v} does not fit in {width} bits")
+        word |= v << offset
+    return word
+
+
+def decode(layout, word):
+    """Unpack an int into a nested dict. Enum fields become members, or stay ints for reserved codes."""
+    out = {}
+    for name, offset, shape, width in _field_items(layout):
+        v = (word >> offset) & ((1 << width) - 1)
+        if isinstance(shape, data.Layout):
+            v = decode(shape, v)
+        elif isinstance(shape, type) and issubclass(shape, py_enum.Enum):
+            try:
+                v = shape(v)
+            except ValueError:
+                pass
+        out[name] = v
+    return out
