@@ -35,6 +35,9 @@ class Config:
     #: Depth of the read-data buffer between the R channel and the UB, in beats. It bounds how many
     #: beats may be requested and not yet written, so ``rready`` never has to drop for UB pressure.
     read_buffer_beats: int = 64
+    #: Interleaved partial sums per output column in the GEMV MAC array (a power of two): product k goes
+    #: to partial sum ``k mod gemv_partial_sums``. Fixes the float accumulation order; see docs/semantics.md.
+    gemv_partial_sums: int = 4
     #: Target profile: which data types instructions accept (``Profile.A5`` accepts the most).
     profile: Profile = Profile.A5
 
@@ -58,6 +61,8 @@ class Config:
         need(1 <= self.max_burst_beats <= 256, f"max_burst_beats={self.max_burst_beats} must be in [1, 256]")
         need(pow2(self.read_buffer_beats) and self.read_buffer_beats >= 4,
              f"read_buffer_beats={self.read_buffer_beats} must be a power of two >= 4")
+        need(pow2(self.gemv_partial_sums) and self.gemv_partial_sums <= 64,
+             f"gemv_partial_sums={self.gemv_partial_sums} must be a power of two <= 64")
         need(isinstance(self.profile, Profile), f"profile={self.profile!r} must be a Profile")
         need(UB_ALIGN % self.ub_word_bytes == 0 or self.ub_word_bytes % UB_ALIGN == 0,
              "ub_word_bytes and UB_ALIGN must divide one another")
