@@ -1,0 +1,213 @@
+"""Shared building blocks of the float units: operand decoding, leading-zero count, normalisation,
+round-to-nearest-even packing, and the pipeline-register helper every unit uses.
+
+Internal to ``rtl.fp``; the units in :mod:`rtl.fp.units` are the public interface.
+"""
+
+from types import SimpleNamespace
+
+from amaranth.hdl import C, Cat, Const, Mux, Signal, signed, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["decode", "lzc", "normalize", "norm_plan", "norm_apply", "round_pack", "Pipe", "FPUnit"]
+
+
+def decode(fmt, x):
+    """Split a packed operand into sign, fields, class flags and significand.
+
+    ``sig`` has ``fmt.precision`` bits with the hidden bit on top; ``eexp`` is the effective exponent
+    field (1 for subnormals and zero), so the value is ``sig * 2**(eexp - bias - frac_bits)``.
+    """
+    f, e = fmt.frac_bits, fmt.exp_bits
+    frac = x[:f]
+    exp = x[f:f + e]
+    sign = x[f + e]
+    exp_zero = exp == 0
+    exp_ones = exp == fmt.exp_max
+    frac_ones = frac == (1 << f) - 1
+    if fmt.finite_only:
+        is_nan = exp_ones & frac_ones
+        is_inf = C(0, 1)
+    else:
+        is_nan = exp_ones & (frac != 0)
+        is_inf = exp_ones & (frac == 0)
+    return SimpleNamespace(
+        sign=sign, exp=exp, frac=frac, mag=x[:f + e],
+        is_nan=is_nan, is_inf=is_inf, is_zero=exp_zero & (frac == 0),
+        sig=Cat(frac, ~exp_zero), eexp=exp | exp_zero)
+
+
+def _pow2_ceil(n):
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+def lzc(v):
+    """Leading-zero count of ``v`` as a balanced tree. The count is unspecified when ``v == 0``."""
+    n = len(v)
+    width = _pow2_ceil(n)
+    v = Cat(C(0, width - n), v)          # pad at the bottom: leading-zero count unchanged
+
+    def tree(x):
+        if len(x) == 1:
+            return ~x[0], Const(0, 0)
+        half = len(x) // 2
+        zl, cl = tree(x[:half])
+        zh, ch = tree(x[half:])
+        return zh & zl, Mux(zh, Cat(cl, C(1, 1)), Cat(ch, C(0, 1)))
+
+    return tree(v)[1]
+
+
+def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True):
+    """First half of :func:`normalize`: the leading-zero count and the shift amounts.
+
+    Returns a dict of values (``sig``, ``E``, ``shl``, and ``shr`` when ``may_underflow``) that
+    :func:`norm_apply` takes; a pipeline cut may sit between the two.
+    """
+    p = out_fmt.precision
+    W = len(sig)
+    if W < p + 1:
+        sig = Cat(C(0, p + 1 - W), sig)
+        W = p + 1
+    lz = Signal(range(_pow2_ceil(W) + 1), name=f"{name}_lz")
+    m.d.comb += lz.eq(lzc(sig))
+    Es = Signal(signed(len(E) + 1), name=f"{name}_E")
+    m.d.comb += Es.eq(E)
+    shl = Signal(range(W + 1), name=f"{name}_shl")
+    with m.If(Es <= 1):
+        m.d.comb += shl.eq(0)
+    with m.Elif(lz < Es - 1):
+        m.d.comb += shl.eq(lz)
+    with m.Else():
+        m.d.comb += shl.eq(Es - 1)
+    plan = dict(sig=sig, E=Es, shl=shl)
+    if may_underflow:
+        shr = Signal(range(W + 2), name=f"{name}_shr")
+        with m.If(Es >= 1):
+            m.d.comb += shr.eq(0)
+        with m.Elif(Es < -W):
+            m.d.comb += shr.eq(W + 1)
+        with m.Else():
+            m.d.comb += shr.eq(1 - Es)
+        plan["shr"] = shr
+    return plan
+
+
+def norm_apply(m, name, out_fmt, sig, E, shl, shr=None, sticky=C(0, 1)):
+    """Second half of :func:`normalize`: the shifts, the exponent, guard and sticky bits."""
+    p = out_fmt.precision
+    W = len(sig)
+    left = Signal(W, name=f"{name}_left")
+    m.d.comb += left.eq(sig << shl)
+    shifted = Signal(W, name=f"{name}_shifted")
+    lost = C(0, 1)
+    if shr is not None:
+        wide = Signal(2 * W + 1, name=f"{name}_rshift")
+        m.d.comb += wide.eq(Cat(C(0, W + 1), sig) >> shr)
+        m.d.comb += shifted.eq(Mux(E >= 1, left, wide[W + 1:]))
+        lost = wide[:W + 1].any() & (E < 1)
+    else:
+        m.d.comb += shifted.eq(left)
+    exp = Signal(len(E) - 1, name=f"{name}_exp")
+    m.d.comb += exp.eq(Mux(shifted[-1], E - shl, 0))
+    return SimpleNamespace(
+        exp=exp, man=shifted[W - p:], guard=shifted[W - p - 1],
+        sticky=shifted[:W - p - 1].any() | lost | sticky)
+
+
+def normalize(m, name, out_fmt, E, sig, sticky=C(0, 1), *, may_underflow=True):
+    """Normalise ``sig * 2**(E - out_fmt.bias - (len(sig) - 1))`` for rounding into ``out_fmt``.
+
+    ``E`` is a signed value: the biased exponent the result has if ``sig``'s top bit is set.
+    Returns ``exp`` (encoded exponent; may exceed the format's range, overflow is decided in
+    :func:`round_pack`), ``man`` (``precision`` bits, hidden bit on top), ``guard`` (the next bit)
+    and ``sticky`` (OR of all lower bits and of the ``sticky`` argument). Results below the normal
+    range come out as subnormals (``exp == 0``, hidden bit 0), shifted right with the lost bits in
+    ``sticky``. ``may_underflow=False`` promises ``E >= 1`` and drops the right shifter.
+    """
+    plan = norm_plan(m, name, out_fmt, E, sig, may_underflow=may_underflow)
+    return norm_apply(m, name, out_fmt, sticky=sticky, **plan)
+
+
+def round_pack(fmt, sign, exp, man, guard, sticky):
+    """Round to nearest even and pack. ``man`` has the hidden bit on top; ``exp`` is 0 iff the hidden
+    bit is 0 (subnormal or zero) and may exceed the format's range. Overflow gives infinity (IEEE
+    formats) or the canonical NaN (finite-only formats), as numpy / ml_dtypes do."""
+    f = fmt.frac_bits
+    frac = man[:f]
+    mag = Cat(frac, exp)
+    inc = guard & (sticky | frac[0])
+    mag_r = mag + inc
+    if fmt.finite_only:
+        overflow = mag_r > fmt.max_finite_bits
+        return Mux(overflow, C(fmt.nan_bits, fmt.width), Cat(mag_r[:fmt.width - 1], sign))
+    overflow = mag_r >= fmt.inf_bits
+    return Mux(overflow, Cat(C(fmt.inf_bits, fmt.width - 1), sign), Cat(mag_r[:fmt.width - 1], sign))
+
+
+class Pipe:
+    """Places pipeline registers at chosen stage boundaries.
+
+    ``stage(k, **values)`` at boundary ``k`` returns the values, registered (clock-enabled by ``en``)
+    if ``k`` is one of ``cuts``, else unchanged.
+    """
+
+    def __init__(self, m, cuts, en):
+        self.m, self.cuts, self.en = m, frozenset(cuts), en
+
+    def stage(self, k, **values):
+        if k not in self.cuts:
+            return SimpleNamespace(**values)
+        out = {}
+        for name, v in values.items():
+            v = Value_cast(v)
+            r = Signal(v.shape(), name=f"p{k}_{name}")
+            with self.m.If(self.en):
+                self.m.d.sync += r.eq(v)
+            out[name] = r
+        return SimpleNamespace(**out)
+
+
+def Value_cast(v):
+    from amaranth.hdl import Value
+    return Value.cast(v)
+
+
+class FPUnit(wiring.Component):
+    """Base class: ports common to every float unit and the depth -> register placement rule.
+
+    Subclasses set ``STAGES`` (number of stage boundaries, the last one being the output) and
+    ``CUTS`` (for each depth up to ``STAGES``, which boundaries get registers). Depths beyond
+    ``STAGES`` register every boundary and add the rest as output registers.
+    """
+    STAGES = 1
+    CUTS = {0: ()}
+
+    def __init__(self, in_width, n_inputs, out_width, depth):
+        if not (isinstance(depth, int) and depth >= 0):
+            raise ValueError(f"depth={depth!r} must be a non-negative integer")
+        self.depth = depth
+        #: Cycles from an operand on the inputs to its result on ``result`` (= ``depth``).
+        self.latency = depth
+        sig = {"a": In(in_width)}
+        if n_inputs == 2:
+            sig["b"] = In(in_width)
+        sig.update({"in_valid": In(1), "en": In(1, init=1),
+                    "result": Out(out_width), "out_valid": Out(1)})
+        super().__init__(sig)
+
+    def _cuts(self):
+        if self.depth <= self.STAGES:
+            return self.CUTS[self.depth], 0
+        return tuple(range(1, self.STAGES + 1)), self.depth - self.STAGES
+
+    def _finish(self, m, pipe, k_out, result, valid, extra):
+        """Drive the outputs from the last boundary plus ``extra`` output registers."""
+        for i in range(extra):
+            r = pipe.stage(k_out, result=result, valid=valid)  # k_out is in cuts when extra > 0
+            result, valid = r.result, r.valid
+        m.d.comb += [self.result.eq(result), self.out_valid.eq(valid)]

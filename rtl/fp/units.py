@@ -1,0 +1,220 @@
+"""The float arithmetic units: :class:`FPAdd`, :class:`FPMul` (also widening), :class:`FPMulWiden`,
+:class:`FPConvert` (also widening). See ``docs/fp.md``.
+
+Common interface (``wiring.Component``; widths from the formats):
+
+======== ===== ==========================================================================
+port     dir   meaning
+======== ===== ==========================================================================
+a, b     In    operands (``b`` only on two-operand units), packed bit patterns
+in_valid In    marks an operand as valid; travels with it to ``out_valid``
+en       In    clock enable of every pipeline register (init 1): 0 freezes the pipeline, i.e.
+               the operands are not taken and the outputs hold; a result is delivered on a
+               cycle with en=1 and out_valid=1 (no effect at depth 0)
+result   Out   the rounded result, ``latency`` cycles after its operands
+out_valid Out  ``in_valid`` delayed by ``latency`` cycles
+======== ===== ==========================================================================
+
+``depth`` (constructor) is the number of pipeline registers; ``latency == depth``. ``depth=0`` is
+purely combinational (no clock domain used). At every depth a new operation is accepted every
+cycle (no stalls, no internal state besides the pipeline registers), so throughput is one per
+cycle while ``en`` is 1. Registers use the ``sync`` domain.
+"""
+
+from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
+
+from .common import FPUnit, Pipe, decode, norm_apply, norm_plan, round_pack
+from .format import FP32, FloatFormat
+
+__all__ = ["FPAdd", "FPMul", "FPMulWiden", "FPConvert"]
+
+
+def _check_fmt(fmt):
+    if not isinstance(fmt, FloatFormat):
+        raise TypeError(f"{fmt!r} is not a FloatFormat")
+
+
+class FPAdd(FPUnit):
+    """``result = a + b`` in one format, round to nearest even.
+
+    Parameters: ``fmt`` (:class:`FloatFormat`), ``depth`` (pipeline registers, >= 0).
+    Latency: ``depth`` cycles. Register placement (stage boundaries 1 = after operand swap,
+    2 = after alignment and add, 3 = after the leading-zero count, 4 = after the normalising shift,
+    5 = output): depth 1 -> {2}, 2 -> {2, 4}, 3 -> {1, 2, 4}, 4 -> {1, 2, 3, 4}, 5 -> all;
+    more -> extra output registers.
+    """
+    STAGES = 5
+    CUTS = {0: (), 1: (2,), 2: (2, 4), 3: (1, 2, 4), 4: (1, 2, 3, 4), 5: (1, 2, 3, 4, 5)}
+
+    def __init__(self, fmt=FP32, depth=0):
+        _check_fmt(fmt)
+        self.fmt = fmt
+        super().__init__(fmt.width, 2, fmt.width, depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt = self.fmt
+        p = fmt.precision
+        cuts, extra = self._cuts()
+        pipe = Pipe(m, cuts, self.en)
+
+        # 1: decode, order by magnitude, exponent difference
+        da, db = decode(fmt, self.a), decode(fmt, self.b)
+        swap = db.mag > da.mag
+        big_sig = Mux(swap, db.sig, da.sig)
+        small_sig = Mux(swap, da.sig, db.sig)
+        big_exp = Mux(swap, db.eexp, da.eexp)
+        diff = big_exp - Mux(swap, da.eexp, db.eexp)    # >= 0
+        s = pipe.stage(
+            1, valid=self.in_valid, big_sig=big_sig, small_sig=small_sig, big_exp=big_exp,
+            diff=diff[:fmt.exp_bits], sub=da.sign ^ db.sign, sign=Mux(swap, db.sign, da.sign),
+            zero_sign=da.sign & db.sign,
+            nan=da.is_nan | db.is_nan | (da.is_inf & db.is_inf & (da.sign ^ db.sign)),
+            inf=da.is_inf | db.is_inf)
+
+        # 2: align the smaller significand (2 guard bits + sticky) and add / subtract
+        K = p + 2
+        dc = Signal(range(K + 1))
+        m.d.comb += dc.eq(Mux(s.diff > K, K, s.diff))
+        wide = Signal(K + p + 2)
+        m.d.comb += wide.eq(Cat(C(0, K + 2), s.small_sig) >> dc)
+        small_ext = Cat(wide[:K].any(), wide[K:])        # p + 3 bits: sig, G, R, sticky
+        big_ext = Cat(C(0, 3), s.big_sig)
+        total = Signal(p + 4)
+        m.d.comb += total.eq(Mux(s.sub, big_ext - small_ext, big_ext + small_ext))
+        s = pipe.stage(
+            2, valid=s.valid, total=total, big_exp=s.big_exp, sign=s.sign, zero_sign=s.zero_sign,
+            nan=s.nan, inf=s.inf)
+
+        # 3: normalise (never needs a right shift: the exponent of the sum is >= 2)
+        E = Signal(signed(fmt.exp_bits + 2))
+        m.d.comb += E.eq(s.big_exp + 1)
+        plan = norm_plan(m, "plan", fmt, E, s.total, may_underflow=False)
+        is_zero = ~s.total.any()
+        s = pipe.stage(3, valid=s.valid, sign=Mux(is_zero, s.zero_sign, s.sign), nan=s.nan,
+                       inf=s.inf, **plan)
+        n = norm_apply(m, "apply", fmt, s.sig, s.E, s.shl)
+        s = pipe.stage(
+            4, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
+            sign=s.sign, nan=s.nan, inf=s.inf)
+
+        # 5: round, pack, specials
+        rounded = round_pack(fmt, s.sign, s.exp, s.man, s.guard, s.sticky)
+        if fmt.finite_only:
+            special = C(fmt.nan_bits, fmt.width)
+            res = Mux(s.nan, special, rounded)
+        else:
+            res = Mux(s.nan, C(fmt.nan_bits, fmt.width),
+                      Mux(s.inf, Cat(C(fmt.inf_bits, fmt.width - 1), s.sign), rounded))
+        s = pipe.stage(5, result=res, valid=s.valid)
+        self._finish(m, pipe, 5, s.result, s.valid, extra)
+        return m
+
+
+class FPMul(FPUnit):
+    """``result = a * b``, operands in ``fmt``, result rounded (RNE) to ``out_fmt`` (default ``fmt``).
+
+    With ``out_fmt`` wider than ``fmt`` (e.g. fp16 -> fp32) the product is exact whenever it is in
+    ``out_fmt``'s range (fp16 and fp8 into fp32: always; bf16 into fp32: unless it overflows or falls
+    below fp32's subnormals, where it is rounded exactly like ``np.float32(a) * np.float32(b)``).
+    Parameters: ``fmt``, ``depth``, ``out_fmt=None``. Latency: ``depth`` cycles. Boundaries:
+    1 = after decoding, 2 = after the significand product, 3 = after the leading-zero count,
+    4 = after the normalising shift, 5 = output; depth 1 -> {2}, 2 -> {2, 4}, 3 -> {2, 3, 4},
+    4 -> {1, 2, 3, 4}, 5 -> all; more -> extra output registers.
+    """
+    STAGES = 5
+    CUTS = {0: (), 1: (2,), 2: (2, 4), 3: (2, 3, 4), 4: (1, 2, 3, 4), 5: (1, 2, 3, 4, 5)}
+
+    def __init__(self, fmt=FP32, depth=0, out_fmt=None):
+        _check_fmt(fmt)
+        out_fmt = fmt if out_fmt is None else out_fmt
+        _check_fmt(out_fmt)
+        self.fmt, self.out_fmt = fmt, out_fmt
+        super().__init__(fmt.width, 2, out_fmt.width, depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        fi, fo = self.fmt, self.out_fmt
+        cuts, extra = self._cuts()
+        pipe = Pipe(m, cuts, self.en)
+
+        # 1: decode, exponent sum
+        da, db = decode(fi, self.a), decode(fi, self.b)
+        E = Signal(signed(max(fi.exp_bits, fo.exp_bits) + 4))
+        m.d.comb += E.eq(da.eexp + db.eexp - (2 * fi.bias - fo.bias - 1))
+        s = pipe.stage(
+            1, valid=self.in_valid, sa=da.sig, sb=db.sig, E=E, sign=da.sign ^ db.sign,
+            nan=da.is_nan | db.is_nan | (da.is_inf & db.is_zero) | (db.is_inf & da.is_zero),
+            inf=da.is_inf | db.is_inf)
+        # 2: significand product
+        prod = Signal(2 * fi.precision)
+        m.d.comb += prod.eq(s.sa * s.sb)
+        s = pipe.stage(2, valid=s.valid, prod=prod, E=s.E, sign=s.sign, nan=s.nan, inf=s.inf)
+        # 3, 4: normalise
+        plan = norm_plan(m, "plan", fo, s.E, s.prod)
+        s = pipe.stage(3, valid=s.valid, sign=s.sign, nan=s.nan, inf=s.inf, **plan)
+        n = norm_apply(m, "apply", fo, s.sig, s.E, s.shl, s.shr)
+        s = pipe.stage(4, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
+                       sign=s.sign, nan=s.nan, inf=s.inf)
+        # 5: round, pack, specials
+        res = _round_special(fo, s)
+        s = pipe.stage(5, result=res, valid=s.valid)
+        self._finish(m, pipe, 5, s.result, s.valid, extra)
+        return m
+
+
+def _round_special(fo, s):
+    rounded = round_pack(fo, s.sign, s.exp, s.man, s.guard, s.sticky)
+    if fo.finite_only:      # no infinity: an infinite result is NaN, as ml_dtypes converts it
+        return Mux(s.nan | s.inf, C(fo.nan_bits, fo.width), rounded)
+    return Mux(s.nan, C(fo.nan_bits, fo.width),
+               Mux(s.inf, Cat(C(fo.inf_bits, fo.width - 1), s.sign), rounded))
+
+
+class FPMulWiden(FPMul):
+    """Widening multiplier: ``fmt`` operands (fp16, bf16, fp8), product rounded into ``out_fmt``
+    (default fp32), where it is exact except for bf16 products beyond fp32's range (see
+    :class:`FPMul`). Same ports and latency as :class:`FPMul`."""
+
+    def __init__(self, fmt, depth=0, out_fmt=FP32):
+        if out_fmt.precision < 2 * fmt.precision:
+            raise ValueError(f"{out_fmt} cannot hold the exact product of two {fmt} significands")
+        super().__init__(fmt, depth, out_fmt)
+
+
+class FPConvert(FPUnit):
+    """Format conversion ``result = out_fmt(a)``: exact when widening (fp16 / bf16 / fp8 -> fp32),
+    round to nearest even with overflow to infinity (NaN for finite-only formats) when narrowing.
+    NaN -> ``out_fmt``'s canonical NaN; infinity -> infinity (NaN for finite-only ``out_fmt``).
+
+    Parameters: ``fmt`` (input), ``out_fmt`` (default fp32), ``depth``. One operand port ``a``.
+    Latency: ``depth``. Boundaries: 1 = after the leading-zero count, 2 = after the shift,
+    3 = output; depth 1 -> {2}, 2 -> {1, 2}, 3 -> all.
+    """
+    STAGES = 3
+    CUTS = {0: (), 1: (2,), 2: (1, 2), 3: (1, 2, 3)}
+
+    def __init__(self, fmt, depth=0, out_fmt=FP32):
+        _check_fmt(fmt)
+        _check_fmt(out_fmt)
+        self.fmt, self.out_fmt = fmt, out_fmt
+        super().__init__(fmt.width, 1, out_fmt.width, depth)
+
+    def elaborate(self, platform):
+        m = Module()
+        fi, fo = self.fmt, self.out_fmt
+        cuts, extra = self._cuts()
+        pipe = Pipe(m, cuts, self.en)
+        d = decode(fi, self.a)
+        E = Signal(signed(max(fi.exp_bits, fo.exp_bits) + 3))
+        m.d.comb += E.eq(d.eexp + (fo.bias - fi.bias))
+        plan = norm_plan(m, "plan", fo, E, d.sig, may_underflow=fo.bias - fi.bias < 0 or
+                         fo.exp_bits < fi.exp_bits)
+        s = pipe.stage(1, valid=self.in_valid, sign=d.sign, nan=d.is_nan, inf=d.is_inf, **plan)
+        n = norm_apply(m, "apply", fo, s.sig, s.E, s.shl, getattr(s, "shr", None))
+        s = pipe.stage(2, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
+                       sign=s.sign, nan=s.nan, inf=s.inf)
+        res = _round_special(fo, s)
+        s = pipe.stage(3, result=res, valid=s.valid)
+        self._finish(m, pipe, 3, s.result, s.valid, extra)
+        return m
