@@ -1,0 +1,21 @@
+"""Bit-exact numpy golden model of the tile vector unit (see docs/semantics.md).
+
+* ``golden.ops``: one array-level function per instruction;
+* ``golden.check`` / ``golden.check_strict``: the status of a decoded command, in the fixed checking order;
+* ``golden.Machine``: UB bytes + sparse GM + ``execute(cmd) -> Status``;
+* ``golden.errors``: ``IsaError`` (illegal, carries the ``Status``) and ``UndefinedResult``.
+"""
+
+from .errors import IsaError, UndefinedResult
+from .numerics import CANONICAL_NAN
+from .ops import (tload, tstore, mgather_row, mgather_elem, local_gather, trowexpandmul, tpartadd, tgemv,
+                  tgemv_acc, tgemv_bias, gemv_reduce)
+from .check import check, check_strict, CHECKING_ORDER
+from .machine import Machine, SparseMemory
+from .profiles import TYPES, GEMV_TRIPLES
+
+__all__ = [
+    "IsaError", "UndefinedResult", "CANONICAL_NAN", "tload", "tstore", "mgather_row", "mgather_elem",
+    "local_gather", "trowexpandmul", "tpartadd", "tgemv", "tgemv_acc", "tgemv_bias", "gemv_reduce",
+    "check", "check_strict", "CHECKING_ORDER", "Machine", "SparseMemory", "TYPES", "GEMV_TRIPLES",
+]

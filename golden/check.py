@@ -1,0 +1,360 @@
+"""Instruction checking: the status the hardware answers for a command, in a fixed checking order.
+
+``check(cmd, config) -> Status`` and ``check_strict(cmd, config)`` (raises ``IsaError``) take the command
+dict exactly as ``rtl.isa.decode(Command, word)`` returns it (enum members, raw ints for reserved codes,
+missing keys = 0). Only the operand slots an opcode uses are looked at. When several constraints fail,
+the first in this order wins (docs/semantics.md, "Checking order"):
+
+     1 UNKNOWN_OPCODE        8 VALID_EXCEEDS_STATIC
+     2 DTYPE_INVALID         9 LAYOUT_UNSUPPORTED
+     3 DTYPE_UNSUPPORTED    10 SHAPE_MISMATCH
+     4 DTYPE_MISMATCH       11 PARAM_INVALID, then DIM_OUT_OF_RANGE
+     5 INDEX_DTYPE          12 GM_MISALIGNED
+     6 UB_MISALIGNED        13 GM_OUT_OF_RANGE
+     7 UB_OUT_OF_RANGE      14 VALIDITY_PATTERN
+
+Within one step, operands are examined in slot order dst, src0, src1, src2, gm (only the message differs).
+"""
+
+from collections import namedtuple
+
+from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Profile, UB_ALIGN
+from rtl.status import Status
+
+from .errors import IsaError
+from .profiles import TYPES, INDEX_TYPES, GEMV_TRIPLES, gemv_roles
+from .ops import (GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, trowexpandmul_roles,
+                  tpartadd_pattern_ok)
+
+__all__ = ["check", "check_strict", "SLOTS", "tile_view", "gm_view", "normalize", "Tile", "Gm",
+           "CHECKING_ORDER"]
+
+CHECKING_ORDER = (
+    Status.UNKNOWN_OPCODE, Status.DTYPE_INVALID, Status.DTYPE_UNSUPPORTED, Status.DTYPE_MISMATCH,
+    Status.INDEX_DTYPE, Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC,
+    Status.LAYOUT_UNSUPPORTED, Status.SHAPE_MISMATCH, Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE,
+    Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE, Status.VALIDITY_PATTERN,
+)
+
+#: Tile slots each opcode uses, with their role names, and whether it uses the GM descriptor.
+SLOTS = {
+    Opcode.TLOAD:         ({"dst": "tile"}, True),
+    Opcode.TSTORE:        ({"src0": "tile"}, True),
+    Opcode.MGATHER_ROW:   ({"dst": "dst", "src0": "index tile"}, True),
+    Opcode.MGATHER_ELEM:  ({"dst": "dst", "src0": "index tile"}, True),
+    Opcode.LOCAL_GATHER:  ({"dst": "dst", "src0": "source", "src1": "index tile"}, False),
+    Opcode.TROWEXPANDMUL: ({"dst": "dst", "src0": "src0", "src1": "src1"}, False),
+    Opcode.TPARTADD:      ({"dst": "dst", "src0": "src0", "src1": "src1"}, False),
+    Opcode.TGEMV:         ({"dst": "C", "src0": "A", "src1": "B"}, False),
+    Opcode.TGEMV_ACC:     ({"dst": "C_out", "src0": "A", "src1": "B", "src2": "C_in"}, False),
+    Opcode.TGEMV_BIAS:    ({"dst": "C", "src0": "A", "src1": "B", "src2": "bias"}, False),
+}
+
+Tile = namedtuple("Tile", "slot role base rows cols vr vc dtype layout")
+Gm = namedtuple("Gm", "base rows cols row_stride dtype")
+
+
+def _enum(cls, v):
+    if isinstance(v, cls):
+        return v
+    try:
+        return cls(int(v))
+    except ValueError:
+        return int(v)
+
+
+def normalize(cmd):
+    """The command with top-level enum fields as members where the code is valid (raw ints otherwise)."""
+    out = dict(cmd)
+    out["opcode"] = _enum(Opcode, cmd.get("opcode", 0))
+    out["oob"] = _enum(OobMode, cmd.get("oob", 0))
+    out["nepi_log2"] = int(cmd.get("nepi_log2", 0))
+    out["num_valid"] = int(cmd.get("num_valid", 0))
+    return out
+
+
+def tile_view(cmd, slot, role=None):
+    d = cmd.get(slot, {}) or {}
+    return Tile(slot, role or slot, int(d.get("base", 0)), int(d.get("rows", 0)), int(d.get("cols", 0)),
+                int(d.get("valid_rows", 0)), int(d.get("valid_cols", 0)),
+                _enum(DType, d.get("dtype", 0)), _enum(Layout, d.get("layout", 0)))
+
+
+def gm_view(cmd):
+    d = cmd.get("gm", {}) or {}
+    return Gm(int(d.get("base", 0)), int(d.get("rows", 0)), int(d.get("cols", 0)), int(d.get("row_stride", 0)),
+              _enum(DType, d.get("dtype", 0)))
+
+
+def _name(t):
+    return f"{t.slot} ({t.role})" if t.role != t.slot else t.slot
+
+
+def _tname(dt):
+    return dt.name if isinstance(dt, DType) else str(dt)
+
+
+# ------------------------------------------------------------------------------------------------ steps 3-5
+
+def _types_single(op, data, gm, index, profile):
+    """Single-type instruction: ``data`` tiles (and the GM type, if given) in the op's set and all equal;
+    ``index`` tile in the op's index set."""
+    allowed = TYPES[op][profile]
+    acc = ", ".join(sorted(t.name for t in allowed)) or "none"
+    for t in data:
+        if t.dtype not in allowed:
+            yield Status.DTYPE_UNSUPPORTED, (f"{op.name}: {_name(t)} type {t.dtype.name} not accepted in profile "
+                                             f"{profile.value} (accepted: {acc})")
+    if gm is not None and gm.dtype not in allowed:
+        yield Status.DTYPE_UNSUPPORTED, (f"{op.name}: gm type {gm.dtype.name} not accepted in profile "
+                                         f"{profile.value} (accepted: {acc})")
+    ref = data[0]
+    for t in data[1:]:
+        if t.dtype != ref.dtype:
+            yield Status.DTYPE_MISMATCH, (f"{op.name}: {_name(t)} type {t.dtype.name} != {_name(ref)} type "
+                                          f"{ref.dtype.name}")
+    if gm is not None and gm.dtype != ref.dtype:
+        yield Status.DTYPE_MISMATCH, f"{op.name}: gm type {gm.dtype.name} != {_name(ref)} type {ref.dtype.name}"
+    if index is not None and index.dtype not in INDEX_TYPES[op]:
+        yield Status.INDEX_DTYPE, (f"{op.name}: {_name(index)} type {index.dtype.name} not in "
+                                   f"{sorted(t.name for t in INDEX_TYPES[op])}")
+
+
+def _types_gemv(op, t, profile):
+    accs, as_, bs = gemv_roles(profile)
+    c, a, b, init = t["dst"], t["src0"], t["src1"], t.get("src2")
+    roles = [(c, accs), (a, as_), (b, bs)] + ([(init, accs)] if init else [])
+    for tile, allowed in roles:
+        if tile.dtype not in allowed:
+            yield Status.DTYPE_UNSUPPORTED, (f"{op.name}: {_name(tile)} type {tile.dtype.name} not accepted in "
+                                             f"profile {profile.value} (accepted: "
+                                             f"{', '.join(sorted(x.name for x in allowed))})")
+    if (c.dtype, a.dtype, b.dtype) not in GEMV_TRIPLES[profile]:
+        yield Status.DTYPE_MISMATCH, (f"{op.name}: (C, A, B) types ({c.dtype.name}, {a.dtype.name}, "
+                                      f"{b.dtype.name}) are not a supported triple in profile {profile.value}")
+    if init and init.dtype != c.dtype:
+        yield Status.DTYPE_MISMATCH, f"{op.name}: {_name(init)} type {init.dtype.name} != C type {c.dtype.name}"
+
+
+# ------------------------------------------------------------------------------------------------ steps 6-8
+
+def _ub(tiles, config):
+    for t in tiles:
+        if t.base % UB_ALIGN:
+            yield Status.UB_MISALIGNED, f"{_name(t)}: base {t.base:#x} is not a multiple of {UB_ALIGN}"
+    for t in tiles:
+        end = t.base + t.rows * t.cols * DTYPE_BYTES[t.dtype]
+        if end > config.ub_bytes:
+            yield Status.UB_OUT_OF_RANGE, (f"{_name(t)}: base {t.base:#x} + {t.rows} x {t.cols} x "
+                                           f"{DTYPE_BYTES[t.dtype]} bytes = {end:#x} > ub_bytes {config.ub_bytes:#x}")
+    for t in tiles:
+        if t.vr > t.rows or t.vc > t.cols:
+            yield Status.VALID_EXCEEDS_STATIC, (f"{_name(t)}: valid shape ({t.vr}, {t.vc}) exceeds static "
+                                                f"shape ({t.rows}, {t.cols})")
+
+
+def _row_major(op, tiles):
+    for t in tiles:
+        if t.layout != Layout.ROW_MAJOR:
+            yield Status.LAYOUT_UNSUPPORTED, f"{op.name}: {_name(t)} must be ROW_MAJOR, is {t.layout.name}"
+
+
+def _gm_last_byte(base, lines, stride, line_bytes):
+    return base + (lines - 1) * stride + line_bytes - 1
+
+
+def _gm_range(op, gm, lines, line_len, size, config, what):
+    if lines and line_len:
+        last = _gm_last_byte(gm.base, lines, gm.row_stride, line_len * size)
+        if last >= 1 << config.gm_addr_bits:
+            yield Status.GM_OUT_OF_RANGE, (f"{op.name}: {what}: last byte {last:#x} (base {gm.base:#x}, {lines} "
+                                           f"lines of {line_len} x {size} bytes, stride {gm.row_stride}) >= "
+                                           f"2**gm_addr_bits = {1 << config.gm_addr_bits:#x}")
+
+
+# ------------------------------------------------------------------------------------------------ per opcode
+
+def _rules_transfer(op, t, gm, cmd, config):
+    tile = t["dst"] if op == Opcode.TLOAD else t["src0"]
+    yield from _types_single(op, [tile], gm, None, config.profile)
+    yield from _ub([tile], config)
+    if (gm.rows, gm.cols) != (tile.vr, tile.vc):
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: gm rows x cols ({gm.rows}, {gm.cols}) != tile valid shape "
+                                      f"({tile.vr}, {tile.vc})")
+    size = DTYPE_BYTES[tile.dtype]
+    for name, v in (("base", gm.base), ("row_stride", gm.row_stride)):
+        if v % size:
+            yield Status.GM_MISALIGNED, f"{op.name}: gm {name} {v:#x} not a multiple of element size {size}"
+    rm = tile.layout == Layout.ROW_MAJOR
+    lines, line_len = (tile.vr, tile.vc) if rm else (tile.vc, tile.vr)
+    yield from _gm_range(op, gm, lines, line_len, size, config, "transfer")
+
+
+def _rules_mgather(op, t, gm, cmd, config):
+    dst, idx = t["dst"], t["src0"]
+    yield from _types_single(op, [dst], gm, idx, config.profile)
+    yield from _ub([dst, idx], config)
+    yield from _row_major(op, [dst, idx])
+    row = op == Opcode.MGATHER_ROW
+    if row:
+        if (idx.rows, idx.cols) != (dst.rows, 1):
+            yield Status.SHAPE_MISMATCH, (f"{op.name}: index tile static shape ({idx.rows}, {idx.cols}) must be "
+                                          f"(dst rows {dst.rows}, 1)")
+        if (idx.vr, idx.vc) != (dst.vr, 1):
+            yield Status.SHAPE_MISMATCH, (f"{op.name}: index tile valid shape ({idx.vr}, {idx.vc}) must be "
+                                          f"(dst valid rows {dst.vr}, 1)")
+        if gm.cols != dst.vc:
+            yield Status.SHAPE_MISMATCH, f"{op.name}: table row width gm.cols {gm.cols} != dst valid cols {dst.vc}"
+    else:
+        if (idx.rows, idx.cols) != (dst.rows, dst.cols):
+            yield Status.SHAPE_MISMATCH, (f"{op.name}: index tile static shape ({idx.rows}, {idx.cols}) != dst "
+                                          f"static shape ({dst.rows}, {dst.cols})")
+        if (idx.vr, idx.vc) != (dst.vr, dst.vc):
+            yield Status.SHAPE_MISMATCH, (f"{op.name}: index tile valid shape ({idx.vr}, {idx.vc}) != dst valid "
+                                          f"shape ({dst.vr}, {dst.vc})")
+    size_entries = gm.rows if row else gm.rows * gm.cols
+    if dst.vr and dst.vc and size_entries == 0:
+        yield Status.DIM_OUT_OF_RANGE, (f"{op.name}: table size (gm.rows {gm.rows}"
+                                        f"{'' if row else f' x gm.cols {gm.cols}'}) is 0")
+    size = DTYPE_BYTES[dst.dtype]
+    if gm.base % size:
+        yield Status.GM_MISALIGNED, f"{op.name}: gm base {gm.base:#x} not a multiple of element size {size}"
+    if row and gm.row_stride % size:
+        yield Status.GM_MISALIGNED, f"{op.name}: gm row_stride {gm.row_stride} not a multiple of element size {size}"
+    if row:
+        yield from _gm_range(op, gm, gm.rows, gm.cols, size, config, "table")
+    else:
+        yield from _gm_range(op, gm._replace(row_stride=0), 1, gm.rows * gm.cols, size, config, "table")
+
+
+def _rules_local_gather(op, t, gm, cmd, config):
+    dst, src, idx = t["dst"], t["src0"], t["src1"]
+    yield from _types_single(op, [dst, src], None, idx, config.profile)
+    yield from _ub([dst, src, idx], config)
+    yield from _row_major(op, [dst, src, idx])
+    nepi = 1 << cmd["nepi_log2"]
+    nv = cmd["num_valid"]
+    X = idx.vc
+    n = nv if nv else LOCAL_GATHER_GROUP * X
+    if idx.vr != src.vr:
+        yield Status.SHAPE_MISMATCH, f"{op.name}: index valid rows {idx.vr} != source valid rows {src.vr}"
+    if (dst.vr, dst.vc) != (src.vr, n * nepi):
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: dst valid shape ({dst.vr}, {dst.vc}) != (source valid rows "
+                                      f"{src.vr}, num_valid_indices {n} x num_elem_per_idx {nepi} = {n * nepi})")
+    if cmd["nepi_log2"] > 5:
+        yield Status.PARAM_INVALID, (f"{op.name}: nepi_log2 {cmd['nepi_log2']} > 5 (num_elem_per_idx {nepi} not "
+                                     f"in 1, 2, 4, 8, 16, 32)")
+    if nv > LOCAL_GATHER_MAX_INDICES:
+        yield Status.PARAM_INVALID, f"{op.name}: num_valid_indices {nv} > {LOCAL_GATHER_MAX_INDICES}"
+    if nv > LOCAL_GATHER_GROUP * X:
+        yield Status.PARAM_INVALID, (f"{op.name}: num_valid_indices {nv} > indices per 16-row group "
+                                     f"(16 x index valid cols {X} = {16 * X})")
+    if src.vr % LOCAL_GATHER_GROUP:
+        yield Status.DIM_OUT_OF_RANGE, f"{op.name}: source valid rows {src.vr} not a multiple of 16"
+    if n > LOCAL_GATHER_MAX_INDICES:
+        yield Status.DIM_OUT_OF_RANGE, (f"{op.name}: 16 x index valid cols {X} = {n} indices per group > "
+                                        f"{LOCAL_GATHER_MAX_INDICES}")
+
+
+def _rules_trowexpandmul(op, t, gm, cmd, config):
+    dst, s0, s1 = t["dst"], t["src0"], t["src1"]
+    yield from _types_single(op, [dst, s0, s1], None, None, config.profile)
+    yield from _ub([dst, s0, s1], config)
+    if dst.layout != Layout.ROW_MAJOR:
+        yield Status.LAYOUT_UNSUPPORTED, f"{op.name}: dst must be ROW_MAJOR"
+    role = trowexpandmul_roles((dst.vr, dst.vc), (s0.vr, s0.vc), (s1.vr, s1.vc))
+    if role is not None:
+        full = (s0, s1)[role]
+        if full.layout != Layout.ROW_MAJOR:
+            yield Status.LAYOUT_UNSUPPORTED, f"{op.name}: full operand {full.slot} must be ROW_MAJOR"
+    if role is None:
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: exactly one of src0 valid ({s0.vr}, {s0.vc}) / src1 valid "
+                                      f"({s1.vr}, {s1.vc}) must equal dst valid ({dst.vr}, {dst.vc})")
+        return
+    exp = (s1, s0)[role]
+    mode1 = exp.layout == Layout.COL_MAJOR
+    want = (dst.vr, 1) if mode1 else (dst.vr, 32 // DTYPE_BYTES[dst.dtype])
+    if (exp.vr, exp.vc) != want:
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: expanded operand {exp.slot} (mode {1 if mode1 else 2}, "
+                                      f"{exp.layout.name}) valid shape ({exp.vr}, {exp.vc}) must be {want}")
+
+
+def _rules_tpartadd(op, t, gm, cmd, config):
+    dst, s0, s1 = t["dst"], t["src0"], t["src1"]
+    yield from _types_single(op, [dst, s0, s1], None, None, config.profile)
+    yield from _ub([dst, s0, s1], config)
+    if config.profile == Profile.A2A3:
+        yield from _row_major(op, [dst, s0, s1])
+    if not tpartadd_pattern_ok((dst.vr, dst.vc), (s0.vr, s0.vc), (s1.vr, s1.vc)):
+        yield Status.VALIDITY_PATTERN, (f"{op.name}: validity pattern src0 ({s0.vr}, {s0.vc}), src1 ({s1.vr}, "
+                                        f"{s1.vc}), dst ({dst.vr}, {dst.vc}): one source must equal dst's valid "
+                                        f"shape and the other must not exceed it")
+
+
+def _rules_gemv(op, t, gm, cmd, config):
+    c, a, b, init = t["dst"], t["src0"], t["src1"], t.get("src2")
+    yield from _types_gemv(op, t, config.profile)
+    tiles = [c, a, b] + ([init] if init else [])
+    yield from _ub(tiles, config)
+    yield from _row_major(op, tiles)
+    if a.rows != c.rows or a.cols != b.rows or b.cols != c.cols:
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: static shapes A ({a.rows}, {a.cols}), B ({b.rows}, {b.cols}), "
+                                      f"C ({c.rows}, {c.cols}) must satisfy A.rows == C.rows, A.cols == B.rows, "
+                                      f"B.cols == C.cols")
+    if init and (init.rows, init.cols) != (c.rows, c.cols):
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: {_name(init)} static shape ({init.rows}, {init.cols}) != C "
+                                      f"({c.rows}, {c.cols})")
+    K, N = b.vr, b.vc
+    if a.vr != c.vr or a.vc != K or c.vc != N:
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: valid shapes A ({a.vr}, {a.vc}), B ({K}, {N}), C ({c.vr}, "
+                                      f"{c.vc}) must satisfy A.valid_rows == C.valid_rows, A.valid_cols == K, "
+                                      f"C.valid_cols == N")
+    if init and (init.vr, init.vc) != (c.vr, c.vc):
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: {_name(init)} valid shape ({init.vr}, {init.vc}) != C valid "
+                                      f"({c.vr}, {c.vc})")
+    if c.vr != 1:
+        yield Status.DIM_OUT_OF_RANGE, f"{op.name}: m = C valid rows {c.vr} must be 1"
+    for name, v in (("K", K), ("N", N)):
+        if not 1 <= v <= GEMV_MAX_DIM:
+            yield Status.DIM_OUT_OF_RANGE, f"{op.name}: {name} = {v} (B valid shape) not in [1, {GEMV_MAX_DIM}]"
+
+
+_RULES = {
+    Opcode.TLOAD: _rules_transfer, Opcode.TSTORE: _rules_transfer,
+    Opcode.MGATHER_ROW: _rules_mgather, Opcode.MGATHER_ELEM: _rules_mgather,
+    Opcode.LOCAL_GATHER: _rules_local_gather,
+    Opcode.TROWEXPANDMUL: _rules_trowexpandmul, Opcode.TPARTADD: _rules_tpartadd,
+    Opcode.TGEMV: _rules_gemv, Opcode.TGEMV_ACC: _rules_gemv, Opcode.TGEMV_BIAS: _rules_gemv,
+}
+
+
+def _failures(cmd, config):
+    cmd = normalize(cmd)
+    op = cmd["opcode"]
+    if not isinstance(op, Opcode):
+        yield Status.UNKNOWN_OPCODE, f"opcode {op:#04x} is not an instruction"
+        return
+    slots, uses_gm = SLOTS[op]
+    t = {s: tile_view(cmd, s, role) for s, role in slots.items()}
+    gm = gm_view(cmd) if uses_gm else None
+    for tile in t.values():
+        if not isinstance(tile.dtype, DType):
+            yield Status.DTYPE_INVALID, f"{op.name}: {_name(tile)} dtype code {tile.dtype} is not a DType"
+    if gm is not None and not isinstance(gm.dtype, DType):
+        yield Status.DTYPE_INVALID, f"{op.name}: gm dtype code {gm.dtype} is not a DType"
+    yield from _RULES[op](op, t, gm, cmd, config)
+
+
+def check_strict(cmd, config):
+    """Raise ``IsaError`` with the status of the first failing check; return None for a legal command."""
+    for status, message in _failures(cmd, config):
+        raise IsaError(status, message)
+
+
+def check(cmd, config):
+    """The status the hardware answers for ``cmd`` before execution (``Status.OK`` when legal)."""
+    try:
+        check_strict(cmd, config)
+    except IsaError as e:
+        return e.status
+    return Status.OK

@@ -1,0 +1,117 @@
+"""Number formats: bit views, canonical NaNs, and the rounded float operations every instruction uses.
+
+All float arithmetic goes through numpy / ml_dtypes, round-to-nearest-even with subnormals:
+
+* fp32 results: numpy ``float32`` operations (IEEE single, RNE, no flush-to-zero); a product of two narrow
+  operands is formed exactly in float64 and rounded once to float32 by numpy's float64 -> float32 cast.
+* fp16 / bf16 results: the operation is done in float32 and the float32 result is rounded to the narrow
+  type.  float32 has p = 24 >= 2p' + 2 bits for p' = 11 (fp16) and 8 (bf16) and the same or a wider exponent
+  range, so this double rounding of a single + or x is innocuous (the result equals the correctly rounded
+  one).  We never cast float64 -> bf16 / fp8: ml_dtypes goes through float32 there and double-rounds.
+
+Every NaN an arithmetic operation produces is replaced by the canonical quiet NaN of the result format
+(positive sign, quiet bit set, zero payload): see ``CANONICAL_NAN``.  Copies never touch bits.
+"""
+
+import numpy as np
+
+from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY
+
+__all__ = [
+    "FLOAT_TYPES", "INT_TYPES", "CANONICAL_NAN", "UINT_OF_SIZE", "is_float", "np_dtype", "dtype_of",
+    "bits", "from_bits", "canonicalize_nan", "add", "mul", "widening_product",
+]
+
+FLOAT_TYPES = frozenset({DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2})
+INT_TYPES = frozenset(DType) - FLOAT_TYPES
+
+#: Bit pattern of the canonical quiet NaN of each float format (sign +, quiet, payload 0).
+CANONICAL_NAN = {
+    DType.FP32: 0x7FC00000,
+    DType.FP16: 0x7E00,
+    DType.BF16: 0x7FC0,
+    DType.FP8E4M3: 0x7F,   # e4m3fn has one NaN per sign: S.1111.111
+    DType.FP8E5M2: 0x7E,   # S.11111.10: quiet NaN of e5m2
+}
+
+UINT_OF_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32)}
+
+
+def is_float(dt):
+    return dt in FLOAT_TYPES
+
+
+def np_dtype(dt):
+    return DTYPE_NUMPY[dt]
+
+
+def dtype_of(array):
+    """The ``DType`` of a numpy array's element type."""
+    for dt in DType:
+        if DTYPE_NUMPY[dt] == array.dtype:
+            return dt
+    raise TypeError(f"numpy dtype {array.dtype} is not an ISA data type")
+
+
+def bits(a):
+    """The array's elements as unsigned integers of the same size (a view; bits unchanged)."""
+    a = np.asarray(a)
+    return a.view(UINT_OF_SIZE[a.dtype.itemsize])
+
+
+def from_bits(b, dt):
+    """Reinterpret unsigned integers as ``dt`` (a ``DType``)."""
+    b = np.asarray(b)
+    want = UINT_OF_SIZE[DTYPE_BYTES[dt]]
+    return b.astype(want, copy=False).view(np_dtype(dt))
+
+
+def canonicalize_nan(a, dt):
+    """A copy of ``a`` (of float type ``dt``) with every NaN replaced by the canonical quiet NaN."""
+    a = np.array(a, dtype=np_dtype(dt), copy=True)
+    nan = np.isnan(a.astype(np.float32))
+    if nan.any():
+        bits(a)[nan] = CANONICAL_NAN[dt]
+    return a
+
+
+def _to32(a):
+    return np.asarray(a).astype(np.float32)
+
+
+def add(a, b, dt):
+    """Elementwise a + b in type ``dt``: integers wrap, floats round to nearest even, NaN canonical."""
+    with np.errstate(all="ignore"):
+        if not is_float(dt):
+            return (np.asarray(a, np_dtype(dt)) + np.asarray(b, np_dtype(dt))).astype(np_dtype(dt))
+        if dt == DType.FP32:
+            r = np.add(np.asarray(a, np.float32), np.asarray(b, np.float32))
+        else:
+            r = (_to32(a) + _to32(b)).astype(np_dtype(dt))
+        return canonicalize_nan(r, dt)
+
+
+def mul(a, b, dt):
+    """Elementwise a x b in type ``dt``: integers wrap, floats round to nearest even, NaN canonical."""
+    with np.errstate(all="ignore"):
+        if not is_float(dt):
+            return (np.asarray(a, np_dtype(dt)) * np.asarray(b, np_dtype(dt))).astype(np_dtype(dt))
+        if dt == DType.FP32:
+            r = np.multiply(np.asarray(a, np.float32), np.asarray(b, np.float32))
+        else:
+            r = (_to32(a) * _to32(b)).astype(np_dtype(dt))
+        return canonicalize_nan(r, dt)
+
+
+def widening_product(a, b):
+    """fp32 products of two float arrays of any float types (broadcasting): the exact product rounded once.
+
+    Both operands are exact in float64 and their product is exact in float64 (at most 2 x 24 significant
+    bits, exponents within float64's range), so float64 -> float32 is the single rounding.  For fp16 and
+    fp8 operands the product is always representable in fp32 (no rounding at all); for bf16 it can fall
+    below fp32's subnormal range or above its largest value, and then rounds like any fp32 result.
+    NaN products are canonical.
+    """
+    with np.errstate(all="ignore"):
+        p = (np.asarray(a).astype(np.float64) * np.asarray(b).astype(np.float64)).astype(np.float32)
+    return canonicalize_nan(p, DType.FP32)
