@@ -1,0 +1,130 @@
+"""golden.numerics against the independent oracle: specials, random pairs, exhaustive fp8 products."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from rtl.isa import DType, DTYPE_NUMPY
+from golden.numerics import CANONICAL_NAN, add, mul, widening_product, bits, from_bits, canonicalize_nan
+
+from . import oracle
+
+FLOAT16ish = [DType.FP16, DType.BF16, DType.FP32]
+
+
+def specials(dt):
+    """Bit patterns of every special class, both signs, plus rounding-sensitive values."""
+    if dt == DType.FP32:
+        pos = [0, 1, 0x007FFFFF, 0x00800000, 0x3F800000, 0x3F800001, 0x3FFFFFFF, 0x7F7FFFFF, 0x7F000000,
+               0x7F800000, 0x7FC00000, 0x7F800001, 0x7FFFFFFF, 0x33800000, 0x34000000, 0x4B800000]
+        sign = 0x80000000
+    elif dt == DType.FP16:
+        pos = [0, 1, 0x03FF, 0x0400, 0x3C00, 0x3C01, 0x3BFF, 0x7BFF, 0x7800, 0x7C00, 0x7E00, 0x7C01, 0x7FFF,
+               0x1400, 0x1000, 0x6400]
+        sign = 0x8000
+    else:
+        pos = [0, 1, 0x007F, 0x0080, 0x3F80, 0x3F81, 0x3FFF, 0x7F7F, 0x7F00, 0x7F80, 0x7FC0, 0x7F81, 0x7FFF,
+               0x3B80, 0x3C00, 0x4380]
+        sign = 0x8000
+    return pos + [p | sign for p in pos]
+
+
+def _arr(bitlist, dt):
+    return from_bits(np.array(bitlist, dtype=np.uint64), dt)
+
+
+@pytest.mark.parametrize("dt", FLOAT16ish)
+def test_canonical_nan_is_a_quiet_positive_nan(dt):
+    x = _arr([CANONICAL_NAN[dt]], dt)
+    assert np.isnan(x.astype(np.float32))[0]
+    assert not np.signbit(x.astype(np.float32))[0]
+
+
+def test_canonical_nan_fp8():
+    for dt in (DType.FP8E4M3, DType.FP8E5M2):
+        x = from_bits(np.array([CANONICAL_NAN[dt]], np.uint8), dt)
+        assert np.isnan(x.astype(np.float32))[0]
+    # every NaN an operation produces is canonical; copies keep payloads
+    a = _arr([0x7F800001, 0xFFC00001], DType.FP32)
+    assert list(bits(canonicalize_nan(a, DType.FP32))) == [0x7FC00000, 0x7FC00000]
+    assert list(bits(a)) == [0x7F800001, 0xFFC00001]
+
+
+@pytest.mark.parametrize("dt", FLOAT16ish)
+@pytest.mark.parametrize("opname", ["add", "mul"])
+def test_specials_cross_product(dt, opname):
+    sp = specials(dt)
+    pairs = list(itertools.product(sp, sp))
+    a = _arr([p[0] for p in pairs], dt)
+    b = _arr([p[1] for p in pairs], dt)
+    got = bits((add if opname == "add" else mul)(a, b, dt))
+    ref = oracle.fadd if opname == "add" else oracle.fmul
+    for (x, y), g in zip(pairs, got):
+        assert int(g) == ref(x, y, dt), f"{dt.name} {opname} {x:#x} {y:#x}: got {int(g):#x}"
+
+
+@pytest.mark.parametrize("dt", FLOAT16ish)
+@pytest.mark.parametrize("opname", ["add", "mul"])
+def test_random_pairs(dt, opname):
+    rng = np.random.default_rng(1 + dt.value)
+    n = 3000
+    width = 32 if dt == DType.FP32 else 16
+    x = rng.integers(0, 1 << width, n, dtype=np.uint64)
+    # half of the pairs close in exponent, to exercise cancellation and ties
+    y = rng.integers(0, 1 << width, n, dtype=np.uint64)
+    y[: n // 2] = (x[: n // 2] ^ rng.integers(0, 1 << 8, n // 2, dtype=np.uint64)) ^ (1 << (width - 1))
+    got = bits((add if opname == "add" else mul)(_arr(x, dt), _arr(y, dt), dt))
+    ref = oracle.fadd if opname == "add" else oracle.fmul
+    for a, b, g in zip(x, y, got):
+        assert int(g) == ref(int(a), int(b), dt), f"{dt.name} {opname} {int(a):#x} {int(b):#x}"
+
+
+def test_fp8_widening_products_exhaustive():
+    """Every e4m3 x e5m2 (and e4m3 x e4m3, e5m2 x e5m2) product is exact in fp32."""
+    allb = np.arange(256, dtype=np.uint8)
+    for at, bt in [(DType.FP8E4M3, DType.FP8E5M2), (DType.FP8E4M3, DType.FP8E4M3), (DType.FP8E5M2, DType.FP8E5M2)]:
+        a = from_bits(np.repeat(allb, 256), at)
+        b = from_bits(np.tile(allb, 256), bt)
+        got = bits(widening_product(a, b))
+        av, bv = a.astype(np.float64), b.astype(np.float64)
+        with np.errstate(all="ignore"):
+            exact = av * bv
+        fin = np.isfinite(exact)
+        assert np.array_equal(from_bits(got, DType.FP32).astype(np.float64)[fin], exact[fin])
+        assert np.all(got[np.isnan(exact)] == 0x7FC00000)
+        # spot-check against the oracle
+        for i in range(0, 65536, 97):
+            assert int(got[i]) == oracle.fmul(int(np.repeat(allb, 256)[i]), int(np.tile(allb, 256)[i]),
+                                              (at, bt), out=DType.FP32)
+
+
+def test_bf16_product_rounds_to_fp32_at_the_edges():
+    # 2^-133 * 2^-133 underflows fp32 to +0; -min * min -> -0; max * max -> inf; subnormal * 2^-10 rounds.
+    cases = [(0x0001, 0x0001), (0x8001, 0x0001), (0x7F7F, 0x7F7F), (0x0080, 0x3A80), (0x00FF, 0x3F81),
+             (0x0081, 0x3401)]
+    for a, b in cases:
+        got = int(bits(widening_product(_arr([a], DType.BF16), _arr([b], DType.BF16)))[0])
+        assert got == oracle.fmul(a, b, (DType.BF16, DType.BF16), out=DType.FP32), hex(got)
+
+
+@pytest.mark.parametrize("dt", [DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.INT32, DType.UINT32])
+def test_integer_wrap(dt):
+    info = np.iinfo(DTYPE_NUMPY[dt])
+    vals = np.array([info.min, info.min + 1, -1 if info.min else 1, 0, 1, 7, info.max - 1, info.max],
+                    dtype=DTYPE_NUMPY[dt])
+    a, b = np.repeat(vals, len(vals)), np.tile(vals, len(vals))
+    for opname, fn in (("add", add), ("mul", mul)):
+        got = fn(a, b, dt)
+        assert got.dtype == DTYPE_NUMPY[dt]
+        for x, y, g in zip(a, b, got):
+            assert int(g) == oracle.iop(x, y, dt, opname)
+
+
+def test_x_plus_minus_x_is_plus_zero_and_minus_zero_sums():
+    for dt in FLOAT16ish:
+        x = _arr([specials(dt)[4]], dt)
+        z = add(x, -x, dt)
+        assert not np.signbit(z.astype(np.float32))[0]
+        nz = _arr([oracle.to_bits(-0.0, dt)], dt)
+        assert np.signbit(add(nz, nz, dt).astype(np.float32))[0]
