@@ -8,7 +8,7 @@ import pytest
 from rtl.isa import DType, DTYPE_NUMPY
 from golden.numerics import CANONICAL_NAN, add, mul, widening_product, bits, from_bits, canonicalize_nan
 
-from . import oracle
+import golden_oracle as oracle
 
 FLOAT16ish = [DType.FP16, DType.BF16, DType.FP32]
 

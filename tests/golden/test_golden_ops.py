@@ -8,8 +8,8 @@ from rtl.status import Status
 from golden import ops
 from golden.errors import IsaError, UndefinedResult
 
-from . import oracle
-from .helpers import ALL_TYPES, rand_tile, rand_values, same_bits, ubits
+import golden_oracle as oracle
+from golden_helpers import ALL_TYPES, rand_tile, rand_values, same_bits, ubits
 
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
 FLOATS = {DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2}
