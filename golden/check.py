@@ -6,6 +6,7 @@ missing keys = 0). Only the operand slots an opcode uses are looked at. When sev
 the first in this order wins (docs/semantics.md, "Checking order"):
 
      1 UNKNOWN_OPCODE        8 VALID_EXCEEDS_STATIC
+    1b UNSUPPORTED (only if the caller passes ``supported``)
      2 DTYPE_INVALID         9 LAYOUT_UNSUPPORTED
      3 DTYPE_UNSUPPORTED    10 SHAPE_MISMATCH
      4 DTYPE_MISMATCH       11 PARAM_INVALID, then DIM_OUT_OF_RANGE
@@ -30,7 +31,7 @@ __all__ = ["check", "check_strict", "SLOTS", "tile_view", "gm_view", "normalize"
            "CHECKING_ORDER"]
 
 CHECKING_ORDER = (
-    Status.UNKNOWN_OPCODE, Status.DTYPE_INVALID, Status.DTYPE_UNSUPPORTED, Status.DTYPE_MISMATCH,
+    Status.UNKNOWN_OPCODE, Status.UNSUPPORTED, Status.DTYPE_INVALID, Status.DTYPE_UNSUPPORTED, Status.DTYPE_MISMATCH,
     Status.INDEX_DTYPE, Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC,
     Status.LAYOUT_UNSUPPORTED, Status.SHAPE_MISMATCH, Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE,
     Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE, Status.VALIDITY_PATTERN,
@@ -328,11 +329,14 @@ _RULES = {
 }
 
 
-def _failures(cmd, config):
+def _failures(cmd, config, supported=None):
     cmd = normalize(cmd)
     op = cmd["opcode"]
     if not isinstance(op, Opcode):
         yield Status.UNKNOWN_OPCODE, f"opcode {op:#04x} is not an instruction"
+        return
+    if supported is not None and op not in supported:
+        yield Status.UNSUPPORTED, f"{op.name}: this configuration has no engine for it"
         return
     slots, uses_gm = SLOTS[op]
     t = {s: tile_view(cmd, s, role) for s, role in slots.items()}
@@ -345,16 +349,20 @@ def _failures(cmd, config):
     yield from _RULES[op](op, t, gm, cmd, config)
 
 
-def check_strict(cmd, config):
-    """Raise ``IsaError`` with the status of the first failing check; return None for a legal command."""
-    for status, message in _failures(cmd, config):
+def check_strict(cmd, config, supported=None):
+    """Raise ``IsaError`` with the status of the first failing check; return None for a legal command.
+
+    ``supported``: optional set of the opcodes the hardware configuration has engines for; any other known
+    opcode answers ``UNSUPPORTED`` (step 1b, right after UNKNOWN_OPCODE). None means all.
+    """
+    for status, message in _failures(cmd, config, supported):
         raise IsaError(status, message)
 
 
-def check(cmd, config):
+def check(cmd, config, supported=None):
     """The status the hardware answers for ``cmd`` before execution (``Status.OK`` when legal)."""
     try:
-        check_strict(cmd, config)
+        check_strict(cmd, config, supported)
     except IsaError as e:
         return e.status
     return Status.OK

@@ -125,8 +125,10 @@ _IDENTICAL_OK = {
 class Machine:
     """The golden machine. ``ub``: numpy uint8 array of ``config.ub_bytes``; ``gm``: ``SparseMemory``."""
 
-    def __init__(self, config):
+    def __init__(self, config, supported=None):
         self.config = config
+        #: Opcodes this configuration executes (None: all); others answer ``Status.UNSUPPORTED``.
+        self.supported = None if supported is None else frozenset(supported)
         self.ub = np.zeros(config.ub_bytes, np.uint8)
         self.gm = SparseMemory(config.gm_addr_bits)
         #: After ``execute(..., on_undefined="mask")``: boolean mask over the UB bytes left unspecified by
@@ -197,7 +199,7 @@ class Machine:
             raise ValueError("on_undefined must be 'raise' or 'mask'")
         self.last_undefined = None
         try:
-            check_strict(cmd, self.config)
+            check_strict(cmd, self.config, self.supported)
         except IsaError as e:
             return e.status
         cmd = normalize(cmd)
