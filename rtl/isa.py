@@ -13,6 +13,8 @@ import enum as py_enum
 
 from amaranth.lib import data, enum
 
+from .status import Status
+
 __all__ = [
     "Opcode", "DType", "Layout", "OobMode", "TileDesc", "GmDesc", "Command", "Response",
     "DTYPE_BYTES", "DTYPE_NUMPY", "COMMAND_BITS", "RESPONSE_BITS", "UB_ALIGN", "Profile",
@@ -142,7 +144,7 @@ Command = data.StructLayout({
 #: One response per command, in command order.
 Response = data.StructLayout({
     "tag":        16,
-    "status":     8,            # rtl.status.Status
+    "status":     Status,
     "_reserved":  8,
     "cycles":     32,           # clock cycles from command acceptance to completion
 })

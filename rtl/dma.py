@@ -1,0 +1,214 @@
+"""TLOAD / TSTORE: 2-D strided transfers between global memory (AXI4) and a UB tile."""
+
+from amaranth import *
+from amaranth.lib import fifo, wiring
+from amaranth.lib.wiring import connect
+
+from .axi import Burst, Resp
+from .engine import EngineSignature
+from .isa import Opcode
+from .realign import Realigner
+from .status import Status
+from .tile import elem_log2, tile_geometry
+from .walker import BurstWalker, LineWalker
+
+__all__ = ["TransferEngine"]
+
+#: AxCACHE "normal non-cacheable bufferable": the unit never relies on GM caching.
+_AXCACHE = 0b0011
+
+
+class TransferEngine(wiring.Component):
+    """Executes TLOAD (GM -> UB, ``dst`` + ``gm``) and TSTORE (UB -> GM, ``src0`` + ``gm``).
+
+    The transfer covers the tile's valid region, one *line* (a row of a row-major tile, a column of a
+    column-major one) at a time, GM line ``l`` at ``gm.base + l * gm.row_stride``. Lines are split into
+    bus-aligned INCR bursts of at most ``config.max_burst_beats`` beats that never cross 4 KiB; byte
+    enables (UB) and write strobes (GM) cover exactly the line's bytes, so nothing outside the valid
+    region changes on either side.
+
+    Parameters: ``config`` (uses ``axi_data_bits`` = UB word width, ``max_outstanding_reads``,
+    ``max_outstanding_writes``, ``max_burst_beats``, ``read_buffer_beats``).
+
+    Ports: :class:`EngineSignature` with one UB read port, the UB write port and the AXI4 master.
+
+    Throughput: one bus beat per cycle in either direction once the pipe is full, up to
+    ``max_outstanding_reads`` read bursts in flight; a line that needs one more UB word (TLOAD) or bus
+    beat (TSTORE) than it consumes costs one extra cycle. Latency: the first AR/AW leaves 2 cycles after
+    ``start``; ``done`` follows the last UB write (TLOAD) or the last B response (TSTORE) by one cycle.
+    An AXI error response does not stop the transfer (every requested beat is still taken, so nothing
+    hangs) but suppresses all later UB writes and answers ``AXI_READ_ERROR``/``AXI_WRITE_ERROR``.
+    """
+
+    opcodes = (Opcode.TLOAD, Opcode.TSTORE)
+
+    def __init__(self, config):
+        self._config = config
+        super().__init__(EngineSignature(config, ub_read_ports=1, ub_write=True, axi=True))
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        W = cfg.axi_data_bytes
+        sh = W.bit_length() - 1
+        cmd = self.cmd
+        axi = self.axi
+
+        # ---- transfer geometry, from the held command --------------------------------------------
+        is_store = cmd.opcode == Opcode.TSTORE
+        tile = Mux(is_store, cmd.src0.as_value(), cmd.dst.as_value())
+        tile = cmd.dst.shape()(tile)
+        esz = elem_log2(m, tile.dtype)
+        lines, line_elems, ub_stride = tile_geometry(m, tile, esz)
+
+        m.submodules.walk_addr = walk_addr = LineWalker(cfg)   # AR or AW issue
+        m.submodules.walk_data = walk_data = LineWalker(cfg)   # realigner
+        m.submodules.walk_ub = walk_ub = LineWalker(cfg)       # UB reads (TSTORE)
+        for w in (walk_addr, walk_data, walk_ub):
+            m.d.comb += [
+                w.params.ub_base.eq(tile.base),
+                w.params.ub_stride.eq(ub_stride),
+                w.params.gm_base.eq(cmd.gm.base),
+                w.params.gm_stride.eq(cmd.gm.row_stride),
+                w.params.lines.eq(lines),
+                w.params.line_bytes.eq(line_elems << esz),
+            ]
+
+        running = Signal()
+        store = Signal()           # registered is_store for the running transfer
+        err = Signal()
+        lines_left = Signal(16)    # lines not yet completely written (UB for TLOAD, issued W for TSTORE)
+        empty = (lines == 0) | (line_elems == 0)
+
+        with m.If(self.start):
+            with m.If(empty):
+                m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
+            with m.Else():
+                m.d.sync += [running.eq(1), store.eq(is_store), err.eq(0), lines_left.eq(lines)]
+                m.d.comb += [walk_addr.start.eq(1), walk_data.start.eq(1), walk_ub.start.eq(is_store)]
+
+        m.submodules.bursts = bursts = BurstWalker(cfg)
+        connect(m, walk_addr.lines, bursts.lines)
+        b = bursts.bursts.payload
+
+        m.submodules.realign = realign = Realigner(W)
+        line = walk_data.lines.payload
+        m.d.comb += [
+            realign.line.valid.eq(walk_data.lines.valid),
+            walk_data.lines.ready.eq(realign.line.ready),
+            realign.line.payload.length.eq(line.length),
+            realign.line.payload.src_off.eq(Mux(store, line.ub_addr, line.gm_addr)[:sh]),
+            realign.line.payload.dst_off.eq(Mux(store, line.gm_addr, line.ub_addr)[:sh]),
+        ]
+        line_done = realign.o.valid & realign.o.ready & realign.o.payload.line_last
+        with m.If(line_done):
+            m.d.sync += lines_left.eq(lines_left - 1)
+
+        # ---- constant AXI fields ------------------------------------------------------------------
+        for ch in ("ar", "aw"):
+            m.d.comb += [
+                getattr(axi, f"{ch}id").eq(0), getattr(axi, f"{ch}size").eq(sh),
+                getattr(axi, f"{ch}burst").eq(Burst.INCR), getattr(axi, f"{ch}cache").eq(_AXCACHE),
+                getattr(axi, f"{ch}addr").eq(b.addr), getattr(axi, f"{ch}len").eq(b.len),
+            ]
+
+        # ---- TLOAD: AR issue, R buffer, realign into UB words ----------------------------------------
+        rd_outstanding = Signal(range(cfg.max_outstanding_reads + 1))
+        ar_ok = running & ~store & (rd_outstanding < cfg.max_outstanding_reads)
+        m.d.comb += axi.arvalid.eq(bursts.bursts.valid & ar_ok)
+        ar_fire = axi.arvalid & axi.arready
+        r_last = axi.rvalid & axi.rready & axi.rlast
+        m.d.sync += rd_outstanding.eq(rd_outstanding + ar_fire - r_last)
+
+        m.submodules.rbuf = rbuf = fifo.SyncFIFOBuffered(width=8 * W + 1, depth=cfg.read_buffer_beats)
+        m.d.comb += [
+            rbuf.w_data.eq(Cat(axi.rdata, axi.rresp != Resp.OKAY)),
+            rbuf.w_en.eq(axi.rvalid),
+            axi.rready.eq(rbuf.w_rdy),
+        ]
+
+        ub_word = Signal(range(cfg.ub_words))   # UB word of the realigner's current line (TLOAD)
+        with m.If(realign.line.valid & realign.line.ready):
+            m.d.sync += ub_word.eq(line.ub_addr >> sh)
+
+        # ---- TSTORE: UB reads into a credit-limited buffer, realign into bus beats -------------------
+        m.submodules.ubuf = ubuf = fifo.SyncFIFOBuffered(width=8 * W, depth=8)
+        rd_pending = Signal()
+        ub_line = walk_ub.lines.payload
+        ub_left = Signal(16)         # words left to read in the current UB line
+        ub_addr = Signal(range(cfg.ub_words))
+        ub_active = Signal()
+        can_read = (ubuf.level + rd_pending) < ubuf.depth - 1
+        rd = self.ub_rd[0]
+        m.d.comb += [rd.addr.eq(ub_addr), walk_ub.lines.ready.eq(~ub_active)]
+        with m.If(walk_ub.lines.valid & ~ub_active):
+            m.d.sync += [
+                ub_active.eq(1), ub_addr.eq(ub_line.ub_addr >> sh),
+                ub_left.eq((ub_line.ub_addr[:sh] + ub_line.length + W - 1) >> sh),
+            ]
+        with m.If(ub_active & can_read):
+            m.d.comb += rd.en.eq(1)
+            m.d.sync += [ub_addr.eq(ub_addr + 1), ub_left.eq(ub_left - 1)]
+            with m.If(ub_left == 1):
+                m.d.sync += ub_active.eq(0)
+        m.d.sync += rd_pending.eq(rd.en)
+        m.d.comb += [ubuf.w_data.eq(rd.data), ubuf.w_en.eq(rd_pending)]
+
+        # Realigner input: R buffer (TLOAD) or UB buffer (TSTORE).
+        m.d.comb += [
+            realign.i.valid.eq(Mux(store, ubuf.r_rdy, rbuf.r_rdy)),
+            realign.i.payload.eq(Mux(store, ubuf.r_data, rbuf.r_data[:8 * W])),
+            rbuf.r_en.eq(~store & realign.i.ready),
+            ubuf.r_en.eq(store & realign.i.ready),
+        ]
+        with m.If(~store & rbuf.r_rdy & rbuf.r_en & rbuf.r_data[8 * W]):
+            m.d.sync += err.eq(1)
+
+        # TLOAD output: straight into the UB write port.
+        o = realign.o.payload
+        with m.If(~store):
+            m.d.comb += realign.o.ready.eq(1)
+            m.d.comb += [self.ub_wr.addr.eq(ub_word + o.index), self.ub_wr.data.eq(o.data)]
+            with m.If(running & realign.o.valid & ~err):
+                m.d.comb += self.ub_wr.be.eq(o.be)
+
+        # TSTORE: AW issue; burst lengths queue up for the W channel.
+        m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=8, depth=max(2, cfg.max_outstanding_writes))
+        wr_outstanding = Signal(range(cfg.max_outstanding_writes + 1))
+        aw_all = Signal()        # every AW of the transfer is out
+        m.d.comb += axi.awvalid.eq(running & store & bursts.bursts.valid & wlen.w_rdy &
+                                   (wr_outstanding < cfg.max_outstanding_writes))
+        aw_fire = axi.awvalid & axi.awready
+        m.d.comb += [wlen.w_data.eq(b.len), wlen.w_en.eq(aw_fire)]
+        m.d.comb += bursts.bursts.ready.eq(Mux(store, aw_fire, ar_fire))
+        b_fire = axi.bvalid & axi.bready
+        m.d.sync += wr_outstanding.eq(wr_outstanding + aw_fire - b_fire)
+        m.d.comb += axi.bready.eq(1)
+        with m.If(aw_fire & b.last):
+            m.d.sync += aw_all.eq(1)
+        with m.If(b_fire & (axi.bresp != Resp.OKAY)):
+            m.d.sync += err.eq(1)
+
+        beat = Signal(8)
+        with m.If(store):
+            m.d.comb += [
+                axi.wvalid.eq(realign.o.valid & wlen.r_rdy),
+                axi.wdata.eq(o.data), axi.wstrb.eq(o.be),
+                axi.wlast.eq(beat == wlen.r_data),
+                realign.o.ready.eq(axi.wready & wlen.r_rdy),
+            ]
+        with m.If(axi.wvalid & axi.wready):
+            m.d.sync += beat.eq(Mux(axi.wlast, 0, beat + 1))
+            m.d.comb += wlen.r_en.eq(axi.wlast)
+
+        # ---- completion -----------------------------------------------------------------------------
+        load_done = ~store & (lines_left == 0)
+        store_done = store & aw_all & (wr_outstanding == 0) & (lines_left == 0)
+        with m.If(running & (load_done | store_done)):
+            m.d.sync += [running.eq(0), aw_all.eq(0)]
+            m.d.comb += [
+                self.done.eq(1),
+                self.status.eq(Mux(err, Mux(store, Status.AXI_WRITE_ERROR, Status.AXI_READ_ERROR),
+                                   Status.OK)),
+            ]
+        return m

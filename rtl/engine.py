@@ -1,0 +1,33 @@
+"""The contract between the command front end and an engine."""
+
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi import Axi4Signature
+from .isa import Command
+from .status import Status
+from .ub import UbReadSignature, UbWriteSignature
+
+__all__ = ["EngineSignature"]
+
+
+class EngineSignature(wiring.Signature):
+    """What every engine exposes, as seen from the engine.
+
+    ``cmd`` is the accepted, already-checked instruction, held stable from ``start`` until ``done``.
+    ``start`` is a one-cycle pulse; the engine answers with a one-cycle ``done`` pulse and ``status``
+    valid in that cycle. ``ub_rd``/``ub_wr`` and ``axi`` reach the shared resources, which the front end
+    hands to one engine at a time; an engine's UB write enables must be zero while it is idle.
+    """
+
+    def __init__(self, config, *, ub_read_ports=0, ub_write=False, axi=False):
+        members = {"cmd": In(Command), "start": In(1), "done": Out(1), "status": Out(Status)}
+        if ub_read_ports:
+            members["ub_rd"] = Out(UbReadSignature(config)).array(ub_read_ports)
+        if ub_write:
+            members["ub_wr"] = Out(UbWriteSignature(config))
+        if axi:
+            members["axi"] = Out(Axi4Signature(addr_width=config.gm_addr_bits,
+                                               data_width=config.axi_data_bits,
+                                               id_width=config.axi_id_bits))
+        super().__init__(members)

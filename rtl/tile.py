@@ -1,0 +1,39 @@
+"""Hardware helpers over tile descriptors (element size, transfer geometry)."""
+
+from amaranth import *
+
+from .isa import DType, DTYPE_BYTES, Layout
+
+__all__ = ["elem_log2", "dtype_valid", "tile_geometry"]
+
+
+def elem_log2(m, dtype):
+    """log2 of the element size of ``dtype`` (0 for reserved codes: they never get past the checker)."""
+    out = Signal(2)
+    with m.Switch(dtype.as_value()):
+        for member, size in DTYPE_BYTES.items():
+            with m.Case(member):
+                m.d.comb += out.eq(size.bit_length() - 1)
+    return out
+
+
+def dtype_valid(dtype):
+    """True when ``dtype`` holds a defined ``DType`` code."""
+    return Cat(dtype.as_value() == member.value for member in DType).any()
+
+
+def tile_geometry(m, tile, esz_log2):
+    """Lines of a tile's valid region in storage order: ``(lines, line_elems, line_stride_bytes)``.
+
+    A line is a row of a row-major tile and a column of a column-major one.
+    """
+    col = tile.layout == Layout.COL_MAJOR
+    lines = Signal(16)
+    line_elems = Signal(16)
+    stride = Signal(24)
+    m.d.comb += [
+        lines.eq(Mux(col, tile.valid_cols, tile.valid_rows)),
+        line_elems.eq(Mux(col, tile.valid_rows, tile.valid_cols)),
+        stride.eq(Mux(col, tile.rows, tile.cols) << esz_log2),
+    ]
+    return lines, line_elems, stride

@@ -1,0 +1,133 @@
+"""``VectorUnit``: the top level. Command front end, checker, engines, and the shared UB and AXI port."""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi import Axi4Signature, AxiStreamSignature
+from .checker import Checker
+from .dma import TransferEngine
+from .isa import COMMAND_BITS, RESPONSE_BITS, Command, Response
+from .status import Status
+from .ub import UnifiedBuffer
+
+__all__ = ["VectorUnit", "ENGINES"]
+
+#: Engine classes in the unit, in dispatch order. Each has an ``opcodes`` tuple and takes ``config``.
+ENGINES = (TransferEngine,)
+
+
+class VectorUnit(wiring.Component):
+    """The tile vector unit.
+
+    Parameters
+    ----------
+    config : :class:`rtl.config.Config`
+
+    Ports (top-level Verilog names in brackets)
+    -----
+    s_axis_cmd : AXI4-Stream sink, ``tdata`` = one :data:`rtl.isa.Command` [``s_axis_cmd__tdata`` ...]
+    m_axis_rsp : AXI4-Stream source, ``tdata`` = one :data:`rtl.isa.Response` per command, in order
+    m_axi : AXI4 master to global memory [``m_axi__araddr`` ...]; ID 0 only, INCR bursts
+    (plus ``clk`` and synchronous active-high ``rst`` from the default clock domain)
+
+    Behaviour: one instruction at a time. A command is accepted (``tready`` high) only when the unit
+    is idle. The cycle after acceptance the checker decides; an illegal instruction answers its status
+    the cycle after that, having touched nothing; a legal one starts its engine. ``cycles`` in the
+    response counts clock cycles from the acceptance edge to the edge that raises ``tvalid``.
+    """
+
+    def __init__(self, config):
+        self.config = config
+        super().__init__({
+            "s_axis_cmd": In(AxiStreamSignature(COMMAND_BITS)),
+            "m_axis_rsp": Out(AxiStreamSignature(RESPONSE_BITS)),
+            "m_axi": Out(Axi4Signature(addr_width=config.gm_addr_bits, data_width=config.axi_data_bits,
+                                       id_width=config.axi_id_bits)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        engines = [cls(cfg) for cls in ENGINES]
+        for engine in engines:
+            m.submodules[type(engine).__name__.lower()] = engine
+        supported = [op for engine in engines for op in engine.opcodes]
+
+        m.submodules.ub = ub = UnifiedBuffer(cfg)
+        m.submodules.checker = checker = Checker(cfg, supported)
+
+        cmd = Signal(Command)
+        tag = Signal(16)
+        status = Signal(Status)
+        cycles = Signal(32)
+        active = Signal(range(len(engines) + 1))    # len(engines) = none
+        m.d.comb += checker.cmd.eq(cmd)
+        for engine in engines:
+            m.d.comb += engine.cmd.eq(cmd)
+
+        with m.FSM(name="frontend"):
+            with m.State("IDLE"):
+                m.d.comb += self.s_axis_cmd.tready.eq(1)
+                m.d.sync += active.eq(len(engines))
+                with m.If(self.s_axis_cmd.tvalid):
+                    m.d.sync += [cmd.eq(self.s_axis_cmd.tdata), cycles.eq(0)]
+                    m.next = "CHECK"
+            with m.State("CHECK"):
+                m.d.sync += [cycles.eq(cycles + 1), tag.eq(cmd.tag), status.eq(checker.status)]
+                with m.If(checker.status != Status.OK):
+                    m.next = "RESPOND"
+                with m.Else():
+                    for index, engine in enumerate(engines):
+                        with m.If(Cat(cmd.opcode == op for op in engine.opcodes).any()):
+                            m.d.comb += engine.start.eq(1)
+                            m.d.sync += active.eq(index)
+                    m.next = "RUN"
+                    for engine in engines:          # an empty transfer is done as it starts
+                        with m.If(engine.start & engine.done):
+                            m.d.sync += status.eq(engine.status)
+                            m.next = "RESPOND"
+            with m.State("RUN"):
+                m.d.sync += cycles.eq(cycles + 1)
+                for index, engine in enumerate(engines):
+                    with m.If((active == index) & engine.done):
+                        m.d.sync += status.eq(engine.status)
+                        m.next = "RESPOND"
+            with m.State("RESPOND"):
+                rsp = Signal(Response)
+                m.d.comb += [
+                    rsp.tag.eq(tag), rsp.status.eq(status), rsp.cycles.eq(cycles),
+                    self.m_axis_rsp.tvalid.eq(1),
+                    self.m_axis_rsp.tdata.eq(rsp),
+                ]
+                with m.If(self.m_axis_rsp.tready):
+                    m.next = "IDLE"
+
+        self._share(m, engines, active, ub)
+        return m
+
+    def _share(self, m, engines, active, ub):
+        """Give the UB ports and the AXI master to the active engine; inputs reach only that engine."""
+        axi = self.m_axi
+        for index, engine in enumerate(engines):
+            sel = active == index
+            members = engine.signature.members
+            if "axi" in members:
+                for name, member in engine.axi.signature.members.items():
+                    ours, theirs = getattr(axi, name), getattr(engine.axi, name)
+                    if member.flow == Out:
+                        with m.If(sel):
+                            m.d.comb += ours.eq(theirs)
+                    elif name in ("rvalid", "bvalid", "arready", "awready", "wready"):
+                        m.d.comb += theirs.eq(ours & sel)
+                    else:
+                        m.d.comb += theirs.eq(ours)
+            if "ub_wr" in members:
+                with m.If(sel):
+                    m.d.comb += [ub.wr.addr.eq(engine.ub_wr.addr), ub.wr.data.eq(engine.ub_wr.data),
+                                 ub.wr.be.eq(engine.ub_wr.be)]
+            if "ub_rd" in members:
+                for port, theirs in zip(ub.rd, engine.ub_rd):
+                    with m.If(sel):
+                        m.d.comb += [port.addr.eq(theirs.addr), port.en.eq(theirs.en)]
+                    m.d.comb += theirs.data.eq(port.data)

@@ -1,0 +1,132 @@
+"""Host-side driver of a ``VectorUnit`` in a cocotb simulation.
+
+Encodes instructions with :func:`rtl.isa.encode` (no second copy of any layout), drives the command
+stream, collects responses, places numpy matrices in global memory and reads them back. Global memory
+is cocotbext-axi's ``AxiRam`` (or a subclass: see :mod:`sim.gm`).
+"""
+
+import json
+import os
+
+import numpy as np
+
+from rtl.isa import (Command, DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, Opcode, Response, decode,
+                     encode)
+from rtl.status import Status
+
+__all__ = ["tile", "gm_region", "Driver", "to_bytes", "from_bytes"]
+
+
+def tile(base, rows, cols, dtype, valid=None, layout=Layout.ROW_MAJOR):
+    """A tile descriptor (dict for :data:`rtl.isa.TileDesc`); ``valid`` defaults to the static shape."""
+    valid_rows, valid_cols = valid if valid is not None else (rows, cols)
+    return {"base": base, "rows": rows, "cols": cols, "valid_rows": valid_rows,
+            "valid_cols": valid_cols, "dtype": dtype, "layout": layout}
+
+
+def gm_region(base, rows, cols, dtype, row_stride=None):
+    """A GM descriptor (dict for :data:`rtl.isa.GmDesc`); ``row_stride`` defaults to dense rows."""
+    if row_stride is None:
+        row_stride = cols * DTYPE_BYTES[DType(dtype)]
+    return {"base": base, "rows": rows, "cols": cols, "row_stride": row_stride, "dtype": dtype}
+
+
+def to_bytes(array):
+    return np.ascontiguousarray(array).view(np.uint8).tobytes()
+
+
+def from_bytes(raw, dtype, shape):
+    return np.frombuffer(bytes(raw), dtype=DTYPE_NUMPY[DType(dtype)]).reshape(shape).copy()
+
+
+def _describe(cmd):
+    """(instruction, shape, dtype) strings for the run summary."""
+    op = cmd.get("opcode")
+    name = op.name if isinstance(op, Opcode) else f"0x{int(op):02x}"
+    slot = cmd.get("src0") if op == Opcode.TSTORE else cmd.get("dst")
+    if not slot:
+        return name, "-", "-"
+    shape = f"{slot.get('valid_rows', 0)}x{slot.get('valid_cols', 0)}/{slot.get('rows', 0)}x{slot.get('cols', 0)}"
+    if slot.get("layout") == Layout.COL_MAJOR:
+        shape += " col"
+    dt = slot.get("dtype", 0)
+    return name, shape, dt.name if isinstance(dt, DType) else f"0x{int(dt):x}"
+
+
+class Driver:
+    """Issues commands to the unit and owns the GM model.
+
+    ``cmd_source``/``rsp_sink`` are cocotbext-axi ``AxiStreamSource``/``AxiStreamSink``; ``gm`` an
+    ``AxiRam``. Every executed command is appended to the JSON-lines file named by ``TILEVEC_RECORDS``
+    (test, instruction, shape, dtype, cycles, status) for the run summary and the benchmark.
+    """
+
+    def __init__(self, cmd_source, rsp_sink, gm, *, test_name="", timeout_cycles=200_000, clock=None):
+        self.cmd_source, self.rsp_sink, self.gm = cmd_source, rsp_sink, gm
+        self.test_name = test_name
+        self.timeout_cycles = timeout_cycles
+        self.clock = clock
+        self._tag = 0
+        self._records = os.environ.get("TILEVEC_RECORDS")
+
+    async def execute(self, cmd, *, label=None):
+        """Send one instruction (dict for :data:`rtl.isa.Command`), wait for its response.
+
+        Returns the decoded response dict (``tag``, ``status`` as :class:`Status` or int, ``cycles``).
+        A response that does not arrive within ``timeout_cycles`` clock cycles fails the test as a hang.
+        """
+        from cocotb.triggers import ClockCycles, First
+        from cocotbext.axi import AxiStreamFrame
+        cmd = dict(cmd)
+        self._tag = (self._tag + 1) & 0xFFFF
+        cmd.setdefault("tag", self._tag)
+        word = encode(Command, cmd)
+        await self.cmd_source.send(AxiStreamFrame(word.to_bytes(Command.size // 8, "little")))
+        recv = self.rsp_sink.recv()
+        timeout = ClockCycles(self.clock, self.timeout_cycles)
+        import cocotb
+        task = cocotb.start_soon(recv)
+        done = await First(task, timeout)
+        if done is timeout:
+            task.cancel()
+            raise AssertionError(f"no response within {self.timeout_cycles} cycles: the unit hangs on {cmd}")
+        frame = task.result()
+        rsp = decode(Response, int.from_bytes(bytes(frame.tdata), "little"))
+        assert rsp["tag"] == cmd["tag"], f"response tag {rsp['tag']} != command tag {cmd['tag']}"
+        self._record(cmd, rsp, label)
+        return rsp
+
+    def _record(self, cmd, rsp, label):
+        if not self._records:
+            return
+        name, shape, dt = _describe(cmd)
+        status = rsp["status"]
+        with open(self._records, "a") as f:
+            f.write(json.dumps({
+                "test": self.test_name, "label": label or "", "instruction": name, "shape": shape,
+                "dtype": dt, "cycles": rsp["cycles"],
+                "status": status.name if isinstance(status, Status) else f"0x{int(status):02x}",
+            }) + "\n")
+
+    # ---- global memory --------------------------------------------------------------------------
+
+    def gm_write(self, address, data):
+        self.gm.write(address, bytes(data))
+
+    def gm_read(self, address, length):
+        return self.gm.read(address, length)
+
+    def put_matrix(self, address, array, row_stride=None):
+        """Write a 2-D array to GM at ``address``, rows ``row_stride`` bytes apart (default dense)."""
+        array = np.asarray(array)
+        row_bytes = array.shape[1] * array.itemsize
+        row_stride = row_stride or row_bytes
+        for i, row in enumerate(array):
+            self.gm.write(address + i * row_stride, to_bytes(row))
+
+    def get_matrix(self, address, shape, dtype, row_stride=None):
+        rows, cols = shape
+        size = DTYPE_BYTES[DType(dtype)]
+        row_stride = row_stride or cols * size
+        raw = b"".join(self.gm.read(address + i * row_stride, cols * size) for i in range(rows))
+        return from_bytes(raw, dtype, shape)
