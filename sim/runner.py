@@ -20,14 +20,19 @@ BUILD = ROOT / "build"
 SIMULATORS = ("icarus", "verilator")
 TOPLEVEL = "vector_unit"
 
-__all__ = ["SIMULATORS", "testcases", "build", "run", "RunResult", "verilator_env"]
+__all__ = ["SIMULATORS", "list_testcases", "build", "run", "RunResult", "verilator_env"]
 
 
-def testcases(module):
+def list_testcases(module):
     """Names of the ``@cocotb.test`` functions in ``cocotb_tests/<module>.py``, in file order."""
     tree = ast.parse((ROOT / "cocotb_tests" / f"{module}.py").read_text())
     names = []
+    is_test = lambda f: isinstance(f, ast.Attribute) and f.attr == "test"
     for node in tree.body:
+        # name = cocotb.test()(factory(...))
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Call) and is_test(node.value.func.func)):
+            names.append(node.targets[0].id)
         if isinstance(node, ast.AsyncFunctionDef):
             for deco in node.decorator_list:
                 target = deco.func if isinstance(deco, ast.Call) else deco
