@@ -1,0 +1,1 @@
+"""Tests of the float units (rtl/fp)."""
