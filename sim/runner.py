@@ -20,6 +20,11 @@ BUILD = ROOT / "build"
 SIMULATORS = ("icarus", "verilator")
 TOPLEVEL = "vector_unit"
 
+# cocotb's runner hands the simulator this process's sys.path as PYTHONPATH (replacing ours), and the
+# simulator runs in the test directory: the repository root must be on sys.path by absolute name.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
 __all__ = ["SIMULATORS", "list_testcases", "build", "run", "RunResult", "verilator_env"]
 
 
@@ -129,8 +134,7 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
     test_dir.mkdir(parents=True)
     records = test_dir / "records.jsonl"
     waves_file = test_dir / f"{label}.fst"
-    env = {"TILEVEC_CONFIG": config_name, "TILEVEC_RECORDS": str(records), "TILEVEC_TEST": testcase,
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = {"TILEVEC_CONFIG": config_name, "TILEVEC_RECORDS": str(records)}
     env.update({f"TILEVEC_{key.upper()}": str(value) for key, value in (params or {}).items()})
     env["TILEVEC_TEST"] = label
     plusargs = [f"+dumpfile_path={waves_file}"] if waves and sim == "icarus" else []

@@ -1,13 +1,13 @@
-"""Runs the error-status cocotb testbench on Icarus: one simulator run per status."""
+"""The error-status cocotb runs of the regression, on Icarus (one simulator run per status)."""
 
 import pytest
 
-from sim.runner import list_testcases, run
+from sim.regress import REGRESSION, run_entry
 
 pytestmark = pytest.mark.cocotb
 
 
-@pytest.mark.parametrize("testcase", list_testcases("test_errors"))
-def test_errors(testcase):
-    result = run("test_errors", testcase)
-    assert result.passed, f"{testcase} failed: see {result.results_xml.parent / 'sim.log'}"
+@pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == "test_errors"], ids=lambda e: e.name)
+def test_errors(entry):
+    result = run_entry(entry)
+    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"

@@ -1,21 +1,13 @@
-"""Runs the TLOAD/TSTORE cocotb testbench on Icarus, one simulator run per data type."""
+"""The TLOAD/TSTORE cocotb runs of the regression, on Icarus (one simulator run each)."""
 
 import pytest
 
-from rtl.isa import DType
-from sim.runner import run
+from sim.regress import REGRESSION, run_entry
 
 pytestmark = pytest.mark.cocotb
 
 
-def _check(result):
-    assert result.passed, f"{result.testcase} failed: see {result.results_xml.parent / 'sim.log'}"
-
-
-def test_roundtrip_smoke():
-    _check(run("test_transfer", "roundtrip_smoke"))
-
-
-@pytest.mark.parametrize("dtype", [d.name for d in DType])
-def test_roundtrip_random(dtype):
-    _check(run("test_transfer", "roundtrip_random", params={"dtype": dtype}, label=f"roundtrip_{dtype}"))
+@pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == "test_transfer"], ids=lambda e: e.name)
+def test_transfer(entry):
+    result = run_entry(entry)
+    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"

@@ -1,0 +1,140 @@
+"""The regression: every cocotb run of the project, for ``make sim`` and the pytest wrappers.
+
+``python -m sim.regress [--sim icarus|verilator] [--config small] [--no-waves] [-k PATTERN] [-j N]``
+builds once per configuration, runs every entry of :data:`REGRESSION` (in parallel), writes an FST and
+a GTKWave save file per test under ``build/run/<sim>-<config>/<label>/``, prints a summary table
+(test, instruction, shape, data type, cycles, result), writes ``build/sim-summary.csv`` and exits
+non-zero when any test fails.
+"""
+
+import argparse
+import concurrent.futures
+import csv
+import os
+import sys
+from dataclasses import dataclass, field
+
+from rtl.isa import DType
+
+from .runner import BUILD, build, list_testcases, run
+
+__all__ = ["Entry", "REGRESSION", "main"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    module: str                 # cocotb_tests/<module>.py
+    testcase: str
+    params: tuple = ()          # ((key, value), ...) -> TILEVEC_<KEY> in the simulation
+    label: str = ""
+
+    @property
+    def name(self):
+        return self.label or self.testcase
+
+
+def _regression():
+    entries = [Entry("test_transfer", "roundtrip_smoke")]
+    entries += [Entry("test_transfer", "roundtrip_random", (("dtype", d.name),), f"roundtrip_{d.name}")
+                for d in DType]
+    entries += [Entry("test_errors", t) for t in list_testcases("test_errors")]
+    return entries
+
+
+#: Every cocotb run in the project; ``tests/test_cocotb_*.py`` parametrize over it.
+REGRESSION = _regression()
+
+
+def run_entry(entry, config="small", sim="icarus", waves=False):
+    return run(entry.module, entry.testcase, config, sim, waves=waves, params=dict(entry.params),
+               label=entry.name)
+
+
+def _job(args):
+    entry, config, sim, waves = args
+    result = run_entry(entry, config, sim, waves)
+    if waves and result.waves_file.exists():
+        try:
+            from .waves import write_gtkw
+            write_gtkw(result.waves_file)
+        except RuntimeError as e:       # no fst2vcd: waves still usable, just without a save file
+            print(f"note: {e}", file=sys.stderr)
+    return entry, result
+
+
+def _summarize(rows):
+    """One line per (test, instruction, dtype): shapes run, cycle range, statuses."""
+    groups = {}
+    for entry, result in rows:
+        recs = [r for r in result.records if r["label"] not in ("ub fill", "ub readback")]
+        if not recs:
+            groups[(entry.name, "-", "-")] = {"shapes": set(), "cycles": [], "status": set(), "ok": result.passed}
+        for r in recs:
+            g = groups.setdefault((entry.name, r["instruction"], r["dtype"]),
+                                  {"shapes": set(), "cycles": [], "status": set(), "ok": result.passed})
+            g["shapes"].add(r["shape"])
+            g["cycles"].append(r["cycles"])
+            g["status"].add(r["status"])
+    table = []
+    for (test, instr, dt), g in groups.items():
+        shapes = sorted(g["shapes"])
+        shape = shapes[0] if len(shapes) == 1 else (f"{len(shapes)} shapes" if shapes else "-")
+        cyc = g["cycles"]
+        cycles = "-" if not cyc else (str(cyc[0]) if min(cyc) == max(cyc) else f"{min(cyc)}-{max(cyc)}")
+        status = ",".join(sorted(g["status"])) or "-"
+        table.append((test, instr, shape, dt, cycles, status, "PASS" if g["ok"] else "FAIL"))
+    return table
+
+
+def _print_table(table):
+    head = ("test", "instruction", "shape (valid/static)", "dtype", "cycles", "status", "result")
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *table)]
+    line = "  ".join(f"{{:<{w}}}" for w in widths)
+    print(line.format(*head))
+    print("  ".join("-" * w for w in widths))
+    for row in table:
+        print(line.format(*row))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Run the cocotb regression and print a summary.")
+    p.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    p.add_argument("--config", default="small")
+    p.add_argument("--no-waves", action="store_true", help="skip FST and .gtkw output")
+    p.add_argument("-k", default="", help="only tests whose name contains this")
+    p.add_argument("-j", type=int, default=os.cpu_count() or 1, help="parallel simulator runs")
+    args = p.parse_args(argv)
+    waves = not args.no_waves
+    entries = [e for e in REGRESSION if args.k in e.name]
+    print(f"building {args.sim} / {args.config}{' with waves' if waves else ''} ...", flush=True)
+    build(args.config, args.sim, waves)
+    jobs = [(e, args.config, args.sim, waves) for e in entries]
+    rows = []
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.j) as pool:
+        for entry, result in pool.map(_job, jobs):
+            print(f"  {'PASS' if result.passed else 'FAIL'}  {entry.name}", flush=True)
+            rows.append((entry, result))
+    table = _summarize(rows)
+    print()
+    _print_table(table)
+    BUILD.mkdir(exist_ok=True)
+    with open(BUILD / "sim-summary.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["test", "label", "instruction", "shape", "dtype", "cycles", "status", "result"])
+        for entry, result in rows:
+            for r in result.records:
+                w.writerow([entry.name, r["label"], r["instruction"], r["shape"], r["dtype"], r["cycles"],
+                            r["status"], "PASS" if result.passed else "FAIL"])
+    failed = [e.name for e, r in rows if not r.passed]
+    where = f"build/run/{args.sim}-{args.config}/<test>/"
+    print(f"\n{len(rows) - len(failed)} passed, {len(failed)} failed")
+    if waves:
+        print(f"waves: {where}<test>.fst with <test>.gtkw  (make waves TEST=<test>)")
+    if failed:
+        print("failed: " + ", ".join(failed) + f"  (logs: {where}sim.log)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
