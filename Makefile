@@ -1,0 +1,82 @@
+# Tile vector unit: build, simulate, test, benchmark.
+#   make sim    the cocotb regression on Icarus against the golden model (waves under build/run/)
+#   make test   the whole pytest suite (what .ci/run runs)
+# Both bootstrap a fresh Debian/Ubuntu machine: .venv with the package and its dev extras, and Icarus
+# Verilog / GTKWave through apt-get when missing.
+
+PYTHON  ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+CONFIG  ?= default
+SIM     ?= icarus
+SIMCONFIG ?= small
+TEST    ?=
+JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
+
+.PHONY: all bootstrap tools sim test test-slow bench verilog lint waves clean help
+
+all: test
+
+help:
+	@sed -n '2,6p' Makefile
+	@echo "  make verilog [CONFIG=small]   export Verilog to build/vector_unit_<config>.v"
+	@echo "  make sim SIM=verilator        the regression on Verilator"
+	@echo "  make waves TEST=<name>        open GTKWave on a test's waves with its save file"
+	@echo "  make bench                    TLOAD/TSTORE bandwidth against the AXI bound (build/bench/)"
+	@echo "  make lint                     Verilator --lint-only on the exported Verilog"
+	@echo "  make test-slow                the long sweeps (pytest -m slow)"
+	@echo "  make clean"
+
+# ---- bootstrap -------------------------------------------------------------------------------------
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
+	  echo "error: cannot create a virtual environment: install python3-venv (apt-get install python3-venv)"; exit 1; }
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	@touch $@
+
+# Icarus for simulation, GTKWave for waves (and fst2vcd for the save files), lz4 for Verilator FST.
+tools:
+	@missing=""; \
+	command -v iverilog >/dev/null || missing="$$missing iverilog"; \
+	command -v fst2vcd  >/dev/null || missing="$$missing gtkwave"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO="sudo"; else \
+	    echo "error: need$$missing; install them with apt-get as root (no root, no sudo here)"; exit 1; fi; \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "error: need$$missing and there is no apt-get: install Icarus Verilog 11+ and GTKWave yourself"; exit 1; fi; \
+	  echo "installing$$missing with apt-get ..."; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq$$missing liblz4-dev >/dev/null \
+	    || { echo "error: apt-get install$$missing failed"; exit 1; }; \
+	fi
+
+bootstrap: $(STAMP) tools
+
+# ---- main jobs -------------------------------------------------------------------------------------
+sim: bootstrap
+	$(BIN)/python -m sim.regress --sim $(SIM) --config $(SIMCONFIG) -j $(JOBS)
+
+test: bootstrap
+	$(BIN)/python -m pytest -n $(JOBS) -q
+
+test-slow: bootstrap
+	$(BIN)/python -m pytest -n $(JOBS) -q -m slow
+
+bench: bootstrap
+	$(BIN)/python -m sim.bench
+
+verilog: bootstrap
+	$(BIN)/python -m sim.export --config $(CONFIG)
+
+lint: bootstrap
+	$(BIN)/python -m sim.lint --config $(CONFIG)
+
+waves:
+	@test -n "$(TEST)" || { echo "usage: make waves TEST=<test name> [SIM=icarus] [SIMCONFIG=small]"; exit 1; }
+	@dir=build/run/$(SIM)-$(SIMCONFIG)/$(TEST); \
+	test -f $$dir/$(TEST).fst || { echo "no waves for $(TEST) in $$dir: run make sim first"; exit 1; }; \
+	gtkwave $$dir/$(TEST).fst $$dir/$(TEST).gtkw
+
+clean:
+	rm -rf build sim_build results.xml .pytest_cache
