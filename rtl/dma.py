@@ -140,17 +140,19 @@ class TransferEngine(wiring.Component):
         ub_active = Signal()
         can_read = (ubuf.level + rd_pending) < ubuf.depth - 1
         rd = self.ub_rd[0]
-        m.d.comb += [rd.addr.eq(ub_addr), walk_ub.lines.ready.eq(~ub_active)]
-        with m.If(walk_ub.lines.valid & ~ub_active):
-            m.d.sync += [
-                ub_active.eq(1), ub_addr.eq(ub_line.ub_addr >> sh),
-                ub_left.eq((ub_line.ub_addr[:sh] + ub_line.length + W - 1) >> sh),
-            ]
+        # The next line is taken in the cycle that reads the last word of the current one: no bubble.
+        m.d.comb += [rd.addr.eq(ub_addr),
+                     walk_ub.lines.ready.eq(~ub_active | (can_read & (ub_left == 1)))]
         with m.If(ub_active & can_read):
             m.d.comb += rd.en.eq(1)
             m.d.sync += [ub_addr.eq(ub_addr + 1), ub_left.eq(ub_left - 1)]
             with m.If(ub_left == 1):
                 m.d.sync += ub_active.eq(0)
+        with m.If(walk_ub.lines.valid & walk_ub.lines.ready):
+            m.d.sync += [
+                ub_active.eq(1), ub_addr.eq(ub_line.ub_addr >> sh),
+                ub_left.eq((ub_line.ub_addr[:sh] + ub_line.length + W - 1) >> sh),
+            ]
         m.d.sync += rd_pending.eq(rd.en)
         m.d.comb += [ubuf.w_data.eq(rd.data), ubuf.w_en.eq(rd_pending)]
 

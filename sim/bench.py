@@ -1,0 +1,98 @@
+"""Performance benchmark: cycle counts measured by the RTL, against the bound of the configured hardware.
+
+``python -m sim.bench [--config default] [--sim icarus] [--latency 32]`` runs every entry of
+:data:`BENCHES` (cocotb tests whose instructions carry a ``bench:<case>`` label), prints one table and
+writes it to ``build/bench/bench.md`` and ``build/bench/bench.csv``.
+
+Global memory is :class:`sim.gm.LatencyRam`: a fixed read latency (default 32 cycles from AR
+acceptance to the first R beat), one AR accepted and one R beat returned per cycle; writes use
+cocotbext-axi's stock ``AxiRam`` write side.
+
+Adding rows: add a case to an existing bench module's ``CASES`` or a :class:`Bench` entry here with a
+``bound`` function ``(record, config) -> (bound bytes per cycle, what the bound is)``.
+"""
+
+import argparse
+import csv
+import re
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from rtl.config import preset
+
+from .runner import BUILD, run
+
+__all__ = ["Bench", "BENCHES", "main"]
+
+
+def _case_bytes(case):
+    m = re.match(r"(\d+) (KiB|B)", case)
+    return int(m.group(1)) * (1024 if m.group(2) == "KiB" else 1)
+
+
+def axi_bound(record, config):
+    """TLOAD/TSTORE: one AXI data beat per cycle."""
+    return config.axi_data_bytes, f"AXI {config.axi_data_bits}-bit, 1 beat/cycle"
+
+
+@dataclass(frozen=True)
+class Bench:
+    module: str
+    testcase: str
+    bound: Callable
+    goal: float = 0.90          # fraction of the bound the unit is meant to reach (large transfers)
+
+
+#: The benchmark's rows come from these runs.
+BENCHES = [Bench("bench_transfer", "bench_transfer", axi_bound)]
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="RTL cycle counts against the hardware bound.")
+    p.add_argument("--config", default="default")
+    p.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
+    p.add_argument("--latency", type=int, default=32, help="GM read latency in cycles")
+    args = p.parse_args(argv)
+    config = preset(args.config)
+    rows = []
+    for bench in BENCHES:
+        result = run(bench.module, bench.testcase, args.config, args.sim, params={"latency": args.latency},
+                     label=f"bench-{bench.testcase}")
+        if not result.passed:
+            print(f"{bench.testcase}: FAILED (see {result.results_xml.parent / 'sim.log'})")
+            return 1
+        for r in result.records:
+            if not r["label"].startswith("bench:"):
+                continue
+            case = r["label"][len("bench:"):]
+            nbytes = _case_bytes(case)
+            bound, what = bench.bound(r, config)
+            per_cycle = nbytes / r["cycles"]
+            with_latency = nbytes / bound + (args.latency if r["instruction"] != "TSTORE" else 0)
+            rows.append({
+                "instruction": r["instruction"], "case": case, "bytes": nbytes, "cycles": r["cycles"],
+                "bytes/cycle": f"{per_cycle:.2f}", "bound": f"{bound}", "of bound": f"{100 * per_cycle / bound:.1f}%",
+                "of bound+latency": f"{100 * with_latency / r['cycles']:.1f}%", "bound is": what,
+            })
+    head = list(rows[0])
+    widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in head}
+    lines = [" | ".join(f"{k:<{widths[k]}}" for k in head), "-|-".join("-" * widths[k] for k in head)]
+    lines += [" | ".join(f"{str(r[k]):<{widths[k]}}" for k in head) for r in rows]
+    title = (f"config {args.config}: {config.axi_data_bits}-bit AXI, {config.max_outstanding_reads} reads "
+             f"outstanding, GM read latency {args.latency} cycles ({args.sim})")
+    print(title)
+    print("\n".join(lines))
+    out = BUILD / "bench"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.md").write_text(f"{title}\n\n" + "\n".join(f"| {l} |" for l in lines) + "\n")
+    with open(out / "bench.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=head)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"\nwritten to {out / 'bench.md'} and {out / 'bench.csv'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
