@@ -1,0 +1,88 @@
+"""A small AXI4 slave for Amaranth-simulator block tests: byte memory, random stalls on every channel,
+and protocol checks (INCR only, size = bus width, no 4 KiB crossing, WLAST on the last beat)."""
+
+import random
+
+
+class AxiSlaveModel:
+    def __init__(self, axi, width_bytes, *, seed=0, stall=0.3, latency=3, max_burst=256):
+        self.axi, self.W = axi, width_bytes
+        self.mem = bytearray(1 << 20)
+        self.rng = random.Random(seed)
+        self.stall, self.latency, self.max_burst = stall, latency, max_burst
+        self.ar, self.aw = [], []
+        self.errors = []
+
+    def _check_burst(self, addr, length, size, burst):
+        W = self.W
+        if burst != 1:
+            self.errors.append(f"burst type {burst} != INCR")
+        if 1 << size != W:
+            self.errors.append(f"size {size} is not the bus width")
+        if addr % W:
+            self.errors.append(f"unaligned burst address {addr:#x}")
+        if length + 1 > self.max_burst:
+            self.errors.append(f"burst of {length + 1} beats > {self.max_burst}")
+        if addr // 4096 != (addr + (length + 1) * W - 1) // 4096:
+            self.errors.append(f"burst at {addr:#x} of {length + 1} beats crosses 4 KiB")
+
+    def _ready(self):
+        return self.rng.random() >= self.stall
+
+    async def read_side(self, ctx):
+        a = self.axi
+        pending = []    # [cycle ready, addr, beats]
+        cycle = 0
+        while True:
+            ctx.set(a.arready, self._ready())
+            beat = None
+            if pending and pending[0][0] <= cycle and self._ready():
+                _, addr, left, n = pending[0]
+                beat = (addr, left == 1)
+                ctx.set(a.rvalid, 1)
+                ctx.set(a.rdata, int.from_bytes(self.mem[addr:addr + self.W], "little"))
+                ctx.set(a.rlast, left == 1)
+                ctx.set(a.rresp, 0)
+            else:
+                ctx.set(a.rvalid, 0)
+            _, _, arv, arr, addr, length, size, burst, rv, rr = await ctx.tick().sample(
+                a.arvalid, a.arready, a.araddr, a.arlen, a.arsize, a.arburst, a.rvalid, a.rready)
+            cycle += 1
+            if arv and arr:
+                self._check_burst(addr, length, size, burst)
+                pending.append([cycle + self.latency, addr, length + 1, 0])
+            if rv and rr:
+                p = pending[0]
+                p[1] += self.W
+                p[2] -= 1
+                if p[2] == 0:
+                    pending.pop(0)
+
+    async def write_side(self, ctx):
+        a = self.axi
+        bursts, bq = [], []
+        while True:
+            ctx.set(a.awready, self._ready())
+            ctx.set(a.wready, self._ready() and bool(bursts))
+            ctx.set(a.bvalid, bool(bq))
+            ctx.set(a.bresp, 0)
+            _, _, awv, awr, addr, length, size, burst, wv, wr, data, strb, last, bv, br = await ctx.tick().sample(
+                a.awvalid, a.awready, a.awaddr, a.awlen, a.awsize, a.awburst,
+                a.wvalid, a.wready, a.wdata, a.wstrb, a.wlast, a.bvalid, a.bready)
+            if bv and br:
+                bq.pop(0)
+            if wv and wr:
+                b = bursts[0]
+                for k in range(self.W):
+                    if strb >> k & 1:
+                        self.mem[b[0] + k] = data >> (8 * k) & 0xFF
+                b[0] += self.W
+                b[1] -= 1
+                if bool(last) != (b[1] == 0):
+                    self.errors.append(f"WLAST={last} with {b[1]} beats left")
+                if b[1] == 0:
+                    bursts.pop(0)
+                    bq.append(0)
+            if awv and awr:
+                self._check_burst(addr, length, size, burst)
+                bursts.append([addr, length + 1])

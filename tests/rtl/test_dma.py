@@ -1,0 +1,88 @@
+"""TransferEngine + UnifiedBuffer in Amaranth's simulator against a Python AXI slave: random 2-D
+transfers (both layouts, odd strides and bases), GM bytes compared, AXI rules checked on every burst."""
+
+import random
+
+import pytest
+from amaranth import Elaboratable, Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from rtl.config import preset
+from rtl.dma import TransferEngine
+from rtl.isa import DTYPE_BYTES, Command, DType, Layout, Opcode, encode
+from rtl.status import Status
+from rtl.ub import UnifiedBuffer
+
+from .axi_slave import AxiSlaveModel
+
+
+class _Dut(Elaboratable):
+    def __init__(self, cfg):
+        self.engine = TransferEngine(cfg)
+        self.ub = UnifiedBuffer(cfg)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine, m.submodules.ub = self.engine, self.ub
+        wiring.connect(m, self.engine.ub_wr, self.ub.wr)
+        wiring.connect(m, self.engine.ub_rd[0], self.ub.rd[0])
+        return m
+
+
+def _lines(base, stride, lines, line_bytes):
+    return [(base + l * stride, line_bytes) for l in range(lines)]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_transfer_engine_block(seed):
+    cfg = preset("small")
+    rng = random.Random(seed)
+    dut = _Dut(cfg)
+    eng = dut.engine
+    slave = AxiSlaveModel(eng.axi, cfg.axi_data_bytes, seed=seed, max_burst=cfg.max_burst_beats)
+    for i in range(len(slave.mem)):
+        slave.mem[i] = rng.randrange(256)
+    expected = bytearray(slave.mem)
+
+    async def run(ctx, cmd):
+        ctx.set(eng.cmd, Command.const(cmd))
+        ctx.set(eng.start, 1)
+        await ctx.tick()
+        ctx.set(eng.start, 0)
+        for _ in range(20000):
+            if ctx.get(eng.done):
+                status = ctx.get(eng.status)
+                await ctx.tick()
+                return status
+            await ctx.tick()
+        raise AssertionError("engine hangs")
+
+    async def bench(ctx):
+        for _ in range(6):
+            dtype = rng.choice(list(DType))
+            size = DTYPE_BYTES[dtype]
+            layout = rng.choice(list(Layout))
+            rows, cols = rng.randrange(1, 12), rng.randrange(1, 40)
+            vr, vc = rng.randrange(1, rows + 1), rng.randrange(1, cols + 1)
+            base = 32 * rng.randrange(0, (cfg.ub_bytes - rows * cols * size) // 32)
+            lines, elems = (vc, vr) if layout == Layout.COL_MAJOR else (vr, vc)
+            stride = elems * size + size * rng.randrange(0, 50) + rng.choice([0, 4096])
+            src = size * rng.randrange(0, 20000)
+            dst = 0x80000 + size * rng.randrange(0, 20000)
+            t = {"base": base, "rows": rows, "cols": cols, "valid_rows": vr, "valid_cols": vc,
+                 "dtype": dtype, "layout": layout}
+            gm = lambda b: {"base": b, "rows": vr, "cols": vc, "row_stride": stride, "dtype": dtype}
+            assert await run(ctx, {"opcode": Opcode.TLOAD, "dst": t, "gm": gm(src)}) == Status.OK
+            assert await run(ctx, {"opcode": Opcode.TSTORE, "src0": t, "gm": gm(dst)}) == Status.OK
+            for (s, n), (d, _) in zip(_lines(src, stride, lines, elems * size), _lines(dst, stride, lines, elems * size)):
+                expected[d:d + n] = expected[s:s + n]
+            assert slave.errors == []
+            assert slave.mem == expected, "GM differs after TLOAD/TSTORE round trip"
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_process(slave.read_side)
+    sim.add_process(slave.write_side)
+    sim.add_testbench(bench)
+    sim.run()
