@@ -6,7 +6,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl.realign import Realigner
-from .streams import stream_get, stream_put
+from rtl_streams import stream_get, stream_put
 
 
 def _words(buf, width):

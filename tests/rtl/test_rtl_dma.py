@@ -14,7 +14,7 @@ from rtl.isa import DTYPE_BYTES, Command, DType, Layout, Opcode, encode
 from rtl.status import Status
 from rtl.ub import UnifiedBuffer
 
-from .axi_slave import AxiSlaveModel
+from rtl_axi_slave import AxiSlaveModel
 
 
 class _Dut(Elaboratable):
