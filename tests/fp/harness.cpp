@@ -5,7 +5,8 @@
 //                                       Operands go in one per cycle; the result of pair i is read
 //                                       LATENCY cycles later and out_valid is checked all along.
 //                                       Prints "valid_errors=N".
-//   harness exh16 SEL                   Every (a, b) in [0, 2^16)^2, a outer, b inner, LATENCY 0;
+//   harness exh16 SEL [A_LO A_HI]       Every (a, b) in [0, 2^16)^2 (a in [A_LO, A_HI) if given),
+//                                       a outer, b inner, LATENCY 0;
 //                                       reads the expected uint16 results in that order on stdin,
 //                                       prints the first mismatches and "mismatches=N pairs=M".
 #include "Vfptop.h"
@@ -64,14 +65,14 @@ static int stream(int sel, int lat, const char* inp, const char* outp) {
     return 0;
 }
 
-static int exh16(int sel) {
+static int exh16(int sel, uint32_t a_lo, uint32_t a_hi) {
     top->sel = sel;
     top->en = 1;
     top->in_valid = 1;
     top->rst = 0;
     std::vector<uint16_t> expect(65536);
     uint64_t mismatches = 0, pairs = 0;
-    for (uint32_t a = 0; a < 65536; a++) {
+    for (uint32_t a = a_lo; a < a_hi; a++) {
         if (fread(expect.data(), 2, 65536, stdin) != 65536) { fprintf(stderr, "short stdin\n"); return 2; }
         top->a = a;
         for (uint32_t b = 0; b < 65536; b++) {
@@ -96,9 +97,11 @@ int main(int argc, char** argv) {
     if (argc == 6 && !strcmp(argv[1], "stream"))
         rc = stream(atoi(argv[2]), atoi(argv[3]), argv[4], argv[5]);
     else if (argc == 3 && !strcmp(argv[1], "exh16"))
-        rc = exh16(atoi(argv[2]));
+        rc = exh16(atoi(argv[2]), 0, 65536);
+    else if (argc == 5 && !strcmp(argv[1], "exh16"))
+        rc = exh16(atoi(argv[2]), atoi(argv[3]), atoi(argv[4]));
     else
-        fprintf(stderr, "usage: harness stream SEL LATENCY IN OUT | harness exh16 SEL\n");
+        fprintf(stderr, "usage: harness stream SEL LATENCY IN OUT | harness exh16 SEL [A_LO A_HI]\n");
     top->final();
     delete top;
     return rc;

@@ -65,11 +65,12 @@ def _verilator_version():
     return subprocess.run([exe, "--version"], env=env, capture_output=True, text=True).stdout.strip()
 
 
-def build(group, units):
-    """Build (or reuse) the harness for ``units``; returns the executable's path."""
+def build(group, units, cflags="-O1"):
+    """Build (or reuse) the harness for ``units``; returns the executable's path. ``-O1`` builds
+    fastest; the exhaustive sweeps use ``-O3``."""
     text = verilog.convert(TestTop(units), name="fptop")
     harness = open(os.path.join(HERE, "harness.cpp")).read()
-    key = hashlib.sha1((text + harness + _verilator_version()).encode()).hexdigest()[:12]
+    key = hashlib.sha1((text + harness + _verilator_version() + cflags).encode()).hexdigest()[:12]
     d = os.path.join(BUILD, f"{group}-{key}")
     exe = os.path.join(d, "obj", "harness")
     if os.path.exists(exe):
@@ -87,7 +88,7 @@ def build(group, units):
         env, vexe = verilator_env()
         cmd = [vexe, "--cc", "--exe", "--build", "-j", "2", "-Wno-fatal", "-Wno-lint", "-Wno-style",
                "--top-module", "fptop", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-               "-CFLAGS", "-O1", "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
+               "-CFLAGS", cflags, "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
                "fptop.v", os.path.join(HERE, "harness.cpp"),
                "--Mdir", "obj", "-o", "harness"]
         r = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
