@@ -6,9 +6,9 @@ from amaranth.lib.wiring import In, Out
 
 from .isa import Command, Opcode, UB_ALIGN
 from .status import Status
-from .tile import dtype_valid, elem_log2, tile_geometry
+from .tile import elem_log2
 
-__all__ = ["Checker", "CHECK_ORDER"]
+__all__ = ["Checker", "CHECK_ORDER", "tile_checks"]
 
 #: When several constraints fail, the first in this list wins (same order as ``golden.check``).
 CHECK_ORDER = (
@@ -20,51 +20,36 @@ CHECK_ORDER = (
 )
 
 
+def tile_checks(m, config, fail, tile, enable):
+    """Checks every tile operand gets: base alignment, UB range of the static extent, valid <= static.
+    Appends conditions to ``fail`` (status -> list of conditions); returns log2 of the element size."""
+    esz = elem_log2(m, tile.dtype)
+    size = Signal(35)
+    m.d.comb += size.eq((tile.rows * tile.cols) << esz)
+    fail[Status.UB_MISALIGNED].append(enable & (tile.base[:UB_ALIGN.bit_length() - 1] != 0))
+    fail[Status.UB_OUT_OF_RANGE].append(enable & (tile.base + size > config.ub_bytes))
+    fail[Status.VALID_EXCEEDS_STATIC].append(
+        enable & ((tile.valid_rows > tile.rows) | (tile.valid_cols > tile.cols)))
+    return esz
+
+
 class Checker(wiring.Component):
     """Combinational instruction checker.
 
-    Parameters: ``config``; ``supported``, the opcodes some engine of this configuration executes
-    (others answer ``UNSUPPORTED``).
+    Parameters: ``config``; ``engines``, the engine classes of this configuration. Their ``opcodes``
+    are supported (others answer ``UNSUPPORTED``); each contributes its instructions' constraints
+    through a static method ``add_checks(m, config, cmd, fail)`` that appends, per status, conditions
+    that are true when the constraint fails (gated by its own opcodes).
 
     Ports: ``cmd`` (in, :data:`Command`), ``status`` (out): ``OK`` or the first failing check in
     :data:`CHECK_ORDER`. Latency: 0 (the front end registers the command before it and the status after).
     """
 
-    def __init__(self, config, supported):
+    def __init__(self, config, engines):
         self._config = config
-        self._supported = frozenset(supported)
+        self._engines = tuple(engines)
+        self._supported = frozenset(op for engine in self._engines for op in engine.opcodes)
         super().__init__({"cmd": In(Command), "status": Out(Status)})
-
-    def _tile_checks(self, m, fail, tile, enable):
-        """Checks every tile operand gets: alignment, UB range, valid <= static."""
-        cfg = self._config
-        esz = elem_log2(m, tile.dtype)
-        size = Signal(35)
-        m.d.comb += size.eq((tile.rows * tile.cols) << esz)
-        fail[Status.UB_MISALIGNED].append(enable & (tile.base[:UB_ALIGN.bit_length() - 1] != 0))
-        fail[Status.UB_OUT_OF_RANGE].append(enable & (tile.base + size > cfg.ub_bytes))
-        fail[Status.VALID_EXCEEDS_STATIC].append(
-            enable & ((tile.valid_rows > tile.rows) | (tile.valid_cols > tile.cols)))
-        return esz
-
-    def _transfer_checks(self, m, fail, enable):
-        """TLOAD / TSTORE: tile (dst or src0) against the GM descriptor."""
-        cfg = self._config
-        cmd, gm = self.cmd, self.cmd.gm
-        tile = cmd.dst.shape()(Mux(cmd.opcode == Opcode.TSTORE, cmd.src0.as_value(), cmd.dst.as_value()))
-        fail[Status.DTYPE_INVALID].append(enable & ~(dtype_valid(tile.dtype) & dtype_valid(gm.dtype)))
-        fail[Status.DTYPE_MISMATCH].append(enable & (tile.dtype != gm.dtype))
-        esz = self._tile_checks(m, fail, tile, enable)
-        fail[Status.SHAPE_MISMATCH].append(
-            enable & ((gm.rows != tile.valid_rows) | (gm.cols != tile.valid_cols)))
-        mask = Signal(2)
-        m.d.comb += mask.eq((1 << esz) - 1)
-        fail[Status.GM_MISALIGNED].append(enable & (((gm.base | gm.row_stride) & mask) != 0))
-        lines, line_elems, _ = tile_geometry(m, tile, esz)
-        end = Signal(64 + 49)   # one past the last byte touched
-        m.d.comb += end.eq(gm.base + (lines - 1) * gm.row_stride + (line_elems << esz))
-        touches = (lines != 0) & (line_elems != 0)
-        fail[Status.GM_OUT_OF_RANGE].append(enable & touches & (end > (1 << cfg.gm_addr_bits)))
 
     def elaborate(self, platform):
         m = Module()
@@ -75,9 +60,8 @@ class Checker(wiring.Component):
         supported = Cat(op == member for member in self._supported).any()
         fail[Status.UNSUPPORTED].append(known & ~supported)
 
-        transfer = (op == Opcode.TLOAD) | (op == Opcode.TSTORE)
-        if {Opcode.TLOAD, Opcode.TSTORE} & self._supported:
-            self._transfer_checks(m, fail, transfer)
+        for engine in self._engines:
+            engine.add_checks(m, self._config, self.cmd, fail)
 
         m.d.comb += self.status.eq(Status.OK)
         for status in reversed(CHECK_ORDER):   # last assignment wins: walk from lowest priority up

@@ -9,7 +9,8 @@ from .engine import EngineSignature
 from .isa import Opcode
 from .realign import Realigner
 from .status import Status
-from .tile import elem_log2, tile_geometry
+from .checker import tile_checks
+from .tile import dtype_valid, elem_log2, tile_geometry
 from .walker import BurstWalker, LineWalker
 
 __all__ = ["TransferEngine"]
@@ -45,6 +46,26 @@ class TransferEngine(wiring.Component):
     def __init__(self, config):
         self._config = config
         super().__init__(EngineSignature(config, ub_read_ports=1, ub_write=True, axi=True))
+
+    @staticmethod
+    def add_checks(m, config, cmd, fail):
+        """TLOAD / TSTORE constraints: the tile (dst or src0) against the GM descriptor."""
+        enable = (cmd.opcode == Opcode.TLOAD) | (cmd.opcode == Opcode.TSTORE)
+        gm = cmd.gm
+        tile = cmd.dst.shape()(Mux(cmd.opcode == Opcode.TSTORE, cmd.src0.as_value(), cmd.dst.as_value()))
+        fail[Status.DTYPE_INVALID].append(enable & ~(dtype_valid(tile.dtype) & dtype_valid(gm.dtype)))
+        fail[Status.DTYPE_MISMATCH].append(enable & (tile.dtype != gm.dtype))
+        esz = tile_checks(m, config, fail, tile, enable)
+        fail[Status.SHAPE_MISMATCH].append(
+            enable & ((gm.rows != tile.valid_rows) | (gm.cols != tile.valid_cols)))
+        mask = Signal(2)
+        m.d.comb += mask.eq((1 << esz) - 1)
+        fail[Status.GM_MISALIGNED].append(enable & (((gm.base | gm.row_stride) & mask) != 0))
+        lines, line_elems, _ = tile_geometry(m, tile, esz)
+        end = Signal(64 + 49)   # one past the last byte touched
+        m.d.comb += end.eq(gm.base + (lines - 1) * gm.row_stride + (line_elems << esz))
+        touches = (lines != 0) & (line_elems != 0)
+        fail[Status.GM_OUT_OF_RANGE].append(enable & touches & (end > (1 << config.gm_addr_bits)))
 
     def elaborate(self, platform):
         m = Module()

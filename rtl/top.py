@@ -52,10 +52,8 @@ class VectorUnit(wiring.Component):
         engines = [cls(cfg) for cls in ENGINES]
         for engine in engines:
             m.submodules[type(engine).__name__.lower()] = engine
-        supported = [op for engine in engines for op in engine.opcodes]
-
         m.submodules.ub = ub = UnifiedBuffer(cfg)
-        m.submodules.checker = checker = Checker(cfg, supported)
+        m.submodules.checker = checker = Checker(cfg, ENGINES)
 
         cmd = Signal(Command)
         tag = Signal(16)
