@@ -2,7 +2,6 @@
 
 from amaranth import *
 from amaranth.lib import fifo, wiring
-from amaranth.lib.wiring import connect
 
 from .axi import Burst, Resp
 from .engine import EngineSignature
@@ -10,6 +9,7 @@ from .isa import Opcode
 from .realign import Realigner
 from .status import Status
 from .checker import tile_checks
+from .gather import IndexLines, mgather_checks
 from .tile import dtype_valid, elem_log2, tile_geometry
 from .walker import BurstWalker, LineWalker
 
@@ -41,7 +41,7 @@ class TransferEngine(wiring.Component):
     hangs) but suppresses all later UB writes and answers ``AXI_READ_ERROR``/``AXI_WRITE_ERROR``.
     """
 
-    opcodes = (Opcode.TLOAD, Opcode.TSTORE)
+    opcodes = (Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
 
     def __init__(self, config):
         self._config = config
@@ -66,6 +66,7 @@ class TransferEngine(wiring.Component):
         m.d.comb += end.eq(gm.base + (lines - 1) * gm.row_stride + (line_elems << esz))
         touches = (lines != 0) & (line_elems != 0)
         fail[Status.GM_OUT_OF_RANGE].append(enable & touches & (end > (1 << config.gm_addr_bits)))
+        mgather_checks(m, config, cmd, fail)
 
     def elaborate(self, platform):
         m = Module()
@@ -97,30 +98,63 @@ class TransferEngine(wiring.Component):
 
         running = Signal()
         store = Signal()           # registered is_store for the running transfer
+        gath = Signal()            # running an MGATHER: lines come from the index tile
         err = Signal()
-        lines_left = Signal(16)    # lines not yet completely written (UB for TLOAD, issued W for TSTORE)
-        empty = (lines == 0) | (line_elems == 0)
+        lines_left = Signal(32)    # lines not yet completely written (UB for TLOAD, issued W for TSTORE)
+        is_gather = (cmd.opcode == Opcode.MGATHER_ROW) | (cmd.opcode == Opcode.MGATHER_ELEM)
+        gather_lines = Mux(cmd.opcode == Opcode.MGATHER_ROW, cmd.dst.valid_rows,
+                           cmd.dst.valid_rows * cmd.dst.valid_cols)
+        empty = Mux(is_gather, (cmd.dst.valid_rows == 0) | (cmd.dst.valid_cols == 0),
+                    (lines == 0) | (line_elems == 0))
 
+        m.submodules.index = index = IndexLines(cfg)
+        m.d.comb += index.cmd.eq(cmd)
         with m.If(self.start):
             with m.If(empty):
                 m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
             with m.Else():
-                m.d.sync += [running.eq(1), store.eq(is_store), err.eq(0), lines_left.eq(lines)]
-                m.d.comb += [walk_addr.start.eq(1), walk_data.start.eq(1), walk_ub.start.eq(is_store)]
+                m.d.sync += [running.eq(1), store.eq(is_store), gath.eq(is_gather), err.eq(0),
+                             lines_left.eq(Mux(is_gather, gather_lines, lines))]
+                m.d.comb += [walk_addr.start.eq(~is_gather), walk_data.start.eq(~is_gather),
+                             walk_ub.start.eq(is_store), index.start.eq(is_gather)]
 
+        # Address side: lines from the walker, or from the index tile (zero / reuse lines issue no AR).
         m.submodules.bursts = bursts = BurstWalker(cfg)
-        connect(m, walk_addr.lines, bursts.lines)
+        ar_line = index.ar.payload
+        skip = ar_line.zero | ar_line.reuse
+        m.d.comb += [
+            bursts.lines.valid.eq(Mux(gath, index.ar.valid & ~skip, walk_addr.lines.valid)),
+            bursts.lines.payload.eq(walk_addr.lines.payload),
+            walk_addr.lines.ready.eq(~gath & bursts.lines.ready),
+            index.ar.ready.eq(gath & (skip | bursts.lines.ready)),
+        ]
+        with m.If(gath):
+            m.d.comb += [bursts.lines.payload.gm_addr.eq(ar_line.gm_addr),
+                         bursts.lines.payload.length.eq(ar_line.length),
+                         bursts.lines.payload.last.eq(0)]
         b = bursts.bursts.payload
 
+        # Data side: the realigner takes lines from the walker or the index tile.
         m.submodules.realign = realign = Realigner(W)
-        line = walk_data.lines.payload
+        line = Signal(index.data.payload.shape())
+        with m.If(gath):
+            m.d.comb += [line.eq(index.data.payload), realign.line.valid.eq(index.data.valid),
+                         index.data.ready.eq(realign.line.ready)]
+        with m.Else():
+            m.d.comb += [line.ub_addr.eq(walk_data.lines.payload.ub_addr),
+                         line.gm_addr.eq(walk_data.lines.payload.gm_addr),
+                         line.length.eq(walk_data.lines.payload.length),
+                         realign.line.valid.eq(walk_data.lines.valid),
+                         walk_data.lines.ready.eq(realign.line.ready)]
         m.d.comb += [
-            realign.line.valid.eq(walk_data.lines.valid),
-            walk_data.lines.ready.eq(realign.line.ready),
             realign.line.payload.length.eq(line.length),
             realign.line.payload.src_off.eq(Mux(store, line.ub_addr, line.gm_addr)[:sh]),
             realign.line.payload.dst_off.eq(Mux(store, line.gm_addr, line.ub_addr)[:sh]),
         ]
+        cur_zero = Signal()        # flags of the line the realigner is working on
+        cur_reuse = Signal()
+        with m.If(realign.line.valid & realign.line.ready):
+            m.d.sync += [cur_zero.eq(line.zero), cur_reuse.eq(line.reuse)]
         line_done = realign.o.valid & realign.o.ready & realign.o.payload.line_last
         with m.If(line_done):
             m.d.sync += lines_left.eq(lines_left - 1)
@@ -162,10 +196,15 @@ class TransferEngine(wiring.Component):
         can_read = (ubuf.level + rd_pending) < ubuf.depth - 1
         rd = self.ub_rd[0]
         # The next line is taken in the cycle that reads the last word of the current one: no bubble.
-        m.d.comb += [rd.addr.eq(ub_addr),
-                     walk_ub.lines.ready.eq(~ub_active | (can_read & (ub_left == 1)))]
+        m.d.comb += walk_ub.lines.ready.eq(~ub_active | (can_read & (ub_left == 1)))
+        m.d.comb += index.ub_rd.data.eq(rd.data)
+        with m.If(gath):          # MGATHER reads its index tile through the same port
+            m.d.comb += [rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en)]
+        with m.Else():
+            m.d.comb += rd.addr.eq(ub_addr)
+        store_rd = Signal()       # a read for the TSTORE buffer (MGATHER index reads use the port too)
         with m.If(ub_active & can_read):
-            m.d.comb += rd.en.eq(1)
+            m.d.comb += [rd.en.eq(1), store_rd.eq(1)]
             m.d.sync += [ub_addr.eq(ub_addr + 1), ub_left.eq(ub_left - 1)]
             with m.If(ub_left == 1):
                 m.d.sync += ub_active.eq(0)
@@ -174,18 +213,26 @@ class TransferEngine(wiring.Component):
                 ub_active.eq(1), ub_addr.eq(ub_line.ub_addr >> sh),
                 ub_left.eq((ub_line.ub_addr[:sh] + ub_line.length + W - 1) >> sh),
             ]
-        m.d.sync += rd_pending.eq(rd.en)
+        m.d.sync += rd_pending.eq(store_rd)
         m.d.comb += [ubuf.w_data.eq(rd.data), ubuf.w_en.eq(rd_pending)]
 
-        # Realigner input: R buffer (TLOAD) or UB buffer (TSTORE).
-        m.d.comb += [
-            realign.i.valid.eq(Mux(store, ubuf.r_rdy, rbuf.r_rdy)),
-            realign.i.payload.eq(Mux(store, ubuf.r_data, rbuf.r_data[:8 * W])),
-            rbuf.r_en.eq(~store & realign.i.ready),
-            ubuf.r_en.eq(store & realign.i.ready),
-        ]
-        with m.If(~store & rbuf.r_rdy & rbuf.r_en & rbuf.r_data[8 * W]):
-            m.d.sync += err.eq(1)
+        # Realigner input: R buffer (TLOAD, MGATHER), zeros (MGATHER zero line), the previous beat again
+        # (MGATHER coalesced element), or the UB buffer (TSTORE).
+        last_beat = Signal(8 * W)
+        from_r = ~store & ~cur_zero & ~cur_reuse
+        with m.If(store):
+            m.d.comb += [realign.i.valid.eq(ubuf.r_rdy), realign.i.payload.eq(ubuf.r_data)]
+        with m.Elif(cur_zero):
+            m.d.comb += [realign.i.valid.eq(1), realign.i.payload.eq(0)]
+        with m.Elif(cur_reuse):
+            m.d.comb += [realign.i.valid.eq(1), realign.i.payload.eq(last_beat)]
+        with m.Else():
+            m.d.comb += [realign.i.valid.eq(rbuf.r_rdy), realign.i.payload.eq(rbuf.r_data[:8 * W])]
+        m.d.comb += [rbuf.r_en.eq(from_r & realign.i.ready), ubuf.r_en.eq(store & realign.i.ready)]
+        with m.If(rbuf.r_rdy & rbuf.r_en):
+            m.d.sync += last_beat.eq(rbuf.r_data[:8 * W])
+            with m.If(rbuf.r_data[8 * W]):
+                m.d.sync += err.eq(1)
 
         # TLOAD output: straight into the UB write port.
         o = realign.o.payload

@@ -17,7 +17,8 @@ class Realigner(wiring.Component):
     ``ceil((dst_off + length) / width)`` output words, each with a byte enable per byte (set exactly for
     the line's bytes) and its index ``index`` within the line. The next line starts in the cycle after
     the last output word of the previous one, so back-to-back lines lose no cycle unless the line needs
-    one more output word than input words (then one cycle per such line).
+    one more output word than input words (then one cycle per such line). One-word lines always take
+    one cycle.
 
     Ports
     -----
@@ -57,9 +58,15 @@ class Realigner(wiring.Component):
         rem = Signal(LINE_BYTES_BITS + 1)   # line bytes not yet output
         prev = Signal(8 * W)
 
+        # A one-word line whose bytes move to lower lanes would need a flush cycle after its only input
+        # word; instead its single output is formed from that word directly ("solo").
+        solo = Signal()
+        m.d.comb += solo.eq(lead & (n_in == 1))
         cur = Signal(8 * W)
-        m.d.comb += cur.eq(Mux(flushing, 0, self.i.payload))
-        window = Cat(prev, cur)
+        low = Signal(8 * W)
+        m.d.comb += [cur.eq(Mux(flushing | solo, 0, self.i.payload)),
+                     low.eq(Mux(solo, self.i.payload, prev))]
+        window = Cat(low, cur)
         sel = Signal(range(W + 1))
         m.d.comb += sel.eq(W - shift)
         m.d.comb += self.o.payload.data.eq(window.bit_select(sel << 3, 8 * W))
@@ -77,7 +84,7 @@ class Realigner(wiring.Component):
 
         emit = Signal()
         line_done = Signal()
-        m.d.comb += emit.eq(~(lead & (in_cnt == 0)))
+        m.d.comb += emit.eq(~(lead & (in_cnt == 0)) | solo)
         with m.If(active & flushing):
             m.d.comb += self.o.valid.eq(1)
             m.d.comb += line_done.eq(self.o.ready)
@@ -89,7 +96,7 @@ class Realigner(wiring.Component):
             with m.If(self.i.valid & self.i.ready):
                 m.d.sync += [prev.eq(self.i.payload), in_cnt.eq(in_cnt + 1)]
                 with m.If(in_cnt == n_in - 1):
-                    with m.If(n_out + lead > n_in):
+                    with m.If((n_out + lead > n_in) & ~solo):
                         m.d.sync += flushing.eq(1)
                     with m.Else():
                         m.d.comb += line_done.eq(1)

@@ -38,6 +38,9 @@ def _regression():
     entries += [Entry("test_transfer", "roundtrip_random", (("dtype", d.name),), f"roundtrip_{d.name}")
                 for d in DType]
     entries += [Entry("test_errors", t) for t in list_testcases("test_errors")]
+    entries += [Entry("test_mgather", "mgather_random", (("dtype", d.name),), f"mgather_{d.name}")
+                for d in DType]
+    entries += [Entry("test_mgather", t) for t in list_testcases("test_mgather") if t != "mgather_random"]
     return entries
 
 
