@@ -26,8 +26,9 @@ class Config:
     axi_data_bits: int = 256
     #: Width of ``arid``/``awid``/``rid``/``bid``. The unit issues ID 0 only (responses in order).
     axi_id_bits: int = 4
-    #: Read bursts in flight at once (AR accepted, last R beat not yet received). Covers GM latency.
-    max_outstanding_reads: int = 16
+    #: Read bursts in flight at once (AR accepted, last R beat not yet received). Covers GM latency:
+    #: MGATHER element mode needs more than the latency in cycles to sustain one element per cycle.
+    max_outstanding_reads: int = 64
     #: Write bursts in flight at once (AW sent, B response not yet received).
     max_outstanding_writes: int = 16
     #: Longest burst the unit issues, in beats (AXI4 INCR allows 256). Bursts never cross 4 KiB either.

@@ -26,13 +26,20 @@ from .runner import BUILD, run
 __all__ = ["Bench", "BENCHES", "main"]
 
 
-def _case_bytes(case):
-    m = re.match(r"(\d+) (KiB|B)", case)
-    return int(m.group(1)) * (1024 if m.group(2) == "KiB" else 1)
+def case_work(case):
+    """The work a case names first: ``(amount, unit)`` from ``"<n> KiB ..."``, ``"<n> B ..."`` or
+    ``"<n> elem ..."``."""
+    m = re.match(r"(\d+) (KiB|B|elem)\b", case)
+    if not m:
+        raise ValueError(f"bench case {case!r} must start with '<n> KiB', '<n> B' or '<n> elem'")
+    n, unit = int(m.group(1)), m.group(2)
+    return (n * 1024, "B") if unit == "KiB" else (n, unit)
 
 
 def axi_bound(record, config):
-    """TLOAD/TSTORE: one AXI data beat per cycle."""
+    """Bytes moved over the AXI data bus: one beat per cycle. Elements: one per cycle (one UB write)."""
+    if case_work(record["label"][len("bench:"):])[1] == "elem":
+        return 1, "1 element/cycle (one UB write per element)"
     return config.axi_data_bytes, f"AXI {config.axi_data_bits}-bit, 1 beat/cycle"
 
 
@@ -45,7 +52,8 @@ class Bench:
 
 
 #: The benchmark's rows come from these runs.
-BENCHES = [Bench("bench_transfer", "bench_transfer", axi_bound)]
+BENCHES = [Bench("bench_transfer", "bench_transfer", axi_bound),
+           Bench("bench_mgather", "bench_mgather", axi_bound)]
 
 
 def main(argv=None):
@@ -66,13 +74,13 @@ def main(argv=None):
             if not r["label"].startswith("bench:"):
                 continue
             case = r["label"][len("bench:"):]
-            nbytes = _case_bytes(case)
+            work, unit = case_work(case)
             bound, what = bench.bound(r, config)
-            per_cycle = nbytes / r["cycles"]
-            with_latency = nbytes / bound + (args.latency if r["instruction"] != "TSTORE" else 0)
+            per_cycle = work / r["cycles"]
+            with_latency = work / bound + (args.latency if r["instruction"] != "TSTORE" else 0)
             rows.append({
-                "instruction": r["instruction"], "case": case, "bytes": nbytes, "cycles": r["cycles"],
-                "bytes/cycle": f"{per_cycle:.2f}", "bound": f"{bound}", "of bound": f"{100 * per_cycle / bound:.1f}%",
+                "instruction": r["instruction"], "case": case, "work": f"{work} {unit}", "cycles": r["cycles"],
+                "per cycle": f"{per_cycle:.2f}", "bound": f"{bound}", "of bound": f"{100 * per_cycle / bound:.1f}%",
                 "of bound+latency": f"{100 * with_latency / r['cycles']:.1f}%", "bound is": what,
             })
     head = list(rows[0])

@@ -1,0 +1,52 @@
+"""Benchmark cases for MGATHER (run by ``sim.bench``; results still checked against golden).
+
+Case names start with the work done: ``<n> KiB`` (bytes gathered, row mode) or ``<n> elem``.
+"""
+
+import os
+
+import cocotb
+import numpy as np
+
+from rtl.isa import DType, OobMode, Opcode
+from sim.driver import gm_region, tile
+
+from .harness import Harness
+
+TABLE, IDX_GM = 0x100_0000, 0x20_0000
+TABLE_ROWS = 4096
+
+
+async def _indices(h, values, shape, base):
+    rows, cols = shape
+    h.put_matrix(IDX_GM, values.astype(np.uint32).reshape(rows, cols).view(np.uint8).reshape(rows, 4 * cols))
+    t = tile(base, rows, cols, DType.UINT32)
+    await h.run({"opcode": Opcode.TLOAD, "dst": t, "gm": gm_region(IDX_GM, rows, cols, DType.UINT32)})
+    return t
+
+
+@cocotb.test()
+async def bench_mgather(dut):
+    h = await Harness.start(dut, latency=int(os.environ.get("TILEVEC_LATENCY", "32")))
+    rng = np.random.default_rng(1)
+    # Row mode: R rows of `width` fp32 from a 4096-row table, random indices.
+    for rows, width in ((1, 16), (256, 16), (128, 32), (64, 64), (16, 256)):
+        nbytes = rows * width * 4
+        h.gm_write(TABLE, rng.integers(0, 256, TABLE_ROWS * width * 4, dtype=np.uint8).tobytes())
+        t_idx = await _indices(h, rng.integers(0, TABLE_ROWS, rows), (rows, 1), 0x8000)
+        name = f"{nbytes // 1024} KiB" if nbytes >= 1024 else f"{nbytes} B"
+        await h.run({"opcode": Opcode.MGATHER_ROW, "oob": OobMode.CLAMP, "src0": t_idx,
+                     "dst": tile(0, rows, width, DType.FP32), "gm": gm_region(TABLE, TABLE_ROWS, width, DType.FP32)},
+                    label=f"bench:{name} row {rows} x {width * 4} B random")
+    # Element mode: 64 x 64 fp32 elements from a 256 K-element table.
+    h.gm_write(TABLE, rng.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes())
+    n = 64 * 64
+    for kind, values in (("random", rng.integers(0, 1 << 18, n)),
+                         ("sorted", np.sort(rng.integers(0, 1 << 18, n))),
+                         ("contiguous", np.arange(5000, 5000 + n)),
+                         ("clustered", (rng.integers(0, 64, n) + 4096 * rng.integers(0, 8, n)))):
+        t_idx = await _indices(h, values, (64, 64), 0x8000)
+        await h.run({"opcode": Opcode.MGATHER_ELEM, "oob": OobMode.CLAMP, "src0": t_idx,
+                     "dst": tile(0, 64, 64, DType.FP32), "gm": gm_region(TABLE, 512, 512, DType.FP32)},
+                    label=f"bench:{n} elem {kind} fp32")
+    await h.check_ub()
