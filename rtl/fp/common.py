@@ -6,7 +6,7 @@ Internal to ``rtl.fp``; the units in :mod:`rtl.fp.units` are the public interfac
 
 from types import SimpleNamespace
 
-from amaranth.hdl import C, Cat, Const, Mux, Signal, signed, unsigned
+from amaranth.hdl import C, Cat, Const, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -164,17 +164,12 @@ class Pipe:
             return SimpleNamespace(**values)
         out = {}
         for name, v in values.items():
-            v = Value_cast(v)
+            v = Value.cast(v)
             r = Signal(v.shape(), name=f"p{k}_{name}")
             with self.m.If(self.en):
                 self.m.d.sync += r.eq(v)
             out[name] = r
         return SimpleNamespace(**out)
-
-
-def Value_cast(v):
-    from amaranth.hdl import Value
-    return Value.cast(v)
 
 
 class FPUnit(wiring.Component):

@@ -3,17 +3,17 @@
 
 Common interface (``wiring.Component``; widths from the formats):
 
-======== ===== ==========================================================================
-port     dir   meaning
-======== ===== ==========================================================================
-a, b     In    operands (``b`` only on two-operand units), packed bit patterns
-in_valid In    marks an operand as valid; travels with it to ``out_valid``
-en       In    clock enable of every pipeline register (init 1): 0 freezes the pipeline, i.e.
-               the operands are not taken and the outputs hold; a result is delivered on a
-               cycle with en=1 and out_valid=1 (no effect at depth 0)
-result   Out   the rounded result, ``latency`` cycles after its operands
-out_valid Out  ``in_valid`` delayed by ``latency`` cycles
-======== ===== ==========================================================================
+========= ===== ==========================================================================
+port      dir   meaning
+========= ===== ==========================================================================
+a, b      In    operands (``b`` only on two-operand units), packed bit patterns
+in_valid  In    marks an operand as valid; travels with it to ``out_valid``
+en        In    clock enable of every pipeline register (init 1): 0 freezes the pipeline, i.e.
+                the operands are not taken and the outputs hold; a result is delivered on a
+                cycle with en=1 and out_valid=1 (no effect at depth 0)
+result    Out   the rounded result, ``latency`` cycles after its operands
+out_valid Out   ``in_valid`` delayed by ``latency`` cycles
+========= ===== ==========================================================================
 
 ``depth`` (constructor) is the number of pipeline registers; ``latency == depth``. ``depth=0`` is
 purely combinational (no clock domain used). At every depth a new operation is accepted every
@@ -40,11 +40,11 @@ class FPAdd(FPUnit):
     Parameters: ``fmt`` (:class:`FloatFormat`), ``depth`` (pipeline registers, >= 0).
     Latency: ``depth`` cycles. Register placement (stage boundaries 1 = after operand swap,
     2 = after alignment and add, 3 = after the leading-zero count, 4 = after the normalising shift,
-    5 = output): depth 1 -> {2}, 2 -> {2, 4}, 3 -> {1, 2, 4}, 4 -> {1, 2, 3, 4}, 5 -> all;
-    more -> extra output registers.
+    5 = output): depth 1 -> {2}, 2 -> {1, 2}, 3 -> {1, 2, 3}, 4 -> {1, 2, 3, 4}, 5 -> all;
+    more -> extra output registers. (Placements chosen by an ECP5 sweep over all cut sets.)
     """
     STAGES = 5
-    CUTS = {0: (), 1: (2,), 2: (2, 4), 3: (1, 2, 4), 4: (1, 2, 3, 4), 5: (1, 2, 3, 4, 5)}
+    CUTS = {0: (), 1: (2,), 2: (1, 2), 3: (1, 2, 3), 4: (1, 2, 3, 4), 5: (1, 2, 3, 4, 5)}
 
     def __init__(self, fmt=FP32, depth=0):
         _check_fmt(fmt)

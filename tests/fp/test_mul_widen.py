@@ -46,6 +46,7 @@ def test_bf16_out_of_fp32_range():
         [0x7F800000, 0x00000000, 0x80000000]
 
 
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_rejects_inexact_format():
     with pytest.raises(ValueError):
         FPMulWiden(FP32)
