@@ -175,7 +175,8 @@ class TransferEngine(wiring.Component):
         r_last = axi.rvalid & axi.rready & axi.rlast
         m.d.sync += rd_outstanding.eq(rd_outstanding + ar_fire - r_last)
 
-        m.submodules.rbuf = rbuf = fifo.SyncFIFOBuffered(width=8 * W + 1, depth=cfg.read_buffer_beats)
+        # Unbuffered FIFO: a beat is readable the cycle after it arrives (the buffered one adds a cycle).
+        m.submodules.rbuf = rbuf = fifo.SyncFIFO(width=8 * W + 1, depth=cfg.read_buffer_beats)
         m.d.comb += [
             rbuf.w_data.eq(Cat(axi.rdata, axi.rresp != Resp.OKAY)),
             rbuf.w_en.eq(axi.rvalid),
@@ -272,7 +273,8 @@ class TransferEngine(wiring.Component):
             m.d.comb += wlen.r_en.eq(axi.wlast)
 
         # ---- completion -----------------------------------------------------------------------------
-        load_done = ~store & (lines_left == 0)
+        # TLOAD / MGATHER: done in the cycle of the last UB write (it lands at the same clock edge).
+        load_done = ~store & ((lines_left == 0) | (line_done & (lines_left == 1)))
         store_done = store & aw_all & (wr_outstanding == 0) & (lines_left == 0)
         with m.If(running & (load_done | store_done)):
             m.d.sync += [running.eq(0), aw_all.eq(0)]

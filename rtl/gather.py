@@ -130,8 +130,8 @@ class IndexLines(wiring.Component):
         esz = elem_log2(m, dst.dtype)
         layout = GatherLine(cfg)
 
-        m.submodules.q_ar = q_ar = fifo.SyncFIFOBuffered(width=layout.size, depth=self._depth)
-        m.submodules.q_data = q_data = fifo.SyncFIFOBuffered(width=layout.size, depth=self._depth)
+        m.submodules.q_ar = q_ar = fifo.SyncFIFO(width=layout.size, depth=self._depth)
+        m.submodules.q_data = q_data = fifo.SyncFIFO(width=layout.size, depth=self._depth)
         m.d.comb += [
             self.ar.valid.eq(q_ar.r_rdy), self.ar.payload.eq(q_ar.r_data), q_ar.r_en.eq(self.ar.ready),
             self.data.valid.eq(q_data.r_rdy), self.data.payload.eq(q_data.r_data),
