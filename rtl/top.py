@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .axi import Axi4Signature, AxiStreamSignature
 from .checker import Checker
 from .dma import TransferEngine
+from .local_gather import LocalGatherEngine
 from .isa import COMMAND_BITS, RESPONSE_BITS, Command, Response
 from .status import Status
 from .ub import UnifiedBuffer
@@ -14,7 +15,7 @@ from .ub import UnifiedBuffer
 __all__ = ["VectorUnit", "ENGINES"]
 
 #: Engine classes in the unit, in dispatch order. Each has an ``opcodes`` tuple and takes ``config``.
-ENGINES = (TransferEngine,)
+ENGINES = (TransferEngine, LocalGatherEngine)
 
 
 class VectorUnit(wiring.Component):
