@@ -14,7 +14,7 @@ SIMCONFIG ?= small
 TEST    ?=
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all bootstrap tools sim test test-slow bench verilog lint waves clean help
+.PHONY: all bootstrap tools sim test test-slow test-fp-exhaustive synth-fp bench verilog lint waves clean help
 
 all: test
 
@@ -25,7 +25,9 @@ help:
 	@echo "  make waves TEST=<name>        open GTKWave on a test's waves with its save file"
 	@echo "  make bench                    TLOAD/TSTORE bandwidth against the AXI bound (build/bench/)"
 	@echo "  make lint                     Verilator --lint-only on the exported Verilog"
-	@echo "  make test-slow                the long sweeps (pytest -m slow)"
+	@echo "  make test-slow                the long sweeps (pytest -m slow), incl. the 2^32 fp16/bf16 pairs"
+	@echo "  make test-fp-exhaustive       only the exhaustive fp16/bf16 add/mul sweeps (~25 min on 2 cores)"
+	@echo "  make synth-fp                 ECP5 synthesis table of the fp32 adder/multiplier (docs/fp.md)"
 	@echo "  make clean"
 
 # ---- bootstrap -------------------------------------------------------------------------------------
@@ -62,6 +64,13 @@ test: bootstrap
 
 test-slow: bootstrap
 	$(BIN)/python -m pytest -n $(JOBS) -q -m slow
+
+test-fp-exhaustive: bootstrap
+	$(BIN)/python -m pytest -m slow tests/fp/test_exhaustive.py -s
+
+synth-fp: bootstrap
+	$(BIN)/python -m pip install -q -e ".[synth]"
+	$(BIN)/python -m rtl.fp.synth
 
 bench: bootstrap
 	$(BIN)/python -m sim.bench
