@@ -30,6 +30,21 @@ class _Dut(Elaboratable):
         return m
 
 
+async def _run(ctx, eng, cmd):
+    """Start one instruction on the engine and wait for ``done``; returns its status."""
+    ctx.set(eng.cmd, Command.const(cmd))
+    ctx.set(eng.start, 1)
+    await ctx.tick()
+    ctx.set(eng.start, 0)
+    for _ in range(20000):
+        if ctx.get(eng.done):
+            status = ctx.get(eng.status)
+            await ctx.tick()
+            return status
+        await ctx.tick()
+    raise AssertionError("engine hangs")
+
+
 def _lines(base, stride, lines, line_bytes):
     return [(base + l * stride, line_bytes) for l in range(lines)]
 
@@ -45,18 +60,7 @@ def test_transfer_engine_block(seed):
         slave.mem[i] = rng.randrange(256)
     expected = bytearray(slave.mem)
 
-    async def run(ctx, cmd):
-        ctx.set(eng.cmd, Command.const(cmd))
-        ctx.set(eng.start, 1)
-        await ctx.tick()
-        ctx.set(eng.start, 0)
-        for _ in range(20000):
-            if ctx.get(eng.done):
-                status = ctx.get(eng.status)
-                await ctx.tick()
-                return status
-            await ctx.tick()
-        raise AssertionError("engine hangs")
+    run = lambda ctx, cmd: _run(ctx, eng, cmd)
 
     async def bench(ctx):
         for _ in range(6):
@@ -102,18 +106,7 @@ def test_mgather_then_tstore_block():
     for k in range(0x40000, 0x40000 + 1024 * 128):
         slave.mem[k] = (k * 7) & 0xFF
 
-    async def run(ctx, cmd):
-        ctx.set(eng.cmd, Command.const(cmd))
-        ctx.set(eng.start, 1)
-        await ctx.tick()
-        ctx.set(eng.start, 0)
-        for _ in range(20000):
-            if ctx.get(eng.done):
-                status = ctx.get(eng.status)
-                await ctx.tick()
-                return status
-            await ctx.tick()
-        raise AssertionError("engine hangs")
+    run = lambda ctx, cmd: _run(ctx, eng, cmd)
 
     async def bench(ctx):
         t_idx = {"base": 0, "rows": 8, "cols": 1, "valid_rows": 8, "valid_cols": 1, "dtype": DType.INT32}
