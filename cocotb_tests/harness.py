@@ -141,6 +141,25 @@ class Harness:
             self.golden.ub[:] = np.frombuffer(got, np.uint8)
         return rsp
 
+    async def run_masked(self, cmd, *, label=None):
+        """Execute a command whose result may be partly undefined (docs/semantics.md, "Undefined
+        results"): the golden machine runs in ``on_undefined="mask"`` mode, the statuses must agree and
+        the whole UB must equal the golden's except the bytes it calls undefined, which the golden then
+        adopts from the RTL. Returns ``(response, number of undefined UB bytes)``."""
+        import numpy as np
+        rsp = await self.driver.execute(cmd, label=label)
+        expected = self.golden.execute(cmd, on_undefined="mask")
+        assert rsp["status"] == expected, \
+            f"status {_name(rsp['status'])} from the RTL, golden says {_name(expected)} for {cmd}"
+        mask = self.golden.last_undefined
+        got = np.frombuffer(await self.ub_image(), np.uint8)
+        care = np.ones(len(got), bool) if mask is None else ~mask
+        bad = np.nonzero((got != self.golden.ub) & care)[0]
+        assert not len(bad), (f"UB differs from golden at {len(bad)} defined bytes, first at 0x{bad[0]:x}: "
+                              f"rtl {got[bad[0]]:#04x} golden {self.golden.ub[bad[0]]:#04x}")
+        self.golden.ub[:] = got
+        return rsp, 0 if mask is None else int(mask.sum())
+
     async def ub_image(self):
         """The RTL's whole UB, read back through TSTORE into the GM scratch area (not shadowed)."""
         cols = 256

@@ -41,6 +41,8 @@ def _regression():
     entries += [Entry("test_mgather", "mgather_random", (("dtype", d.name),), f"mgather_{d.name}")
                 for d in DType]
     entries += [Entry("test_mgather", t) for t in list_testcases("test_mgather") if t != "mgather_random"]
+    entries += [Entry("test_local_gather", "lg_dtype", (("dtype", d.name),), f"lg_{d.name}") for d in DType]
+    entries += [Entry("test_local_gather", t) for t in list_testcases("test_local_gather") if t != "lg_dtype"]
     return entries
 
 
