@@ -43,17 +43,37 @@ def axi_bound(record, config):
     return config.axi_data_bytes, f"AXI {config.axi_data_bits}-bit, 1 beat/cycle"
 
 
+def ub_port_bound(record, config):
+    """LOCAL_GATHER: bytes written to dst through the UB write port, one word per cycle."""
+    return config.ub_word_bytes, f"UB port {config.ub_word_bytes} B/cycle to dst"
+
+
+def aws_local_gather(record, config):
+    """AWS's published cost of nki.isa.local_gather for the same (n, nepi, dtype) (all 128 partitions
+    in parallel on 8 GpSimd cores): ``150 + (n * nepi) / C``, ``C = ((28 + t nepi) / (t nepi)) /
+    min(4 / size, nepi)``, t = 4, as printed, and the reading in which C multiplies (``150 + n nepi C``)."""
+    m = re.search(r"(\w+) nepi (\d+) .*\bn (\d+)", record["label"])
+    size = {"int8": 1, "fp8": 1, "fp16": 2, "bf16": 2, "fp32": 4}[m.group(1)]
+    nepi, n, t = int(m.group(2)), int(m.group(3)), 4
+    c = ((28 + t * nepi) / (t * nepi)) / min(4 / size, nepi)
+    return {"AWS printed": f"{150 + n * nepi / c:.0f}", "AWS C multiplies": f"{150 + n * nepi * c:.0f}"}
+
+
 @dataclass(frozen=True)
 class Bench:
     module: str
     testcase: str
     bound: Callable
     goal: float = 0.90          # fraction of the bound the unit is meant to reach (large transfers)
+    gm_latency: bool = True     # the instruction waits for GM (the "of bound+latency" column adds it)
+    extra: Callable = None      # optional (record, config) -> {column: text} printed beside ours
 
 
 #: The benchmark's rows come from these runs.
 BENCHES = [Bench("bench_transfer", "bench_transfer", axi_bound),
-           Bench("bench_mgather", "bench_mgather", axi_bound)]
+           Bench("bench_mgather", "bench_mgather", axi_bound),
+           Bench("bench_local_gather", "bench_local_gather", ub_port_bound, gm_latency=False,
+                 extra=aws_local_gather)]
 
 
 def main(argv=None):
@@ -77,13 +97,16 @@ def main(argv=None):
             work, unit = case_work(case)
             bound, what = bench.bound(r, config)
             per_cycle = work / r["cycles"]
-            with_latency = work / bound + (args.latency if r["instruction"] != "TSTORE" else 0)
+            waits = bench.gm_latency and r["instruction"] != "TSTORE"
+            with_latency = work / bound + (args.latency if waits else 0)
             rows.append({
                 "instruction": r["instruction"], "case": case, "work": f"{work} {unit}", "cycles": r["cycles"],
                 "per cycle": f"{per_cycle:.2f}", "bound": f"{bound}", "of bound": f"{100 * per_cycle / bound:.1f}%",
                 "of bound+latency": f"{100 * with_latency / r['cycles']:.1f}%", "bound is": what,
+                **(bench.extra(r, config) if bench.extra else {}),
             })
-    head = list(rows[0])
+    head = list(dict.fromkeys(k for r in rows for k in r))
+    rows = [{k: r.get(k, "") for k in head} for r in rows]
     widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in head}
     lines = [" | ".join(f"{k:<{widths[k]}}" for k in head), "-|-".join("-" * widths[k] for k in head)]
     lines += [" | ".join(f"{str(r[k]):<{widths[k]}}" for k in head) for r in rows]
