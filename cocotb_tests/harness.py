@@ -105,25 +105,6 @@ class Harness:
             f"status {_name(rsp['status'])} from the RTL, golden says {_name(expected)} for {cmd}"
         return rsp
 
-    async def run_partly_undefined(self, cmd, *, label=None):
-        """Execute a command whose result may be partly undefined (docs/semantics.md, "Undefined
-        results"): the statuses must agree and every UB byte the golden machine defines must match
-        (everything outside the destination included); the undefined bytes then take the RTL's values
-        in the golden machine so later checks hold. Returns the response."""
-        import numpy as np
-        rsp = await self.driver.execute(cmd, label=label)
-        expected = self.golden.execute(cmd, on_undefined="mask")
-        assert rsp["status"] == expected, \
-            f"status {_name(rsp['status'])} from the RTL, golden says {_name(expected)} for {cmd}"
-        mask = self.golden.last_undefined
-        if mask is not None:
-            got = np.frombuffer(await self.ub_image(), np.uint8)
-            bad = np.flatnonzero((got != self.golden.ub) & ~mask)
-            assert bad.size == 0, (f"UB differs from golden at {bad.size} defined bytes, first at "
-                                   f"0x{bad[0]:x}: rtl {got[bad[0]]:#04x} golden {self.golden.ub[bad[0]]:#04x}")
-            self.golden.ub[mask] = got[mask]
-        return rsp
-
     async def run_axi_error(self, cmd, expected):
         """Execute a command whose GM access hits an injected SLVERR: the RTL must answer ``expected``
         and change nothing outside the destination (UB tile valid region for TLOAD, the GM lines for

@@ -72,7 +72,7 @@ async def _case(h, dtype, row_mode, oob, itype, *, dst_base=0x000, idx_base=0x60
     dst = tile(dst_base, rows, cols, dtype, valid=(R, C))
     cmd = {"opcode": op, "oob": oob, "dst": dst, "src0": t_idx, "gm": gm}
     if oob == OobMode.UNDEFINED:
-        await h.run_partly_undefined(cmd)
+        await h.run_masked(cmd)
     else:
         assert (await h.run(cmd))["status"] == Status.OK
 
