@@ -21,7 +21,7 @@ from cocotbext.axi import AxiBus, AxiStreamBus, AxiStreamSink, AxiStreamSource
 from rtl.config import preset
 from rtl.isa import DType, Opcode
 from rtl.status import Status
-from sim.driver import Driver, gm_region, tile
+from sim.driver import Driver, gm_region, matrix_rows, tile
 from sim.gm import ErrorRam, LatencyRam
 
 __all__ = ["Harness"]
@@ -91,11 +91,9 @@ class Harness:
         self.golden.gm.write(address, data)
 
     def put_matrix(self, address, array, row_stride=None):
-        import numpy as np
-        array = np.asarray(array)
-        row_stride = row_stride or array.shape[1] * array.itemsize
-        for i, row in enumerate(array):
-            self.gm_write(address + i * row_stride, np.ascontiguousarray(row).view(np.uint8).tobytes())
+        """``Driver.put_matrix``, shadowed into the golden machine's GM."""
+        for addr, data in matrix_rows(address, array, row_stride):
+            self.gm_write(addr, data)
 
     async def run(self, cmd, *, label=None):
         """Execute on the RTL and on the golden machine; the statuses must agree. Returns the response."""

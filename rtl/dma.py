@@ -19,8 +19,15 @@ __all__ = ["TransferEngine"]
 _AXCACHE = 0b0011
 
 
+def _transfer_tile(cmd):
+    """The tile a TLOAD / TSTORE moves: ``src0`` for TSTORE, ``dst`` otherwise."""
+    return cmd.dst.shape()(Mux(cmd.opcode == Opcode.TSTORE, cmd.src0.as_value(), cmd.dst.as_value()))
+
+
 class TransferEngine(wiring.Component):
-    """Executes TLOAD (GM -> UB, ``dst`` + ``gm``) and TSTORE (UB -> GM, ``src0`` + ``gm``).
+    """Executes TLOAD (GM -> UB, ``dst`` + ``gm``), TSTORE (UB -> GM, ``src0`` + ``gm``) and MGATHER
+    (GM -> UB, ``dst`` + index tile ``src0`` + table ``gm``; its lines come from
+    :class:`rtl.gather.IndexLines` instead of the line walkers, see docs/architecture.md).
 
     The transfer covers the tile's valid region, one *line* (a row of a row-major tile, a column of a
     column-major one) at a time, GM line ``l`` at ``gm.base + l * gm.row_stride``. Lines are split into
@@ -52,7 +59,7 @@ class TransferEngine(wiring.Component):
         """TLOAD / TSTORE constraints: the tile (dst or src0) against the GM descriptor."""
         enable = (cmd.opcode == Opcode.TLOAD) | (cmd.opcode == Opcode.TSTORE)
         gm = cmd.gm
-        tile = cmd.dst.shape()(Mux(cmd.opcode == Opcode.TSTORE, cmd.src0.as_value(), cmd.dst.as_value()))
+        tile = _transfer_tile(cmd)
         fail[Status.DTYPE_INVALID].append(enable & ~(dtype_valid(tile.dtype) & dtype_valid(gm.dtype)))
         fail[Status.DTYPE_MISMATCH].append(enable & (tile.dtype != gm.dtype))
         esz = tile_checks(m, config, fail, tile, enable)
@@ -78,8 +85,7 @@ class TransferEngine(wiring.Component):
 
         # ---- transfer geometry, from the held command --------------------------------------------
         is_store = cmd.opcode == Opcode.TSTORE
-        tile = Mux(is_store, cmd.src0.as_value(), cmd.dst.as_value())
-        tile = cmd.dst.shape()(tile)
+        tile = _transfer_tile(cmd)
         esz = elem_log2(m, tile.dtype)
         lines, line_elems, ub_stride = tile_geometry(m, tile, esz)
 
@@ -153,8 +159,9 @@ class TransferEngine(wiring.Component):
         ]
         cur_zero = Signal()        # flags of the line the realigner is working on
         cur_reuse = Signal()
+        ub_word = Signal(range(cfg.ub_words))   # its first UB word (TLOAD, MGATHER)
         with m.If(realign.line.valid & realign.line.ready):
-            m.d.sync += [cur_zero.eq(line.zero), cur_reuse.eq(line.reuse)]
+            m.d.sync += [cur_zero.eq(line.zero), cur_reuse.eq(line.reuse), ub_word.eq(line.ub_addr >> sh)]
         line_done = realign.o.valid & realign.o.ready & realign.o.payload.line_last
         with m.If(line_done):
             m.d.sync += lines_left.eq(lines_left - 1)
@@ -182,10 +189,6 @@ class TransferEngine(wiring.Component):
             rbuf.w_en.eq(axi.rvalid),
             axi.rready.eq(rbuf.w_rdy),
         ]
-
-        ub_word = Signal(range(cfg.ub_words))   # UB word of the realigner's current line (TLOAD)
-        with m.If(realign.line.valid & realign.line.ready):
-            m.d.sync += ub_word.eq(line.ub_addr >> sh)
 
         # ---- TSTORE: UB reads into a credit-limited buffer, realign into bus beats -------------------
         m.submodules.ubuf = ubuf = fifo.SyncFIFOBuffered(width=8 * W, depth=8)

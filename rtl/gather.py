@@ -5,7 +5,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .checker import tile_checks
-from .isa import Command, DType, Layout, OobMode, Opcode
+from .isa import Command, DType, Layout, OobMode, Opcode, Profile
 from .status import Status
 from .tile import dtype_valid, elem_log2
 from .ub import UbReadSignature
@@ -28,7 +28,6 @@ def GatherLine(config):
 
 def mgather_checks(m, config, cmd, fail):
     """MGATHER_ROW / MGATHER_ELEM constraints, as ``golden.check`` (docs/semantics.md, MGATHER)."""
-    from .isa import Profile
     op = cmd.opcode
     row = op == Opcode.MGATHER_ROW
     enable = row | (op == Opcode.MGATHER_ELEM)
@@ -145,8 +144,8 @@ class IndexLines(wiring.Component):
         i = Signal(16)
         j = Signal(16)
         last_j = Mux(row, 0, dst.valid_cols - 1)
-        inflight = Signal(range(64))
-        depth_in_flight = 2 + 32 + 2        # stages between the read and the FIFO write, worst case
+        # Indices between the UB read and the FIFO write: read, lane pick, 32 modulo stages (WRAP), resolve.
+        inflight = Signal(range(2 + 32 + 2 + 1))
         room = (q_data.level + inflight < self._depth - 1) & (q_ar.level + inflight < self._depth - 1)
         issue = busy & room
         idx_addr = Signal(24)

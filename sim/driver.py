@@ -14,7 +14,7 @@ from rtl.isa import (Command, DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, Opcode, R
                      encode)
 from rtl.status import Status
 
-__all__ = ["tile", "gm_region", "Driver", "to_bytes", "from_bytes"]
+__all__ = ["tile", "gm_region", "Driver", "to_bytes", "from_bytes", "matrix_rows"]
 
 
 def tile(base, rows, cols, dtype, valid=None, layout=Layout.ROW_MAJOR):
@@ -33,6 +33,14 @@ def gm_region(base, rows, cols, dtype, row_stride=None):
 
 def to_bytes(array):
     return np.ascontiguousarray(array).view(np.uint8).tobytes()
+
+
+def matrix_rows(address, array, row_stride=None):
+    """``(address, bytes)`` of each row of a 2-D array placed at ``address``, rows ``row_stride`` bytes
+    apart (default: dense)."""
+    array = np.asarray(array)
+    row_stride = row_stride or array.shape[1] * array.itemsize
+    return [(address + i * row_stride, to_bytes(row)) for i, row in enumerate(array)]
 
 
 def from_bytes(raw, dtype, shape):
@@ -118,11 +126,8 @@ class Driver:
 
     def put_matrix(self, address, array, row_stride=None):
         """Write a 2-D array to GM at ``address``, rows ``row_stride`` bytes apart (default dense)."""
-        array = np.asarray(array)
-        row_bytes = array.shape[1] * array.itemsize
-        row_stride = row_stride or row_bytes
-        for i, row in enumerate(array):
-            self.gm.write(address + i * row_stride, to_bytes(row))
+        for addr, data in matrix_rows(address, array, row_stride):
+            self.gm.write(addr, data)
 
     def get_matrix(self, address, shape, dtype, row_stride=None):
         rows, cols = shape

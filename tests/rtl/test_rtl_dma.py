@@ -45,6 +45,15 @@ async def _run(ctx, eng, cmd):
     raise AssertionError("engine hangs")
 
 
+def _simulate(dut, slave, bench):
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_process(slave.read_side)
+    sim.add_process(slave.write_side)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def _lines(base, stride, lines, line_bytes):
     return [(base + l * stride, line_bytes) for l in range(lines)]
 
@@ -84,12 +93,7 @@ def test_transfer_engine_block(seed):
             assert slave.errors == []
             assert slave.mem == expected, "GM differs after TLOAD/TSTORE round trip"
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_process(slave.read_side)
-    sim.add_process(slave.write_side)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, slave, bench)
 
 
 def test_mgather_then_tstore_block():
@@ -126,9 +130,4 @@ def test_mgather_then_tstore_block():
             assert img[0x400 + 128 * i:0x400 + 128 * (i + 1)] == bytes(slave.mem[0x40000 + 128 * r:0x40000 + 128 * (r + 1)])
         assert slave.errors == []
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_process(slave.read_side)
-    sim.add_process(slave.write_side)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(dut, slave, bench)
