@@ -15,6 +15,7 @@ from .harness import Harness
 
 #: (case name, rows, cols, dtype). Lines are rows (row-major), dense in GM.
 CASES = [
+    ("64 B 1x16 fp32", 1, 16, DType.FP32),
     ("1 KiB 8x32 fp32", 8, 32, DType.FP32),
     ("4 KiB 32x32 fp32", 32, 32, DType.FP32),
     ("4 KiB 1x1024 fp32", 1, 1024, DType.FP32),

@@ -9,7 +9,7 @@
 """
 
 import cocotb
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiRam
 from cocotbext.axi.axi_channels import AxiARSink, AxiRSource
 from cocotbext.axi.constants import AxiResp
@@ -41,7 +41,9 @@ class ErrorRam(AxiRam):
 
 
 class LatencyRam(AxiRam):
-    """``AxiRam`` with a pipelined read side of fixed latency (cycles from AR handshake to first R beat)."""
+    """``AxiRam`` with a pipelined read side of fixed latency: the first R beat of a burst is taken
+    ``latency`` clock edges after its AR handshake (``latency >= 2``), later only while ``rready`` is
+    low or an earlier burst still streams; one beat per cycle."""
 
     def __init__(self, bus, clock, reset=None, *, latency=32, **kwargs):
         super().__init__(bus, clock, reset, **kwargs)
@@ -54,33 +56,33 @@ class LatencyRam(AxiRam):
         read_if._handle_reset = lambda state: None
         read_if.ar_channel.queue_occupancy_limit = 1 << 20
         read_if.r_channel.queue_occupancy_limit = 1 << 20
-        self._cycle = 0
         self._pending = []
-        cocotb.start_soon(self._count())
-        cocotb.start_soon(self._accept())
-        cocotb.start_soon(self._respond())
+        cocotb.start_soon(self._serve())
 
-    async def _count(self):
-        while True:
-            await RisingEdge(self.clock)
-            self._cycle += 1
+    #: Edges between putting a beat into cocotbext-axi's R source queue and the DUT sampling it: the
+    #: source drives it after the next edge, the DUT takes it at the one after.
+    _R_SOURCE_DELAY = 2
 
-    async def _accept(self):
-        while True:
-            ar = await self.read_if.ar_channel.recv()
-            self._pending.append((self._cycle + self.latency, ar))
-
-    async def _respond(self):
+    async def _serve(self):
+        """Once per edge, after every model has seen it: AR handshakes of this edge get their due edge,
+        and bursts that are due go into the R source queue, so that the first R beat is taken exactly
+        ``latency`` edges after its AR (cocotb_tests/test_gm_model.py measures it at the unit's ports)."""
         lanes = self.read_if.byte_lanes
+        ar_channel, r_channel = self.read_if.ar_channel, self.read_if.r_channel
+        cycle = 0
         while True:
             await RisingEdge(self.clock)
-            while self._pending and self._pending[0][0] <= self._cycle:
+            await ReadOnly()
+            cycle += 1
+            while not ar_channel.empty():
+                self._pending.append((cycle + self.latency - self._R_SOURCE_DELAY, ar_channel.recv_nowait()))
+            while self._pending and self._pending[0][0] <= cycle:
                 _, ar = self._pending.pop(0)
                 addr = (int(ar.araddr) // lanes) * lanes
                 for n in range(int(ar.arlen) + 1):
-                    r = self.read_if.r_channel._transaction_obj()
+                    r = r_channel._transaction_obj()
                     r.rid = int(getattr(ar, "arid", 0))
                     r.rlast = n == int(ar.arlen)
                     r.rresp = AxiResp.OKAY
                     r.rdata = int.from_bytes(self.read(addr + n * lanes, lanes), "little")
-                    await self.read_if.r_channel.send(r)
+                    r_channel.send_nowait(r)
