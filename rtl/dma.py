@@ -202,7 +202,8 @@ class TransferEngine(wiring.Component):
         # The next line is taken in the cycle that reads the last word of the current one: no bubble.
         m.d.comb += walk_ub.lines.ready.eq(~ub_active | (can_read & (ub_left == 1)))
         m.d.comb += index.ub_rd.data.eq(rd.data)
-        with m.If(gath):          # MGATHER reads its index tile through the same port
+        # MGATHER reads its index tile through the same port, from the ``start`` cycle on.
+        with m.If(gath | (self.start & is_gather)):
             m.d.comb += [rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en)]
         with m.Else():
             m.d.comb += rd.addr.eq(ub_addr)

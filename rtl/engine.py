@@ -17,7 +17,8 @@ class EngineSignature(wiring.Signature):
     ``cmd`` is the accepted, already-checked instruction, held stable from ``start`` until ``done``.
     ``start`` is a one-cycle pulse; the engine answers with a one-cycle ``done`` pulse and ``status``
     valid in that cycle. ``ub_rd``/``ub_wr`` and ``axi`` reach the shared resources, which the front end
-    hands to one engine at a time; an engine's UB write enables must be zero while it is idle.
+    hands to one engine at a time, from the ``start`` cycle on (so a UB read may be issued with
+    ``start``); an engine's UB write enables must be zero while it is idle.
     """
 
     def __init__(self, config, *, ub_read_ports=0, ub_write=False, axi=False):

@@ -103,7 +103,9 @@ class IndexLines(wiring.Component):
     non-zero line's, so that beat is read once (coalescing).
 
     Ports: ``cmd`` (held), ``start`` (pulse), ``ub_rd`` (a UB read port), ``ar``/``data`` (streams out).
-    Throughput: one index per cycle. Latency from ``start`` to the first line: 4 cycles (36 with WRAP).
+    Throughput: one index per cycle. Latency: the first index is read in the ``start`` cycle; its line
+    is on ``ar`` 2 cycles later (34 with WRAP; ``ar`` bypasses its FIFO when that is empty) and on
+    ``data`` 3 cycles later (35).
     """
 
     def __init__(self, config, depth=64):
@@ -132,7 +134,7 @@ class IndexLines(wiring.Component):
         m.submodules.q_ar = q_ar = fifo.SyncFIFO(width=layout.size, depth=self._depth)
         m.submodules.q_data = q_data = fifo.SyncFIFO(width=layout.size, depth=self._depth)
         m.d.comb += [
-            self.ar.valid.eq(q_ar.r_rdy), self.ar.payload.eq(q_ar.r_data), q_ar.r_en.eq(self.ar.ready),
+            q_ar.r_en.eq(self.ar.ready),
             self.data.valid.eq(q_data.r_rdy), self.data.payload.eq(q_data.r_data),
             q_data.r_en.eq(self.data.ready),
         ]
@@ -141,23 +143,25 @@ class IndexLines(wiring.Component):
         size = Signal(32)       # table entries
         m.d.sync += size.eq(Mux(row, gm.rows, gm.rows * gm.cols))
         busy = Signal()
-        i = Signal(16)
+        i = Signal(16)           # (i, j) is back at (0, 0) whenever the walk is idle
         j = Signal(16)
         last_j = Mux(row, 0, dst.valid_cols - 1)
         # Indices between the UB read and the FIFO write: read, lane pick, 32 modulo stages (WRAP), resolve.
         inflight = Signal(range(2 + 32 + 2 + 1))
         room = (q_data.level + inflight < self._depth - 1) & (q_ar.level + inflight < self._depth - 1)
-        issue = busy & room
+        # The first index is read in the ``start`` cycle itself (the walk starts at (0, 0)).
+        nonempty = (dst.valid_rows != 0) & (dst.valid_cols != 0)
+        issue = (busy | (self.start & nonempty)) & room
         idx_addr = Signal(24)
         m.d.comb += idx_addr.eq(idx.base + ((i * idx.cols + j) << 2))
         m.d.comb += [self.ub_rd.addr.eq(idx_addr >> sh), self.ub_rd.en.eq(issue)]
         with m.If(self.start):
-            m.d.sync += [busy.eq((dst.valid_rows != 0) & (dst.valid_cols != 0)), i.eq(0), j.eq(0)]
-        with m.Elif(issue):
+            m.d.sync += busy.eq(nonempty)
+        with m.If(issue):
             with m.If(j == last_j):
                 m.d.sync += [j.eq(0), i.eq(i + 1)]
                 with m.If(i == dst.valid_rows - 1):
-                    m.d.sync += busy.eq(0)
+                    m.d.sync += [busy.eq(0), i.eq(0)]
             with m.Else():
                 m.d.sync += j.eq(j + 1)
 
@@ -201,8 +205,15 @@ class IndexLines(wiring.Component):
         with m.Elif(s2_valid & ~s2_zero):
             m.d.sync += [last_beat.eq(gm_addr >> sh), have_beat.eq(1)]
         m.d.comb += line.reuse.eq(~row & ~s2_zero & have_beat & (last_beat == (gm_addr >> sh)))
-        m.d.comb += [q_ar.w_data.eq(line), q_ar.w_en.eq(s2_valid),
-                     q_data.w_data.eq(line), q_data.w_en.eq(s2_valid)]
+        # The address side bypasses its FIFO when that is empty (the FIFO's write-to-read cycle would
+        # delay every instruction's first AR); the data side has the memory latency to hide its own.
+        with m.If(q_ar.r_rdy):
+            m.d.comb += [self.ar.valid.eq(1), self.ar.payload.eq(q_ar.r_data),
+                         q_ar.w_en.eq(s2_valid)]
+        with m.Else():
+            m.d.comb += [self.ar.valid.eq(s2_valid), self.ar.payload.eq(line),
+                         q_ar.w_en.eq(s2_valid & ~self.ar.ready)]
+        m.d.comb += [q_ar.w_data.eq(line), q_data.w_data.eq(line), q_data.w_en.eq(s2_valid)]
 
         m.d.sync += inflight.eq(inflight + issue - s2_valid)
         return m

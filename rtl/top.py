@@ -34,8 +34,10 @@ class VectorUnit(wiring.Component):
 
     Behaviour: one instruction at a time. A command is accepted (``tready`` high) only when the unit
     is idle. The cycle after acceptance the checker decides; an illegal instruction answers its status
-    the cycle after that, having touched nothing; a legal one starts its engine. ``cycles`` in the
-    response counts clock cycles from the acceptance edge to the edge that raises ``tvalid``.
+    the cycle after that, having touched nothing; a legal one starts its engine in that same cycle
+    (``start``), and the engine already owns the shared UB and AXI ports then, so it may issue its first
+    UB read with ``start``. ``cycles`` in the response counts clock cycles from the acceptance edge to
+    the edge that raises ``tvalid``.
     """
 
     def __init__(self, config):
@@ -71,6 +73,12 @@ class VectorUnit(wiring.Component):
                 m.d.sync += active.eq(len(engines))
                 with m.If(self.s_axis_cmd.tvalid):
                     m.d.sync += [cmd.eq(self.s_axis_cmd.tdata), cycles.eq(0)]
+                    # The engine gets the shared ports already in CHECK, so that it may read the UB
+                    # (never write) while the checker decides: MGATHER fetches its first index there.
+                    opcode = Command(self.s_axis_cmd.tdata).opcode
+                    for index, engine in enumerate(engines):
+                        with m.If(Cat(opcode == op for op in engine.opcodes).any()):
+                            m.d.sync += active.eq(index)
                     m.next = "CHECK"
             with m.State("CHECK"):
                 m.d.sync += [cycles.eq(cycles + 1), tag.eq(cmd.tag), status.eq(checker.status)]
@@ -78,9 +86,8 @@ class VectorUnit(wiring.Component):
                     m.next = "RESPOND"
                 with m.Else():
                     for index, engine in enumerate(engines):
-                        with m.If(Cat(cmd.opcode == op for op in engine.opcodes).any()):
+                        with m.If(active == index):
                             m.d.comb += engine.start.eq(1)
-                            m.d.sync += active.eq(index)
                     m.next = "RUN"
                     for engine in engines:          # an empty transfer is done as it starts
                         with m.If(engine.start & engine.done):
