@@ -9,9 +9,9 @@ from .isa import Opcode
 from .realign import Realigner
 from .status import Status
 from .checker import tile_checks
-from .gather import IndexLines, mgather_checks
+from .gather import ElementPlacer, IndexLines, mgather_checks
 from .tile import dtype_valid, elem_log2, tile_geometry
-from .walker import BurstWalker, LineWalker
+from .walker import LINE_BYTES_BITS, BurstWalker, LineWalker
 
 __all__ = ["TransferEngine"]
 
@@ -105,8 +105,11 @@ class TransferEngine(wiring.Component):
         running = Signal()
         store = Signal()           # registered is_store for the running transfer
         gath = Signal()            # running an MGATHER: lines come from the index tile
+        gath_elem = Signal()       # ... in element mode: its runs go through the element placer
         err = Signal()
-        lines_left = Signal(32)    # lines not yet completely written (UB for TLOAD, issued W for TSTORE)
+        # Lines not yet completely written (UB for TLOAD and MGATHER_ROW, issued W for TSTORE);
+        # MGATHER_ELEM counts elements instead.
+        lines_left = Signal(32)
         is_gather = (cmd.opcode == Opcode.MGATHER_ROW) | (cmd.opcode == Opcode.MGATHER_ELEM)
         gather_lines = Mux(cmd.opcode == Opcode.MGATHER_ROW, cmd.dst.valid_rows,
                            cmd.dst.valid_rows * cmd.dst.valid_cols)
@@ -120,6 +123,7 @@ class TransferEngine(wiring.Component):
                 m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
             with m.Else():
                 m.d.sync += [running.eq(1), store.eq(is_store), gath.eq(is_gather), err.eq(0),
+                             gath_elem.eq(cmd.opcode == Opcode.MGATHER_ELEM),
                              lines_left.eq(Mux(is_gather, gather_lines, lines))]
                 m.d.comb += [walk_addr.start.eq(~is_gather), walk_data.start.eq(~is_gather),
                              walk_ub.start.eq(is_store), index.start.eq(is_gather)]
@@ -136,17 +140,19 @@ class TransferEngine(wiring.Component):
         ]
         with m.If(gath):
             m.d.comb += [bursts.lines.payload.gm_addr.eq(ar_line.gm_addr),
-                         bursts.lines.payload.length.eq(ar_line.length),
+                         # an element run's bytes all lie in the beat of its first element
+                         bursts.lines.payload.length.eq(Mux(gath_elem, 1, ar_line.length)),
                          bursts.lines.payload.last.eq(0)]
         b = bursts.bursts.payload
 
-        # Data side: the realigner takes lines from the walker or the index tile.
+        # Data side: the realigner takes lines from the walker or the index tile (row mode); element
+        # mode's runs go through the element placer instead (below).
         m.submodules.realign = realign = Realigner(W)
         line = Signal(index.data.payload.shape())
-        with m.If(gath):
+        with m.If(gath & ~gath_elem):
             m.d.comb += [line.eq(index.data.payload), realign.line.valid.eq(index.data.valid),
                          index.data.ready.eq(realign.line.ready)]
-        with m.Else():
+        with m.Elif(~gath):
             m.d.comb += [line.ub_addr.eq(walk_data.lines.payload.ub_addr),
                          line.gm_addr.eq(walk_data.lines.payload.gm_addr),
                          line.length.eq(walk_data.lines.payload.length),
@@ -163,8 +169,6 @@ class TransferEngine(wiring.Component):
         with m.If(realign.line.valid & realign.line.ready):
             m.d.sync += [cur_zero.eq(line.zero), cur_reuse.eq(line.reuse), ub_word.eq(line.ub_addr >> sh)]
         line_done = realign.o.valid & realign.o.ready & realign.o.payload.line_last
-        with m.If(line_done):
-            m.d.sync += lines_left.eq(lines_left - 1)
 
         # ---- constant AXI fields ------------------------------------------------------------------
         for ch in ("ar", "aw"):
@@ -239,13 +243,33 @@ class TransferEngine(wiring.Component):
             with m.If(rbuf.r_data[8 * W]):
                 m.d.sync += err.eq(1)
 
-        # TLOAD output: straight into the UB write port.
+        # MGATHER_ELEM: a run and its beat (new, previous or zeros) make one UB write per cycle.
+        m.submodules.placer = placer = ElementPlacer(cfg)
+        run = index.data.payload
+        run_beat_ok = run.zero | run.reuse | rbuf.r_rdy
+        run_fire = gath_elem & index.data.valid & run_beat_ok
+        run_bad = ~run.zero & ~run.reuse & rbuf.r_data[8 * W]     # this beat answered an error
+        m.d.comb += [placer.line.eq(run), placer.esz.eq(esz),
+                     placer.beat.eq(Mux(run.zero, 0, Mux(run.reuse, last_beat, rbuf.r_data[:8 * W])))]
+        with m.If(gath_elem):
+            m.d.comb += [index.data.ready.eq(run_beat_ok),
+                         rbuf.r_en.eq(run_fire & ~run.zero & ~run.reuse)]
+
+        # TLOAD / MGATHER output: straight into the UB write port.
         o = realign.o.payload
-        with m.If(~store):
+        with m.If(gath_elem):
+            m.d.comb += [self.ub_wr.addr.eq(run.ub_addr >> sh), self.ub_wr.data.eq(placer.data)]
+            with m.If(running & run_fire & ~err & ~run_bad):
+                m.d.comb += self.ub_wr.be.eq(placer.be)
+        with m.Elif(~store):
             m.d.comb += realign.o.ready.eq(1)
             m.d.comb += [self.ub_wr.addr.eq(ub_word + o.index), self.ub_wr.data.eq(o.data)]
             with m.If(running & realign.o.valid & ~err):
                 m.d.comb += self.ub_wr.be.eq(o.be)
+        consumed = Signal(LINE_BYTES_BITS)    # lines (or MGATHER_ELEM elements) finished this cycle
+        m.d.comb += consumed.eq(Mux(gath_elem, Mux(run_fire, run.length >> esz, 0), line_done))
+        with m.If(consumed != 0):
+            m.d.sync += lines_left.eq(lines_left - consumed)
 
         # TSTORE: AW issue; burst lengths queue up for the W channel.
         m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=8, depth=max(2, cfg.max_outstanding_writes))
@@ -278,7 +302,7 @@ class TransferEngine(wiring.Component):
 
         # ---- completion -----------------------------------------------------------------------------
         # TLOAD / MGATHER: done in the cycle of the last UB write (it lands at the same clock edge).
-        load_done = ~store & ((lines_left == 0) | (line_done & (lines_left == 1)))
+        load_done = ~store & (lines_left == consumed)
         store_done = store & aw_all & (wr_outstanding == 0) & (lines_left == 0)
         with m.If(running & (load_done | store_done)):
             m.d.sync += [running.eq(0), aw_all.eq(0)]

@@ -11,18 +11,28 @@ from .tile import dtype_valid, elem_log2
 from .ub import UbReadSignature
 from .walker import LINE_BYTES_BITS
 
-__all__ = ["GatherLine", "IndexLines", "ModuloPipeline", "mgather_checks"]
+__all__ = ["GatherLine", "IndexLines", "ElementPlacer", "ModuloPipeline", "mgather_checks"]
 
 
 def GatherLine(config):
-    """A line of the read path: ``zero`` lines read nothing and write zeros; ``reuse`` lines (element
-    mode) take the previous line's beat again instead of a new one (coalescing: no AR is issued)."""
+    """A line of the read path. Row mode: one table row. Element mode: a *run*, i.e. up to one index
+    word's worth of consecutive destination elements whose table elements share one bus beat (or are
+    all ``zero``), written to one UB word.
+
+    ``zero`` lines read nothing and write zeros; ``reuse`` lines take the previous line's beat again
+    instead of a new one (coalescing across runs: no AR is issued). Element mode only: ``first`` is the
+    index-word lane of the run's first element and ``offs[k]`` the byte offset in the beat of the
+    element of lane ``k`` (see :class:`ElementPlacer`).
+    """
+    W = config.ub_word_bytes
     return data.StructLayout({
         "ub_addr": 24,
         "gm_addr": config.gm_addr_bits,
         "length":  LINE_BYTES_BITS,
         "zero":    1,
         "reuse":   1,
+        "first":   range(W // 4),
+        "offs":    data.ArrayLayout(range(W), W // 4),
     })
 
 
@@ -92,20 +102,26 @@ class ModuloPipeline(wiring.Component):
 
 
 class IndexLines(wiring.Component):
-    """Reads an MGATHER index tile from the UB and emits one :func:`GatherLine` per destination row (row
-    mode) or element (element mode), in row-major order, on two streams (``ar`` for address issue,
-    ``data`` for the data path), each a FIFO of ``depth`` lines.
+    """Reads an MGATHER index tile from the UB and emits :func:`GatherLine` s in row-major order on two
+    streams (``ar`` for address issue, ``data`` for the data path), each a FIFO of ``depth`` lines.
+
+    Row mode: one line per destination row. Element mode: the walk takes a *segment* per cycle, the
+    indices of one row that share an index word (and a destination word), up to ``W / 4``; their table
+    elements are resolved in parallel and the segment leaves as *runs*, one per cycle: maximal groups of
+    consecutive elements in the same bus beat (or all ``zero``). A run is one AR (none when it reuses the
+    previous run's beat or is ``zero``) and one UB write, so sorted or clustered indices move several
+    elements per cycle and random ones one.
 
     Out-of-bounds handling of an index ``u`` (read as uint32) against the table size ``S``:
-    CLAMP -> ``S - 1``; WRAP -> ``u mod S`` (through a :class:`ModuloPipeline`); ZERO -> a ``zero`` line;
-    UNDEFINED -> treated as CLAMP (the result is undefined; clamping keeps every read inside the table).
-    Element mode marks a line ``reuse`` when its element lies in the same bus beat as the previous
-    non-zero line's, so that beat is read once (coalescing).
+    CLAMP -> ``S - 1``; WRAP -> ``u mod S`` (through a :class:`ModuloPipeline`, one index per segment);
+    ZERO -> a ``zero`` line; UNDEFINED -> treated as CLAMP (the result is undefined; clamping keeps every
+    read inside the table).
 
-    Ports: ``cmd`` (held), ``start`` (pulse), ``ub_rd`` (a UB read port), ``ar``/``data`` (streams out).
-    Throughput: one index per cycle. Latency: the first index is read in the ``start`` cycle; its line
-    is on ``ar`` 2 cycles later (34 with WRAP; ``ar`` bypasses its FIFO when that is empty) and on
-    ``data`` 3 cycles later (35).
+    Ports: ``cmd`` (held), ``start`` (pulse), ``ub_rd`` (a UB read port, which must not be used by anyone
+    else while the walk runs: its data is held while a segment waits), ``ar``/``data`` (streams out).
+    Throughput: one line per cycle. Latency: the first index is read in the ``start`` cycle; its line is
+    on ``ar`` 2 cycles later (34 with WRAP; ``ar`` bypasses its FIFO when that is empty) and on ``data``
+    3 cycles later (35).
     """
 
     def __init__(self, config, depth=64):
@@ -124,6 +140,7 @@ class IndexLines(wiring.Component):
         cfg = self._config
         W = cfg.ub_word_bytes
         sh = W.bit_length() - 1
+        L = W // 4                     # indices per UB word
         cmd = self.cmd
         dst, idx, gm = cmd.dst, cmd.src0, cmd.gm
         row = cmd.opcode == Opcode.MGATHER_ROW
@@ -139,81 +156,182 @@ class IndexLines(wiring.Component):
             q_data.r_en.eq(self.data.ready),
         ]
 
-        # ---- stage 0: walk (i, j) over the valid region and read the index word ------------------
         size = Signal(32)       # table entries
         m.d.sync += size.eq(Mux(row, gm.rows, gm.rows * gm.cols))
+
+        s1_valid, s1_move = Signal(), Signal()
+        s2_valid, s2_done = Signal(), Signal()
+        # WRAP only: the modulo pipeline cannot stall, so issue waits for room for every index in it.
+        inflight = Signal(range(2 + 32 + 2 + 1))
+        room = (q_data.level + inflight < self._depth - 1) & (q_ar.level + inflight < self._depth - 1)
+
+        # ---- stage 0: walk segments (i, j .. j + n - 1) and read their index word -----------------
         busy = Signal()
         i = Signal(16)           # (i, j) is back at (0, 0) whenever the walk is idle
         j = Signal(16)
-        last_j = Mux(row, 0, dst.valid_cols - 1)
-        # Indices between the UB read and the FIFO write: read, lane pick, 32 modulo stages (WRAP), resolve.
-        inflight = Signal(range(2 + 32 + 2 + 1))
-        room = (q_data.level + inflight < self._depth - 1) & (q_ar.level + inflight < self._depth - 1)
-        # The first index is read in the ``start`` cycle itself (the walk starts at (0, 0)).
+        ncols = Mux(row, 1, dst.valid_cols)
+        flat = Signal(32)        # element (i, j) in storage order (index and destination: same cols)
+        m.d.comb += flat.eq(i * idx.cols + j)
+        idx_addr, dst_off = Signal(24), Signal(sh)
+        m.d.comb += [idx_addr.eq(idx.base + (flat << 2)), dst_off.eq(dst.base + (flat << esz))]
+        lo = idx_addr[2:sh]
+        n = Signal(range(L + 1))
+        fit_idx = Signal(range(L + 1))
+        fit_dst = Signal(range(W + 1))   # elements left in the destination word (binds only if W > 32)
+        rem = Signal(16)
+        m.d.comb += [fit_idx.eq(L - lo), fit_dst.eq((W - dst_off) >> esz), rem.eq(ncols - j),
+                     n.eq(fit_idx)]
+        with m.If(wrap):
+            m.d.comb += n.eq(1)
+        with m.Else():
+            with m.If((rem < fit_idx) & (rem <= fit_dst)):        # n = min(fit_idx, rem, fit_dst)
+                m.d.comb += n.eq(rem)
+            with m.Elif(fit_dst < fit_idx):
+                m.d.comb += n.eq(fit_dst)
         nonempty = (dst.valid_rows != 0) & (dst.valid_cols != 0)
-        issue = (busy | (self.start & nonempty)) & room
-        idx_addr = Signal(24)
-        m.d.comb += idx_addr.eq(idx.base + ((i * idx.cols + j) << 2))
+        s1_free = ~s1_valid | s1_move
+        issue = (busy | (self.start & nonempty)) & s1_free & (~wrap | room)
         m.d.comb += [self.ub_rd.addr.eq(idx_addr >> sh), self.ub_rd.en.eq(issue)]
         with m.If(self.start):
             m.d.sync += busy.eq(nonempty)
         with m.If(issue):
-            with m.If(j == last_j):
+            with m.If(j + n == ncols):
                 m.d.sync += [j.eq(0), i.eq(i + 1)]
                 with m.If(i == dst.valid_rows - 1):
                     m.d.sync += [busy.eq(0), i.eq(0)]
             with m.Else():
-                m.d.sync += j.eq(j + 1)
+                m.d.sync += j.eq(j + n)
 
-        # ---- stage 1: the index word arrives; pick the lane ---------------------------------------
-        s1_valid = Signal()
-        s1_lane = Signal(range(W // 4))
+        # ---- stage 1: the index word arrives (and stays on the port while the segment waits) --------
+        s1_lo, s1_n = Signal(range(L)), Signal(range(L + 1))
         s1_i, s1_j = Signal(16), Signal(16)
-        m.d.sync += [s1_valid.eq(issue), s1_lane.eq(idx_addr[2:sh]), s1_i.eq(i), s1_j.eq(j)]
-        u = Signal(32)
-        m.d.comb += u.eq(self.ub_rd.data.word_select(s1_lane, 32))
+        with m.If(issue):
+            m.d.sync += [s1_valid.eq(1), s1_lo.eq(lo), s1_n.eq(n), s1_i.eq(i), s1_j.eq(j)]
+        with m.Elif(s1_move):
+            m.d.sync += s1_valid.eq(0)
+        m.d.comb += s1_move.eq(s1_valid & (wrap | ~s2_valid | s2_done))
+        word = self.ub_rd.data
+        u = [word.word_select(k, 32) for k in range(L)]
 
-        # ---- stage 2: out-of-bounds resolution (WRAP through the modulo pipeline) -----------------
-        inside = u < size
-        tag = Cat(s1_i, s1_j)
-        m.submodules.mod = mod = ModuloPipeline(32, len(tag))
-        m.d.comb += [mod.i_valid.eq(s1_valid & wrap), mod.i_u.eq(u), mod.i_s.eq(size), mod.i_tag.eq(tag)]
-        s2_valid, s2_r, s2_zero = Signal(), Signal(32), Signal()
-        s2_i, s2_j = Signal(16), Signal(16)
+        # ---- stage 2: out-of-bounds resolution of every lane (WRAP: one lane, through the pipeline) --
+        m.submodules.mod = mod = ModuloPipeline(32, 16 + 16 + len(s1_lo))
+        m.d.comb += [mod.i_valid.eq(s1_valid & wrap), mod.i_u.eq(u[0]), mod.i_s.eq(size),
+                     mod.i_tag.eq(Cat(s1_i, s1_j, s1_lo))]
         with m.If(wrap):
-            m.d.sync += [s2_valid.eq(mod.o_valid), s2_r.eq(mod.o_r), s2_zero.eq(0),
-                         Cat(s2_i, s2_j).eq(mod.o_tag)]
-        with m.Else():
-            m.d.sync += [s2_valid.eq(s1_valid), s2_i.eq(s1_i), s2_j.eq(s1_j),
-                         s2_zero.eq((cmd.oob == OobMode.ZERO) & ~inside),
-                         s2_r.eq(Mux(inside, u, size - 1))]
+            m.d.comb += mod.i_u.eq(word.word_select(s1_lo, 32))
+        r = [Signal(32, name=f"r{k}") for k in range(L)]        # resolved table entry per lane
+        zero = [Signal(name=f"zero{k}") for k in range(L)]
+        pend = Signal(L)                                        # lanes not yet sent out
+        s2_i, s2_j, s2_lo = Signal(16), Signal(16), Signal(range(L))
+        run = Signal(L)                                         # lanes of the run leaving now
+        emit = Signal()
+        with m.If(emit):                                        # (a segment loading now overrides)
+            m.d.sync += pend.eq(pend & ~run)
+        with m.If(s2_done):
+            m.d.sync += s2_valid.eq(0)
+        with m.If(wrap & mod.o_valid):
+            m.d.sync += [s2_valid.eq(1), Cat(s2_i, s2_j, s2_lo).eq(mod.o_tag), pend.eq(C(1, L) << mod.o_tag[32:])]
+            m.d.sync += [x.eq(mod.o_r) for x in r] + [z.eq(0) for z in zero]
+        with m.Elif(~wrap & s1_move):
+            m.d.sync += [s2_valid.eq(1), s2_i.eq(s1_i), s2_j.eq(s1_j), s2_lo.eq(s1_lo),
+                         pend.eq(((C(1, L + 1) << s1_n) - 1) << s1_lo)]
+            for k in range(L):
+                inside = u[k] < size
+                m.d.sync += [r[k].eq(Mux(inside, u[k], size - 1)),
+                             zero[k].eq((cmd.oob == OobMode.ZERO) & ~inside)]
 
-        # ---- stage 3: addresses, coalescing, into both FIFOs --------------------------------------
+        # ---- stage 2, out: the next run of the segment into both FIFOs ------------------------------
+        ea = [Signal(cfg.gm_addr_bits, name=f"ea{k}") for k in range(L)]    # element-mode byte address
+        m.d.comb += [ea[k].eq(gm.base + (r[k] << esz)) for k in range(L)]
+        beat = [x[sh:] for x in ea]
+        chain = C(0, 1)
+        for k in range(L):
+            head = pend[k] if k == 0 else pend[k] & ~pend[k - 1]
+            same = C(0, 1) if k == 0 else (zero[k] == zero[k - 1]) & (zero[k] | (beat[k] == beat[k - 1]))
+            chain = head | (chain & pend[k] & same)
+            m.d.comb += run[k].eq(chain)
+        first = Signal(range(L))
+        for k in reversed(range(L)):
+            with m.If(pend[k]):
+                m.d.comb += first.eq(k)
+        count = Signal(range(L + 1))
+        m.d.comb += count.eq(sum(run[k] for k in range(L)))
+        r_first, ea_first, zero_first = Signal(32), Signal(cfg.gm_addr_bits), Signal()
+        m.d.comb += [r_first.eq(Array(r)[first]), ea_first.eq(Array(ea)[first]),
+                     zero_first.eq(Array(zero)[first])]
+
         line = Signal(layout)
         gm_addr = Signal(cfg.gm_addr_bits)
-        m.d.comb += gm_addr.eq(Mux(row, gm.base + s2_r * gm.row_stride, gm.base + (s2_r << esz)))
+        m.d.comb += gm_addr.eq(Mux(row, gm.base + r_first * gm.row_stride, ea_first))
         m.d.comb += [
             line.gm_addr.eq(gm_addr),
-            line.ub_addr.eq(dst.base + ((s2_i * dst.cols + s2_j) << esz)),
-            line.length.eq(Mux(row, dst.valid_cols << esz, 1 << esz)),
-            line.zero.eq(s2_zero),
+            line.ub_addr.eq(dst.base + ((s2_i * dst.cols + s2_j + first - s2_lo) << esz)),
+            line.length.eq(Mux(row, dst.valid_cols << esz, count << esz)),
+            line.zero.eq(zero_first),
+            line.first.eq(first),
         ]
+        m.d.comb += [line.offs[k].eq(ea[k][:sh]) for k in range(L)]
         last_beat = Signal(cfg.gm_addr_bits - sh)
         have_beat = Signal()
+        m.d.comb += [
+            emit.eq(s2_valid & q_ar.w_rdy & q_data.w_rdy),
+            s2_done.eq(emit & ((pend & ~run) == 0)),
+            line.reuse.eq(~row & ~zero_first & have_beat & (last_beat == (gm_addr >> sh))),
+        ]
         with m.If(self.start):
             m.d.sync += have_beat.eq(0)
-        with m.Elif(s2_valid & ~s2_zero):
+        with m.Elif(emit & ~zero_first):
             m.d.sync += [last_beat.eq(gm_addr >> sh), have_beat.eq(1)]
-        m.d.comb += line.reuse.eq(~row & ~s2_zero & have_beat & (last_beat == (gm_addr >> sh)))
+
         # The address side bypasses its FIFO when that is empty (the FIFO's write-to-read cycle would
         # delay every instruction's first AR); the data side has the memory latency to hide its own.
         with m.If(q_ar.r_rdy):
-            m.d.comb += [self.ar.valid.eq(1), self.ar.payload.eq(q_ar.r_data),
-                         q_ar.w_en.eq(s2_valid)]
+            m.d.comb += [self.ar.valid.eq(1), self.ar.payload.eq(q_ar.r_data), q_ar.w_en.eq(emit)]
         with m.Else():
-            m.d.comb += [self.ar.valid.eq(s2_valid), self.ar.payload.eq(line),
-                         q_ar.w_en.eq(s2_valid & ~self.ar.ready)]
-        m.d.comb += [q_ar.w_data.eq(line), q_data.w_data.eq(line), q_data.w_en.eq(s2_valid)]
+            m.d.comb += [self.ar.valid.eq(emit), self.ar.payload.eq(line),
+                         q_ar.w_en.eq(emit & ~self.ar.ready)]
+        m.d.comb += [q_ar.w_data.eq(line), q_data.w_data.eq(line), q_data.w_en.eq(emit)]
 
-        m.d.sync += inflight.eq(inflight + issue - s2_valid)
+        m.d.sync += inflight.eq(inflight + issue - s2_done)
+        return m
+
+
+class ElementPlacer(wiring.Component):
+    """Element mode's data path: places a run's elements from one bus beat into one UB word.
+
+    Destination lane ``l`` (byte) in ``[line.ub_addr mod W, + line.length)`` belongs to run element
+    ``e = (l - ub_addr mod W) >> esz`` and byte ``b`` of it; it takes beat byte
+    ``line.offs[(line.first + e) mod (W / 4)] + b``. ``be`` covers exactly the run's bytes.
+
+    Ports: ``line`` (a :func:`GatherLine`), ``esz`` (log2 element bytes), ``beat`` in; ``data``, ``be``
+    out. Purely combinational (a byte crossbar).
+    """
+
+    def __init__(self, config):
+        self._config = config
+        W = config.ub_word_bytes
+        super().__init__({
+            "line": In(GatherLine(config)), "esz": In(2), "beat": In(8 * W),
+            "data": Out(8 * W), "be": Out(W),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        W = self._config.ub_word_bytes
+        sh = W.bit_length() - 1
+        L = W // 4
+        line = self.line
+        lo = Signal(sh)
+        m.d.comb += lo.eq(line.ub_addr[:sh])
+        for lane in range(W):
+            rel = Signal(sh, name=f"rel{lane}")
+            elem = Signal(range(L), name=f"elem{lane}")
+            src = Signal(sh, name=f"src{lane}")
+            m.d.comb += [
+                rel.eq(lane - lo),
+                elem.eq(line.first + (rel >> self.esz)),
+                src.eq(line.offs[elem] + (rel & ((C(1, 4) << self.esz) - 1))),
+                self.data.word_select(lane, 8).eq(self.beat.word_select(src, 8)),
+                self.be[lane].eq((lane >= lo) & (lane < lo + line.length)),
+            ]
         return m

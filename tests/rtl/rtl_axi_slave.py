@@ -50,6 +50,7 @@ class AxiSlaveModel:
             cycle += 1
             if arv and arr:
                 self._check_burst(addr, length, size, burst)
+                self.ar.append((addr, length + 1))
                 pending.append([cycle + self.latency, addr, length + 1, 0])
             if rv and rr:
                 p = pending[0]
