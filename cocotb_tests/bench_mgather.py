@@ -38,15 +38,20 @@ async def bench_mgather(dut):
         await h.run({"opcode": Opcode.MGATHER_ROW, "oob": OobMode.CLAMP, "src0": t_idx,
                      "dst": tile(0, rows, width, DType.FP32), "gm": gm_region(TABLE, TABLE_ROWS, width, DType.FP32)},
                     label=f"bench:{name} row {rows} x {width * 4} B random")
-    # Element mode: 64 x 64 fp32 elements from a 256 K-element table.
+    # Element mode: 64 x 64 elements from a 256 K-element table. Random and sparse sorted indices need a
+    # beat per element; dense sorted, contiguous and clustered ones share beats between neighbours.
     h.gm_write(TABLE, rng.integers(0, 256, 1 << 20, dtype=np.uint8).tobytes())
     n = 64 * 64
-    for kind, values in (("random", rng.integers(0, 1 << 18, n)),
-                         ("sorted", np.sort(rng.integers(0, 1 << 18, n))),
-                         ("contiguous", np.arange(5000, 5000 + n)),
-                         ("clustered", (rng.integers(0, 64, n) + 4096 * rng.integers(0, 8, n)))):
+    starts = rng.integers(0, (1 << 18) - 8, n // 8)
+    for kind, values, dtype in (
+            ("random", rng.integers(0, 1 << 18, n), DType.FP32),
+            ("sorted sparse (1 per 8 beats)", np.sort(rng.integers(0, 1 << 18, n)), DType.FP32),
+            ("sorted dense (2 per beat)", np.sort(rng.integers(0, n * 4, n)), DType.FP32),
+            ("clustered (runs of 8)", (starts[:, None] + np.arange(8)).reshape(-1), DType.FP32),
+            ("contiguous", np.arange(5000, 5000 + n), DType.FP32),
+            ("contiguous", np.arange(5000, 5000 + n), DType.INT8)):
         t_idx = await _indices(h, values, (64, 64), 0x8000)
         await h.run({"opcode": Opcode.MGATHER_ELEM, "oob": OobMode.CLAMP, "src0": t_idx,
-                     "dst": tile(0, 64, 64, DType.FP32), "gm": gm_region(TABLE, 512, 512, DType.FP32)},
-                    label=f"bench:{n} elem {kind} fp32")
+                     "dst": tile(0, 64, 64, dtype), "gm": gm_region(TABLE, 512, 512, dtype)},
+                    label=f"bench:{n} elem {kind} {dtype.name.lower()}")
     await h.check_ub()

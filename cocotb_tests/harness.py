@@ -105,17 +105,17 @@ class Harness:
 
     async def run_axi_error(self, cmd, expected):
         """Execute a command whose GM access hits an injected SLVERR: the RTL must answer ``expected``
-        and change nothing outside the destination (UB tile valid region for TLOAD, the GM lines for
-        TSTORE). The golden machine then adopts the RTL's destination bytes so later checks hold."""
+        and change nothing outside the destination (UB tile valid region for TLOAD and MGATHER, the GM
+        lines for TSTORE). The golden machine then adopts the RTL's destination bytes so later checks hold."""
         from golden.check import gm_view, normalize, tile_view
         rsp = await self.driver.execute(cmd)
         assert rsp["status"] == expected, f"status {_name(rsp['status'])}, expected {_name(expected)}"
-        if cmd["opcode"] == Opcode.TLOAD:
+        if cmd["opcode"] in (Opcode.TLOAD, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM):
             mask = self.golden.footprint(tile_view(normalize(cmd), "dst"))
             got = await self.ub_image()
             want = bytes(self.golden.ub)
             outside = [i for i in range(len(want)) if got[i] != want[i] and not mask[i]]
-            assert not outside, f"TLOAD with an AXI error wrote outside its tile, first at UB 0x{outside[0]:x}"
+            assert not outside, f"{cmd['opcode'].name} with an AXI error wrote outside its tile, first at UB 0x{outside[0]:x}"
             import numpy as np
             self.golden.ub[:] = np.frombuffer(got, np.uint8)
         return rsp

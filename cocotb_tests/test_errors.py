@@ -7,6 +7,7 @@ legal TLOAD/TSTORE pair, then compares the whole UB and the GM window with the g
 import os
 
 import cocotb
+import numpy as np
 
 from rtl.isa import DType, Layout, Opcode
 from rtl.status import Status
@@ -98,6 +99,33 @@ async def error_axi_read(dut):
     await h.run_axi_error(load, Status.AXI_READ_ERROR)
     h.gm.read_errors.clear()
     assert (await h.run(load))["status"] == Status.OK
+    await h.check_ub()
+
+
+@cocotb.test()
+async def error_axi_read_mgather(dut):
+    """SLVERR on MGATHER table reads (row and element mode): AXI_READ_ERROR, nothing written outside the
+    destination tile, no hang; the same gather then runs normally."""
+    from rtl.isa import OobMode
+    h = await Harness.start(dut, backpressure=True)
+    table = 0x6_0000
+    h.gm_write(table, bytes(h.rng.randrange(256) for _ in range(2048)))
+    h.gm_write(SRC, np.array([3, 0, 7, 1, 5, 2, 6, 4] * 4, np.uint32).tobytes())
+    idx_row, idx_elem = tile(0x000, 8, 1, DType.UINT32), tile(0x100, 4, 8, DType.UINT32)
+    for t in (idx_row, idx_elem):
+        assert (await h.run({"opcode": Opcode.TLOAD, "dst": t,
+                             "gm": gm_region(SRC, t["rows"], t["cols"], DType.UINT32)}))["status"] == Status.OK
+    row = {"opcode": Opcode.MGATHER_ROW, "oob": OobMode.CLAMP, "src0": idx_row,
+           "dst": tile(0x400, 8, 32, DType.INT16), "gm": gm_region(table, 8, 32, DType.INT16)}
+    elem = {"opcode": Opcode.MGATHER_ELEM, "oob": OobMode.ZERO, "src0": idx_elem,
+            "dst": tile(0x800, 4, 8, DType.INT16), "gm": gm_region(table, 8, 32, DType.INT16)}
+    for cmd in (row, elem):
+        h.gm.read_errors.append((table + 64 * 5, table + 64 * 5 + 1))    # table row 5 / element 160
+        if cmd is elem:
+            h.gm.read_errors[-1] = (table, table + 2)                   # element 0 (index 0)
+        await h.run_axi_error(cmd, Status.AXI_READ_ERROR)
+        h.gm.read_errors.clear()
+        assert (await h.run(cmd))["status"] == Status.OK
     await h.check_ub()
 
 

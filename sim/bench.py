@@ -41,9 +41,10 @@ def case_work(case):
 
 
 def axi_bound(record, config):
-    """Bytes moved over the AXI data bus: one beat per cycle. Elements: one per cycle (one UB write)."""
+    """Bytes moved over the AXI data bus: one beat per cycle. Elements: one per cycle, the bound when
+    every element needs its own beat (random indices); neighbours sharing a beat go beyond it."""
     if case_work(record["label"][len("bench:"):])[1] == "elem":
-        return 1, "1 element/cycle (one UB write per element)"
+        return 1, "1 element/cycle (a bus beat per element, as for random indices)"
     return config.axi_data_bytes, f"AXI {config.axi_data_bits}-bit, 1 beat/cycle"
 
 
