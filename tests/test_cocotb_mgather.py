@@ -2,7 +2,8 @@
 
 import pytest
 
-from sim.regress import REGRESSION, run_entry
+from rtl.isa import DType
+from sim.regress import REGRESSION, Entry, run_entry
 
 pytestmark = pytest.mark.cocotb
 
@@ -11,3 +12,16 @@ pytestmark = pytest.mark.cocotb
 def test_mgather(entry):
     result = run_entry(entry)
     assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
+
+
+#: The long sweep (make test-slow): every data type, four rounds of every mode / OOB mode / index type,
+#: on the default configuration (32-byte words: runs of up to 8 elements, 64 reads in flight).
+SWEEP = [Entry("test_mgather", "mgather_random", (("dtype", d.name), ("rounds", 4)), f"mgather_sweep_{d.name}")
+         for d in DType]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", SWEEP, ids=lambda e: e.name)
+def test_mgather_sweep_default_config(entry):
+    result = run_entry(entry, config="default")
+    assert result.passed, f"{entry.name} (default config) failed: see {result.results_xml.parent / 'sim.log'}"

@@ -89,7 +89,7 @@ def _check_reads(cfg, cmd, idx, ars):
         f"{len(ars)} reads, expected {expected} (one per change of beat)"
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) if s >= 4 else s for s in range(24)])
 def test_mgather_block_vs_golden(seed):
     cfg = preset("small")
     rng = random.Random(seed)
