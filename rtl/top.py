@@ -136,4 +136,4 @@ class VectorUnit(wiring.Component):
                 for port, theirs in zip(ub.rd, engine.ub_rd):
                     with m.If(sel):
                         m.d.comb += [port.addr.eq(theirs.addr), port.en.eq(theirs.en)]
-                    m.d.comb += theirs.data.eq(port.data)
+                    m.d.comb += [theirs.data.eq(port.data), theirs.next.eq(port.next)]

@@ -1,4 +1,7 @@
-"""The unified buffer (UB): byte-addressed on-chip memory, word-wide ports, byte-enable writes."""
+"""The unified buffer (UB): byte-addressed on-chip memory, word-wide ports, byte-enable writes.
+
+Banked by word parity (even words, odd words), so that every read port returns a 2-word window: the
+word at ``addr`` and the word after it, one from each bank, with no extra RAM ports."""
 
 from amaranth import *
 from amaranth.lib import memory, wiring
@@ -8,13 +11,15 @@ __all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature"]
 
 
 class UbReadSignature(wiring.Signature):
-    """A UB read port as seen by its user: ``addr``/``en`` out, ``data`` in one cycle after ``en``."""
+    """A UB read port as seen by its user: ``addr``/``en`` out; in one cycle after ``en``, ``data`` (the
+    word at ``addr``) and ``next`` (the word at ``addr + 1``, word 0 after the last word)."""
 
     def __init__(self, config):
         super().__init__({
             "addr": Out(range(config.ub_words)),
             "en": Out(1),
             "data": In(8 * config.ub_word_bytes),
+            "next": In(8 * config.ub_word_bytes),
         })
 
 
@@ -35,10 +40,19 @@ class UnifiedBuffer(wiring.Component):
     Ports
     -----
     rd : list of ``config.ub_read_ports`` flipped :class:`UbReadSignature`
-        Synchronous read: ``data`` holds the word at ``addr`` the cycle after ``en``, and keeps it while
-        ``en`` is low. Not transparent: a read in the same cycle as a write to that word returns the old word.
+        Synchronous read: ``data`` holds the word at ``addr`` and ``next`` the word at ``addr + 1``
+        (wrapping: after the last word comes word 0) the cycle after ``en``, and both keep their values
+        while ``en`` is low. Not transparent: a read in the same cycle as a write to either word returns
+        the old word.
     wr : flipped :class:`UbWriteSignature`
         Byte-granular write, effective at the next clock edge.
+
+    Structure: two memories of ``config.ub_words / 2`` words, *even* (words 0, 2, 4, ...) and *odd*
+    (words 1, 3, ...), each with ``config.ub_read_ports`` read ports; same storage as one memory. Read
+    port ``i`` reads both banks with its ``i``-th bank ports: word ``addr >> 1`` of the odd bank and word
+    ``(addr >> 1) + addr[0]`` of the even bank; a register holding ``addr[0]`` (loaded only when ``en``
+    is high) picks which is ``data`` and which is ``next``. A write goes to the bank of its address's
+    parity.
 
     Latency: 1 cycle read, writes visible to reads issued the cycle after the write.
     Contents are not cleared by reset (as in an SRAM).
@@ -54,10 +68,24 @@ class UnifiedBuffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        m.submodules.mem = mem = memory.Memory(shape=8 * cfg.ub_word_bytes, depth=cfg.ub_words, init=[])
-        wp = mem.write_port(granularity=8)
-        m.d.comb += [wp.addr.eq(self.wr.addr), wp.data.eq(self.wr.data), wp.en.eq(self.wr.be)]
-        for port in self.rd:
-            rp = mem.read_port()
-            m.d.comb += [rp.addr.eq(port.addr), rp.en.eq(port.en), port.data.eq(rp.data)]
+        half = cfg.ub_words // 2
+        banks = []
+        for parity, name in enumerate(("even", "odd")):
+            mem = memory.Memory(shape=8 * cfg.ub_word_bytes, depth=half, init=[])
+            m.submodules[f"mem_{name}"] = mem
+            wp = mem.write_port(granularity=8)
+            m.d.comb += [wp.addr.eq(self.wr.addr >> 1), wp.data.eq(self.wr.data),
+                         wp.en.eq(Mux(self.wr.addr[0] == parity, self.wr.be, 0))]
+            banks.append(mem)
+        even, odd = banks
+        for i, port in enumerate(self.rd):
+            pe, po = even.read_port(), odd.read_port()
+            row = port.addr >> 1
+            odd_word = Signal(name=f"rd{i}_odd")      # the word at the last read's addr is odd
+            # the even bank's address wraps at its depth: after the last (odd) word comes word 0
+            m.d.comb += [pe.addr.eq(row + port.addr[0]), po.addr.eq(row), pe.en.eq(port.en), po.en.eq(port.en)]
+            with m.If(port.en):
+                m.d.sync += odd_word.eq(port.addr[0])
+            m.d.comb += [port.data.eq(Mux(odd_word, po.data, pe.data)),
+                         port.next.eq(Mux(odd_word, pe.data, po.data))]
         return m

@@ -1,49 +1,101 @@
-"""UnifiedBuffer against a byte model: byte-enable writes, 1-cycle reads on every port, not transparent."""
+"""UnifiedBuffer against a word model: byte-enable writes into the two parity banks, 1-cycle reads on
+every port returning ``data`` (word ``addr``) and ``next`` (word ``addr + 1``, wrapping to word 0),
+not transparent, both held while ``en`` is low."""
 
 import random
 
+import pytest
 from amaranth.sim import Simulator
 
 from rtl.config import preset
 from rtl.ub import UnifiedBuffer
 
 
-def test_ub_byte_enables_and_ports():
-    cfg = preset("small")
-    W = cfg.ub_word_bytes
+def _merge(old, data, be, W):
+    mask = sum(0xFF << (8 * k) for k in range(W) if be >> k & 1)
+    return (old & ~mask) | (data & mask)
+
+
+@pytest.mark.parametrize("preset_name,ports", [("small", 2), ("small", 1), ("small", 3), ("default", 2)])
+def test_ub_banked_window(preset_name, ports):
+    cfg = preset(preset_name, ub_read_ports=ports)
+    W, N = cfg.ub_word_bytes, cfg.ub_words
     dut = UnifiedBuffer(cfg)
-    model = {}
-    rng = random.Random(1)
+    model = [0] * N            # the simulator's memories start at zero (init=[])
+    rng = random.Random(f"{preset_name}-{ports}")
+    seen = set()               # (port, kind) read cases covered
+
+    def pick(waddr):
+        return rng.choice([waddr, waddr, (waddr - 1) % N, (waddr + 1) % N, 0, 1, N - 1, N - 2,
+                           rng.randrange(N), rng.randrange(N)])
+
+    def expect(a):
+        return model[a], model[(a + 1) % N]
+
+    def note(i, a):
+        seen.add((i, "even" if a % 2 == 0 else "odd"))
+        if a == N - 1:
+            seen.add((i, "last"))
+        if a == 0:
+            seen.add((i, "first"))
+
+    async def write(ctx, addr, data, be):
+        ctx.set(dut.wr.addr, addr)
+        ctx.set(dut.wr.data, data)
+        ctx.set(dut.wr.be, be)
 
     async def bench(ctx):
-        for _ in range(400):
-            addr = rng.randrange(cfg.ub_words)
+        # fill everything (random, full byte enables) so that every read compares non-trivial words
+        for a in range(N):
             data = rng.getrandbits(8 * W)
-            be = rng.getrandbits(W) if rng.random() < 0.7 else 0
-            ctx.set(dut.wr.addr, addr)
-            ctx.set(dut.wr.data, data)
-            ctx.set(dut.wr.be, be)
-            raddrs = [rng.choice([addr, rng.randrange(cfg.ub_words)]) for _ in dut.rd]
+            await write(ctx, a, data, (1 << W) - 1)
+            await ctx.tick()
+            model[a] = data
+        for step in range(1500):
+            waddr = rng.choice([rng.randrange(N), 0, N - 1])
+            data = rng.getrandbits(8 * W)
+            be = rng.getrandbits(W) if rng.random() < 0.8 else rng.choice([0, (1 << W) - 1])
+            await write(ctx, waddr, data, be)
+            raddrs = [pick(waddr) for _ in dut.rd]
             for port, a in zip(dut.rd, raddrs):
                 ctx.set(port.addr, a)
                 ctx.set(port.en, 1)
-            before = {a: model.get(a, 0) for a in raddrs}
+            want = [expect(a) for a in raddrs]           # before this cycle's write: not transparent
             await ctx.tick()
-            for port, a in zip(dut.rd, raddrs):     # value before this cycle's write: not transparent
-                assert ctx.get(port.data) == before[a], f"read of word {a}"
-            old = model.get(addr, 0)
-            mask = sum(0xFF << (8 * k) for k in range(W) if be >> k & 1)
-            model[addr] = (old & ~mask) | (data & mask)
+            model[waddr] = _merge(model[waddr], data, be, W)
+            for i, (port, a) in enumerate(zip(dut.rd, raddrs)):
+                got = (ctx.get(port.data), ctx.get(port.next))
+                assert got == want[i], f"step {step} port {i} addr {a}: got {got}, want {want[i]}"
+                note(i, a)
+            if rng.random() < 0.25:
+                # en low for a few cycles: other addresses (other parities) and writes into the very
+                # words just read; data and next keep what the last enabled read returned
+                held = [(ctx.get(p.data), ctx.get(p.next)) for p in dut.rd]
+                for _ in range(rng.randrange(1, 4)):
+                    for port, a in zip(dut.rd, raddrs):
+                        ctx.set(port.en, 0)
+                        ctx.set(port.addr, rng.choice([(a + 1) % N, rng.randrange(N)]))
+                    wa = rng.choice([*raddrs, *((a + 1) % N for a in raddrs)])
+                    d2, be2 = rng.getrandbits(8 * W), rng.getrandbits(W)
+                    await write(ctx, wa, d2, be2)
+                    await ctx.tick()
+                    model[wa] = _merge(model[wa], d2, be2, W)
+                    for i, port in enumerate(dut.rd):
+                        assert (ctx.get(port.data), ctx.get(port.next)) == held[i], f"port {i} did not hold"
+                await write(ctx, 0, 0, 0)
+        # read back every word through every port: the writes landed in the right bank
         ctx.set(dut.wr.be, 0)
-        for a in list(model)[:50]:                  # read back, and hold while en is low
-            ctx.set(dut.rd[0].addr, a)
-            ctx.set(dut.rd[0].en, 1)
+        for a in range(N):
+            for i, port in enumerate(dut.rd):
+                ctx.set(port.addr, (a + i) % N)
+                ctx.set(port.en, 1)
             await ctx.tick()
-            ctx.set(dut.rd[0].en, 0)
-            await ctx.tick()
-            assert ctx.get(dut.rd[0].data) == model[a]
+            for i, port in enumerate(dut.rd):
+                assert (ctx.get(port.data), ctx.get(port.next)) == expect((a + i) % N), f"readback {a} port {i}"
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+    want = {(i, k) for i in range(ports) for k in ("even", "odd", "first", "last")}
+    assert want <= seen, f"read cases not covered: {want - seen}"
