@@ -33,11 +33,13 @@ class LocalGatherEngine(wiring.Component):
     Operation. Work is cut into *blocks* of up to 16 consecutive ``k`` (one column of the group's index
     block). For each block the engine first reads its indices into 16 registers (two per cycle, at
     least 2 cycles), then, for each of the 16 rows, moves the block's chunks as *pieces* of
-    ``P = min(B, W, 32)`` bytes: one piece per cycle reads the (one or two) UB words holding it; two
-    consecutive pieces with ``2 P <= W`` that each sit inside one source word go together in one cycle
-    (one read port each). Pieces are packed into destination words (a row's chunks are contiguous in
-    ``dst``), so a destination word is written once per block and row, with exact byte enables; nothing
-    outside ``dst``'s valid region is written, whatever the offsets. An offset with
+    ``P = min(B, W, 32)`` bytes. A UB read port returns a 2-word window (the word at ``addr`` and the
+    next one, :class:`rtl.ub.UnifiedBuffer`), so one read of a piece's first source word holds the whole
+    piece, straddling two words or not: one piece per cycle on one port, and two consecutive pieces of
+    a row's block with ``2 P <= W`` go together in one cycle (one read port each). Pieces are packed
+    into destination words (a row's chunks are contiguous in ``dst``), so a destination word is written
+    once per block and row, with exact byte enables; nothing outside ``dst``'s valid region is written,
+    whatever the offsets. An offset with
     ``indices_1d[k] + nepi > C`` reads whatever lies there (addresses wrap at the end of the UB): the
     result is undefined, the status ``OK``.
 
@@ -45,13 +47,14 @@ class LocalGatherEngine(wiring.Component):
     (no rows or ``n = 0``) is done in the ``start`` cycle.
 
     Throughput, per block of ``K`` chunks and 16 rows: ``max(2, ceil(K / 2))`` cycles of index reads
-    plus one cycle per piece (half a cycle for a paired piece) plus one cycle at the end of a row's
-    block when its last destination word spills into the next word (only when ``dst`` rows are not
-    word-aligned). Hence, with two read ports: ``B >= W`` moves ``W`` bytes per cycle (~97% of the
-    write port once the index reads are counted); ``B = W / 2`` moves ``W`` bytes per cycle when
-    offsets leave each chunk inside one source word and ``W / 2`` when every chunk straddles two (random
-    offsets: ~70%); ``B < W / 2`` is bound by the read ports at ``2 B`` bytes per cycle. With one read
-    port, a piece that straddles two source words takes two cycles and nothing is paired.
+    (``max(2, K)`` with one read port) plus one cycle per piece (half a cycle for a paired piece; where a
+    piece lies in its source words does not matter) plus one cycle at the end of a row's block when its
+    last destination word spills into the next word (only when ``dst`` rows are not word-aligned).
+    Hence, with two read ports and word-aligned ``dst`` rows, at any offsets: ``B >= W`` moves ``W``
+    bytes per cycle, at least ``32 / 33`` = 97% of the write port once the index reads are counted
+    (``B = W``: ``K / 2`` index cycles per ``16 K`` moving ones); ``B = W / 2`` also moves ``W``
+    bytes per cycle, ``16 / 17`` = 94% (``K / 2`` per ``8 K``); ``B < W / 2`` is bound by the read
+    ports at ``2 B`` bytes per cycle. With one read port: one piece per cycle, nothing is paired.
     """
 
     opcodes = (Opcode.LOCAL_GATHER,)
@@ -143,7 +146,6 @@ class LocalGatherEngine(wiring.Component):
         j = Signal(4)                # piece in the chunk
         r = Signal(5)                # index being read
         stall = Signal()             # skip one issue cycle: the packer flushes a spilled word
-        phase = Signal()             # one read port: second word of a straddling piece
 
         # stage 1 (the cycle the read data arrives)
         cap = Signal()
@@ -153,9 +155,8 @@ class LocalGatherEngine(wiring.Component):
         s_offA, s_offB, s_lo = Signal(sh), Signal(sh), Signal(sh)
         s_pair, s_write = Signal(), Signal()
         s_waddr = Signal(range(cfg.ub_words))
-        s_hold, s_use_hold = Signal(), Signal()
         s_flush = Signal()
-        m.d.sync += [cap.eq(0), pc.eq(0), s_hold.eq(0), s_flush.eq(stall), stall.eq(0)]
+        m.d.sync += [cap.eq(0), pc.eq(0), s_flush.eq(stall), stall.eq(0)]
 
         def begin_block(src_base, dst_base, idx_base, left):
             m.d.sync += [
@@ -177,11 +178,11 @@ class LocalGatherEngine(wiring.Component):
             srcB.eq(src_row + (idx_arr[kB[:4]] << esz) + (jB << p_log2)),
         ]
         offA, offB, lo = srcA[:sh], srcB[:sh], dst_ptr[:sh]
-        fitsA = (offA + psize) <= W
-        fitsB = (offB + psize) <= W
+        # a read port returns a 2-word window (``data``, ``next``): any piece of P <= W bytes is in the
+        # window of its first word, so two pieces with 2 P <= W always pair, straddling or not
         pair = Signal()
         if two:
-            m.d.comb += pair.eq(~lastA & fitsA & fitsB & ((psize << 1) <= W))
+            m.d.comb += pair.eq(~lastA & ((psize << 1) <= W))
         seg_end = Mux(pair, lastB, lastA)
         L = Mux(pair, psize << 1, psize)
         lane_end = lo + L
@@ -220,51 +221,42 @@ class LocalGatherEngine(wiring.Component):
             with m.State("RUN"):
                 with m.If(~stall):
                     m.d.comb += [rd0.addr.eq(srcA >> sh), rd0.en.eq(1)]
-                    advance = Signal()
                     if two:
-                        m.d.comb += [rd1.addr.eq(Mux(pair, srcB >> sh, (srcA >> sh) + 1)), rd1.en.eq(1),
-                                     advance.eq(1)]
-                    else:
-                        with m.If(~fitsA & ~phase):
-                            m.d.sync += [s_hold.eq(1), phase.eq(1)]
+                        m.d.comb += [rd1.addr.eq(srcB >> sh), rd1.en.eq(pair)]
+                    m.d.sync += [
+                        pc.eq(1), s_offA.eq(offA), s_offB.eq(offB), s_lo.eq(lo), s_pair.eq(pair),
+                        s_write.eq((lane_end >= W) | seg_end), s_waddr.eq(dst_ptr >> sh),
+                        dst_ptr.eq(dst_ptr + L),
+                    ]
+                    with m.If(pair):
+                        m.d.sync += [k.eq(Mux(lastB_j, kB + 1, kB)), j.eq(Mux(lastB_j, 0, jB + 1))]
+                    with m.Else():
+                        m.d.sync += [k.eq(kB), j.eq(jB)]
+                    with m.If(seg_end):
+                        m.d.sync += stall.eq(spill)
+                        with m.If(p != GROUP - 1):
+                            m.d.sync += [
+                                p.eq(p + 1), k.eq(0), j.eq(0), src_row.eq(src_row + src_stride),
+                                dst_row.eq(dst_row + dst_stride), dst_ptr.eq(dst_row + dst_stride),
+                            ]
+                        with m.Elif(n_left > GROUP):
+                            nd = blk_dst + (C(GROUP, 5) << b_log2)
+                            ni = blk_idx + 2
+                            m.d.sync += [n_left.eq(n_left - GROUP), blk_dst.eq(nd), blk_idx.eq(ni)]
+                            begin_block(grp_src, nd, ni, n_left - GROUP)
+                            m.next = "INDEX"
+                        with m.Elif(g_left != 0):
+                            ns = grp_src + (src_stride << 4)
+                            nd = grp_dst + (dst_stride << 4)
+                            ni = grp_idx + (idx_stride << 4)
+                            m.d.sync += [
+                                g_left.eq(g_left - 1), n_left.eq(n),
+                                grp_src.eq(ns), grp_dst.eq(nd), grp_idx.eq(ni), blk_dst.eq(nd), blk_idx.eq(ni),
+                            ]
+                            begin_block(ns, nd, ni, n)
+                            m.next = "INDEX"
                         with m.Else():
-                            m.d.comb += [rd0.addr.eq((srcA >> sh) + phase), advance.eq(1)]
-                            m.d.sync += [s_use_hold.eq(phase), phase.eq(0)]
-                    with m.If(advance):
-                        m.d.sync += [
-                            pc.eq(1), s_offA.eq(offA), s_offB.eq(offB), s_lo.eq(lo), s_pair.eq(pair),
-                            s_write.eq((lane_end >= W) | seg_end), s_waddr.eq(dst_ptr >> sh),
-                            dst_ptr.eq(dst_ptr + L),
-                        ]
-                        with m.If(pair):
-                            m.d.sync += [k.eq(Mux(lastB_j, kB + 1, kB)), j.eq(Mux(lastB_j, 0, jB + 1))]
-                        with m.Else():
-                            m.d.sync += [k.eq(kB), j.eq(jB)]
-                        with m.If(seg_end):
-                            m.d.sync += stall.eq(spill)
-                            with m.If(p != GROUP - 1):
-                                m.d.sync += [
-                                    p.eq(p + 1), k.eq(0), j.eq(0), src_row.eq(src_row + src_stride),
-                                    dst_row.eq(dst_row + dst_stride), dst_ptr.eq(dst_row + dst_stride),
-                                ]
-                            with m.Elif(n_left > GROUP):
-                                nd = blk_dst + (C(GROUP, 5) << b_log2)
-                                ni = blk_idx + 2
-                                m.d.sync += [n_left.eq(n_left - GROUP), blk_dst.eq(nd), blk_idx.eq(ni)]
-                                begin_block(grp_src, nd, ni, n_left - GROUP)
-                                m.next = "INDEX"
-                            with m.Elif(g_left != 0):
-                                ns = grp_src + (src_stride << 4)
-                                nd = grp_dst + (dst_stride << 4)
-                                ni = grp_idx + (idx_stride << 4)
-                                m.d.sync += [
-                                    g_left.eq(g_left - 1), n_left.eq(n),
-                                    grp_src.eq(ns), grp_dst.eq(nd), grp_idx.eq(ni), blk_dst.eq(nd), blk_idx.eq(ni),
-                                ]
-                                begin_block(ns, nd, ni, n)
-                                m.next = "INDEX"
-                            with m.Else():
-                                m.next = "DONE"
+                            m.next = "DONE"
 
             with m.State("DONE"):    # the last write (or the flush after it) happens in this cycle
                 with m.If(~stall):
@@ -283,14 +275,8 @@ class LocalGatherEngine(wiring.Component):
                         m.d.sync += idx_regs[i].eq(d1.word_select(cap_off1 >> 1, 16))
 
         # ---- stage 1: place the piece(s) and pack destination words -----------------------------------
-        hold = Signal(8 * W)
-        with m.If(s_hold):
-            m.d.sync += hold.eq(d0)
-        if two:
-            a_lo, a_hi = d0, d1
-        else:
-            a_lo, a_hi = Mux(s_use_hold, hold, d0), Mux(s_use_hold, d0, 0)
-        # Lanes 0..2W-1 span the current destination word and the next one.
+        # Piece A comes from read port 0's window (its source word and the next), piece B (when paired)
+        # from port 1's. Lanes 0..2W-1 span the current destination word and the next one.
         selA = Signal(range(2 * W + 1))
         selB = Signal(range(3 * W + 1))
         m.d.comb += [selA.eq(W + s_offA - s_lo), selB.eq(2 * W + s_offB - s_lo - psize)]
@@ -303,8 +289,8 @@ class LocalGatherEngine(wiring.Component):
         cur = Signal(8 * W)
         cur_be = Signal(W)
         m.d.comb += [
-            plA.eq(Cat(C(0, 8 * W), a_lo, a_hi, C(0, 8 * W)) >> (selA << 3)),
-            plB.eq(Cat(C(0, 16 * W), d1, C(0, 16 * W)) >> (selB << 3)),
+            plA.eq(Cat(C(0, 8 * W), d0, rd0.next, C(0, 8 * W)) >> (selA << 3)),
+            plB.eq(Cat(C(0, 16 * W), d1, rd1.next if two else C(0, 8 * W), C(0, 8 * W)) >> (selB << 3)),
             beA.eq(Cat((s_lo <= lane) & (lane < s_lo + psize) for lane in range(2 * W))),
             beB.eq(Cat(s_pair & (s_lo + psize <= lane) & (lane < s_lo + (psize << 1)) for lane in range(2 * W))),
             placed.eq(Cat(Mux(beB[lane], plB.word_select(lane, 8), plA.word_select(lane, 8))

@@ -82,7 +82,9 @@ def run_engine(config, commands, seed):
             for i, p in enumerate(ports):
                 addr, en = v[2 * i], v[2 * i + 1]
                 if en:
+                    nxt = (addr + 1) % config.ub_words
                     ctx.set(p.data, int.from_bytes(mem[addr * W:(addr + 1) * W], "little"))
+                    ctx.set(p.next, int.from_bytes(mem[nxt * W:(nxt + 1) * W], "little"))
             waddr, wdata, be = v[-3:]
             data = int(wdata).to_bytes(W, "little")
             for lane in range(W):
@@ -134,21 +136,55 @@ def test_local_gather_engine_random(preset_name, ports, seed):
     run_engine(config, commands, seed)
 
 
-def test_local_gather_engine_throughput():
-    """Aligned destination rows, chunks of W bytes at random offsets, 2 ports: > 90% of a word per cycle."""
-    config = preset("default")
+def _fp32_gather(config, B, offsets, seed):
+    """16 rows of fp32 chunks of ``B`` bytes, word-aligned dst and src rows; ``offsets``: "random",
+    "straddle" (every chunk crosses a source word boundary) or "inside" (none does). Returns
+    (destination words, cycles)."""
     W = config.ub_word_bytes
-    rng = random.Random(5)
-    R, X, C = 16, 2, 200
-    n, nepi = 16 * X, W // 4
-    idx = np.array([[rng.randrange(C - nepi + 1) for _ in range(X)] for _ in range(R)], np.uint16)
-    dst_bytes = R * n * W
+    rng = random.Random(seed)
+    R, X, C = (16, 2, 200) if config.ub_bytes >= 64 * 1024 else (16, 1, 16)
+    n, nepi = 16 * X, B // 4
+    assert C * 4 % W == 0
+
+    def offset():
+        while True:
+            o = rng.randrange(C - nepi + 1)
+            inside = (o * 4) % W + B <= W
+            if offsets == "random" or inside == (offsets == "inside"):
+                return o
+    idx = np.array([[offset() for _ in range(X)] for _ in range(R)], np.uint16)
+    dst_bytes = R * n * B
     cmd = {"opcode": Opcode.LOCAL_GATHER, "nepi_log2": nepi.bit_length() - 1, "num_valid": 0,
            "dst": _tile(0, R, n * nepi, DType.FP32, (R, n * nepi)),
            "src0": _tile(dst_bytes, R, C, DType.FP32, (R, C)),
            "src1": _tile(dst_bytes + R * C * 4, R, X, DType.UINT16, (R, X))}
-    (cycles,) = run_engine(config, [(cmd, idx)], 5)
-    assert dst_bytes / W / cycles > 0.9, cycles
+    (cycles,) = run_engine(config, [(cmd, idx)], seed)
+    return dst_bytes // W, cycles
+
+
+def test_local_gather_engine_throughput():
+    """Aligned destination rows, chunks of W bytes at random offsets, 2 ports: > 90% of a word per cycle."""
+    config = preset("default")
+    words, cycles = _fp32_gather(config, config.ub_word_bytes, "random", 5)
+    assert words / cycles > 0.9, cycles
+
+
+@pytest.mark.parametrize("ports", [1, 2])
+@pytest.mark.parametrize("preset_name", ["small", "default"])
+def test_local_gather_engine_straddle_free(preset_name, ports):
+    """Chunks of W / 2 bytes: a chunk that straddles two source words costs nothing (the read port's
+    2-word window holds it), so all-straddling offsets take exactly as many cycles as offsets that keep
+    every chunk inside a word; with 2 ports two chunks go per cycle (> 90% of a word per cycle), with
+    1 port one."""
+    config = preset(preset_name, ub_read_ports=ports)
+    B = config.ub_word_bytes // 2
+    words, straddle = _fp32_gather(config, B, "straddle", 6)
+    _, inside = _fp32_gather(config, B, "inside", 7)
+    assert straddle == inside, (straddle, inside)
+    if ports == 2:
+        assert words / straddle > 0.9, straddle
+    else:
+        assert 0.45 < words / straddle <= 0.5, straddle
 
 
 def mutate(rng, cmd):
