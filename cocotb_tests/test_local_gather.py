@@ -225,6 +225,71 @@ async def lg_undefined(dut):
     await _gather_and_check(h, *_gather(rng, ub, DType.FP32, 2))
 
 
+def _straddle_case(rng, config, dtype, nepi_log2, where):
+    """A 16-row LOCAL_GATHER whose chunks mostly straddle two source words (command, index array,
+    straddling (row, chunk) count). Source rows of 4 words (word-aligned, so the same offset straddles
+    in every row, except ``where == "middle"``: one padding element shifts each row). ``where``:
+    ``"first"``: src at UB word 0, a chunk straddles words 0 and 1; ``"last"``: src ends at the end of
+    the UB, a chunk straddles its last two words and one ends on the last byte; ``"middle"``. The
+    destination rows are word-aligned, or not (padding), at random."""
+    W, ub = config.ub_word_bytes, config.ub_bytes
+    size, nepi = DTYPE_BYTES[dtype], 1 << nepi_log2
+    B, R = nepi * size, 16
+    C = 4 * W // size
+    src_cols = C + (1 if where == "middle" else 0)
+    n = min(20, ub // 2 // (R * B))
+    X = -(-n // 16)
+    nv = n if n < 16 * X else 0
+    dst_cols = n * nepi + rng.choice([0, 1, 3])
+    src_bytes, dst_bytes, idx_bytes = R * src_cols * size, R * dst_cols * size, R * X * 2
+    if where == "first":
+        src = 0
+        dst = _round_up(src_bytes)
+        idx_base = dst + _round_up(dst_bytes)
+    else:
+        dst = 0
+        idx_base = _round_up(dst_bytes)
+        src = ub - _round_up(src_bytes) if where == "last" else idx_base + _round_up(idx_bytes) + 2 * UB_ALIGN
+    assert src % UB_ALIGN == 0 and src + src_bytes <= ub
+    assert idx_base + idx_bytes <= (ub if where == "first" else src)
+    straddling = [o for o in range(C - nepi + 1) if (o * size) % W + B > W]
+    idx = np.array([[rng.choice(straddling) if rng.random() < 0.85 else rng.randrange(C - nepi + 1)
+                     for _ in range(X)] for _ in range(R)], np.uint16)
+    # indices_1d[0] (row 0 of the index tile) straddles a row's first word boundary (for "first": UB
+    # words 0 and 1), indices_1d[1] its last one (for "last": the UB's last two words), indices_1d[2]
+    # ends on the row's last byte (for "last": the UB's last byte, whose read window wraps to word 0)
+    idx[0, 0] = (W - B // 2) // size
+    idx[1, 0] = (3 * W - B // 2) // size
+    idx[2, 0] = C - nepi
+    indices_1d = idx.flatten(order="F")[:nv or 16 * X]
+    count = sum((src + p * src_cols * size + int(o) * size) % W + B > W for p in range(R) for o in indices_1d)
+    cmd = {"opcode": Opcode.LOCAL_GATHER, "nepi_log2": nepi_log2, "num_valid": nv,
+           "dst": tile(dst, R, dst_cols, dtype, valid=(R, n * nepi)),
+           "src0": tile(src, R, src_cols, dtype, valid=(R, C)),
+           "src1": tile(idx_base, R, X, DType.UINT16, valid=(R, X))}
+    return cmd, idx, count
+
+
+@cocotb.test()
+async def lg_straddle(dut):
+    """16- and 8-byte chunks (fp32, fp16, int8) at offsets that straddle two source words, so that two
+    straddling chunks go in one cycle (one read port's 2-word window each, where 2 x chunk <= word):
+    source at the first UB words, at the last ones, and with rows that shift against the words;
+    word-aligned and unaligned destination rows; whole UB against golden after each."""
+    h = await Harness.start(dut)
+    W = h.config.ub_word_bytes
+    for B in (16, 8):
+        for dtype in (DType.FP32, DType.FP16, DType.INT8):
+            nepi_log2 = (B // DTYPE_BYTES[dtype]).bit_length() - 1
+            for where in ("first", "last", "middle"):
+                cmd, idx, count = _straddle_case(h.rng, h.config, dtype, nepi_log2, where)
+                rows, n = 16, cmd["dst"]["valid_cols"] >> nepi_log2
+                assert count >= (1 if where == "middle" else rows * n // 2), \
+                    f"only {count} of {rows * n} chunks straddle"
+                await _gather_and_check(h, cmd, idx, label=f"straddle {B} B {dtype.name} {where} "
+                                                          f"(W {W}, {count}/{rows * n} straddle)")
+
+
 # ---- one test per constraint status ---------------------------------------------------------------
 
 def _legal():
