@@ -3,7 +3,8 @@
 Case names start with the bytes written to dst; ``R`` rows (128 = all of NKI's partitions when the UB
 holds them, else 16), ``n`` indices per group, destination rows word-aligned. ``random``: offsets
 uniform in ``[0, C - nepi]``; ``aligned``: multiples of ``nepi`` (a chunk never straddles two source
-words when ``nepi x size <= W``).
+words when ``nepi x size <= W``); ``straddle``: only offsets at which the chunk straddles two source
+words (source rows are word-aligned).
 """
 
 import os
@@ -22,7 +23,8 @@ NAMES = {DType.INT8: "int8", DType.FP16: "fp16", DType.FP32: "fp32"}
 #: (dtype, nepi, offsets)
 CASES = [
     (DType.INT8, 1, "random"), (DType.FP16, 1, "random"), (DType.FP32, 1, "random"), (DType.FP32, 2, "random"),
-    (DType.FP32, 4, "random"), (DType.FP32, 4, "aligned"), (DType.INT8, 16, "random"), (DType.FP16, 8, "random"),
+    (DType.FP32, 4, "random"), (DType.FP32, 4, "aligned"), (DType.FP32, 4, "straddle"), (DType.INT8, 16, "random"),
+    (DType.FP16, 8, "random"),
     (DType.FP32, 8, "random"), (DType.INT8, 32, "random"), (DType.FP32, 16, "random"), (DType.FP32, 32, "random"),
 ]
 
@@ -43,8 +45,16 @@ async def bench_local_gather(dut):
             continue
         X = -(-n // 16)
         hi = C - nepi + 1
-        per_core = rng.integers(0, hi, size=(16, X)) if kind == "random" else \
-            rng.integers(0, -(-hi // nepi), size=(16, X)) * nepi
+        if kind == "random":
+            per_core = rng.integers(0, hi, size=(16, X))
+        elif kind == "aligned":
+            per_core = rng.integers(0, -(-hi // nepi), size=(16, X)) * nepi
+        else:
+            W = h.config.ub_word_bytes
+            straddling = [o for o in range(hi) if (o * size) % W + B > W]
+            if not straddling:
+                continue
+            per_core = np.random.default_rng(4).choice(straddling, size=(16, X))   # leaves rng's sequence
         idx = np.tile(per_core, (R // 16, 1)).astype(np.uint16)
         src_bytes, dst_bytes = R * src_row, R * n * B
         cmd = {"opcode": Opcode.LOCAL_GATHER, "nepi_log2": nepi.bit_length() - 1, "num_valid": n,
