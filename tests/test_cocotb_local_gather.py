@@ -14,7 +14,7 @@ def test_local_gather(entry):
     assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
 
 
-DEFAULT_CONFIG = [Entry("test_local_gather", "lg_seed_example"),
+DEFAULT_CONFIG = [Entry("test_local_gather", "lg_seed_example"), Entry("test_local_gather", "lg_straddle"),
                   Entry("test_local_gather", "lg_dtype", (("dtype", "FP32"),), "lg_FP32")]
 
 
