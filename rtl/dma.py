@@ -131,7 +131,7 @@ class TransferEngine(wiring.Component):
         # Address side: lines from the walker, or from the index tile (zero / reuse lines issue no AR).
         m.submodules.bursts = bursts = BurstWalker(cfg)
         ar_line = index.ar.payload
-        skip = ar_line.zero | ar_line.reuse
+        skip = ar_line.skip
         m.d.comb += [
             bursts.lines.valid.eq(Mux(gath, index.ar.valid & ~skip, walk_addr.lines.valid)),
             bursts.lines.payload.eq(walk_addr.lines.payload),
@@ -140,8 +140,7 @@ class TransferEngine(wiring.Component):
         ]
         with m.If(gath):
             m.d.comb += [bursts.lines.payload.gm_addr.eq(ar_line.gm_addr),
-                         # an element run's bytes all lie in the beat of its first element
-                         bursts.lines.payload.length.eq(Mux(gath_elem, 1, ar_line.length)),
+                         bursts.lines.payload.length.eq(ar_line.length),
                          bursts.lines.payload.last.eq(0)]
         b = bursts.bursts.payload
 

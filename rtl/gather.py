@@ -11,7 +11,7 @@ from .tile import dtype_valid, elem_log2
 from .ub import UbReadSignature
 from .walker import LINE_BYTES_BITS
 
-__all__ = ["GatherLine", "IndexLines", "ElementPlacer", "ModuloPipeline", "mgather_checks"]
+__all__ = ["GatherLine", "GatherRead", "IndexLines", "ElementPlacer", "ModuloPipeline", "mgather_checks"]
 
 
 def GatherLine(config):
@@ -34,6 +34,11 @@ def GatherLine(config):
         "first":   range(W // 4),
         "offs":    data.ArrayLayout(range(W), W // 4),
     })
+
+
+def GatherRead(config):
+    """What the address side needs of a line: the bytes to read (``skip``: none, a zero or reuse line)."""
+    return data.StructLayout({"gm_addr": config.gm_addr_bits, "length": LINE_BYTES_BITS, "skip": 1})
 
 
 def mgather_checks(m, config, cmd, fail):
@@ -102,8 +107,9 @@ class ModuloPipeline(wiring.Component):
 
 
 class IndexLines(wiring.Component):
-    """Reads an MGATHER index tile from the UB and emits :func:`GatherLine` s in row-major order on two
-    streams (``ar`` for address issue, ``data`` for the data path), each a FIFO of ``depth`` lines.
+    """Reads an MGATHER index tile from the UB and emits its lines in row-major order on two streams, each
+    a FIFO of ``depth`` lines: ``ar`` (:func:`GatherRead`, for address issue) and ``data``
+    (:func:`GatherLine`, for the data path).
 
     Row mode: one line per destination row. Element mode: the walk takes a *segment* per cycle, the
     indices of one row that share an index word (and a destination word), up to ``W / 4``; their table
@@ -131,7 +137,7 @@ class IndexLines(wiring.Component):
         super().__init__({
             "cmd": In(Command), "start": In(1),
             "ub_rd": Out(UbReadSignature(config)),
-            "ar": Out(stream.Signature(layout)),
+            "ar": Out(stream.Signature(GatherRead(config))),
             "data": Out(stream.Signature(layout)),
         })
 
@@ -148,7 +154,7 @@ class IndexLines(wiring.Component):
         esz = elem_log2(m, dst.dtype)
         layout = GatherLine(cfg)
 
-        m.submodules.q_ar = q_ar = fifo.SyncFIFO(width=layout.size, depth=self._depth)
+        m.submodules.q_ar = q_ar = fifo.SyncFIFO(width=GatherRead(cfg).size, depth=self._depth)
         m.submodules.q_data = q_data = fifo.SyncFIFO(width=layout.size, depth=self._depth)
         m.d.comb += [
             q_ar.r_en.eq(self.ar.ready),
@@ -283,14 +289,21 @@ class IndexLines(wiring.Component):
         with m.Elif(emit & ~zero_first):
             m.d.sync += [last_beat.eq(gm_addr >> sh), have_beat.eq(1)]
 
+        read = Signal(GatherRead(cfg))
+        m.d.comb += [
+            read.gm_addr.eq(gm_addr),
+            # an element run's bytes all lie in the beat of its first element
+            read.length.eq(Mux(row, line.length, 1)),
+            read.skip.eq(line.zero | line.reuse),
+        ]
         # The address side bypasses its FIFO when that is empty (the FIFO's write-to-read cycle would
         # delay every instruction's first AR); the data side has the memory latency to hide its own.
         with m.If(q_ar.r_rdy):
             m.d.comb += [self.ar.valid.eq(1), self.ar.payload.eq(q_ar.r_data), q_ar.w_en.eq(emit)]
         with m.Else():
-            m.d.comb += [self.ar.valid.eq(emit), self.ar.payload.eq(line),
+            m.d.comb += [self.ar.valid.eq(emit), self.ar.payload.eq(read),
                          q_ar.w_en.eq(emit & ~self.ar.ready)]
-        m.d.comb += [q_ar.w_data.eq(line), q_data.w_data.eq(line), q_data.w_en.eq(emit)]
+        m.d.comb += [q_ar.w_data.eq(read), q_data.w_data.eq(line), q_data.w_en.eq(emit)]
 
         m.d.sync += inflight.eq(inflight + issue - s2_done)
         return m
