@@ -162,11 +162,10 @@ class TransferEngine(wiring.Component):
             realign.line.payload.src_off.eq(Mux(store, line.ub_addr, line.gm_addr)[:sh]),
             realign.line.payload.dst_off.eq(Mux(store, line.gm_addr, line.ub_addr)[:sh]),
         ]
-        cur_zero = Signal()        # flags of the line the realigner is working on
-        cur_reuse = Signal()
-        ub_word = Signal(range(cfg.ub_words))   # its first UB word (TLOAD, MGATHER)
+        cur_zero = Signal()        # the line the realigner is working on is a zero line (MGATHER_ROW)
+        ub_word = Signal(range(cfg.ub_words))   # its first UB word (TLOAD, MGATHER_ROW)
         with m.If(realign.line.valid & realign.line.ready):
-            m.d.sync += [cur_zero.eq(line.zero), cur_reuse.eq(line.reuse), ub_word.eq(line.ub_addr >> sh)]
+            m.d.sync += [cur_zero.eq(line.zero), ub_word.eq(line.ub_addr >> sh)]
         line_done = realign.o.valid & realign.o.ready & realign.o.payload.line_last
 
         # ---- constant AXI fields ------------------------------------------------------------------
@@ -224,16 +223,14 @@ class TransferEngine(wiring.Component):
         m.d.sync += rd_pending.eq(store_rd)
         m.d.comb += [ubuf.w_data.eq(rd.data), ubuf.w_en.eq(rd_pending)]
 
-        # Realigner input: R buffer (TLOAD, MGATHER), zeros (MGATHER zero line), the previous beat again
-        # (MGATHER coalesced element), or the UB buffer (TSTORE).
-        last_beat = Signal(8 * W)
-        from_r = ~store & ~cur_zero & ~cur_reuse
+        # Realigner input: R buffer (TLOAD, MGATHER_ROW), zeros (MGATHER_ROW zero line), or the UB buffer
+        # (TSTORE). Row lines never reuse a beat: that is element mode's coalescing (below).
+        last_beat = Signal(8 * W)  # the last beat taken from the R buffer
+        from_r = ~store & ~cur_zero
         with m.If(store):
             m.d.comb += [realign.i.valid.eq(ubuf.r_rdy), realign.i.payload.eq(ubuf.r_data)]
         with m.Elif(cur_zero):
             m.d.comb += [realign.i.valid.eq(1), realign.i.payload.eq(0)]
-        with m.Elif(cur_reuse):
-            m.d.comb += [realign.i.valid.eq(1), realign.i.payload.eq(last_beat)]
         with m.Else():
             m.d.comb += [realign.i.valid.eq(rbuf.r_rdy), realign.i.payload.eq(rbuf.r_data[:8 * W])]
         m.d.comb += [rbuf.r_en.eq(from_r & realign.i.ready), ubuf.r_en.eq(store & realign.i.ready)]
