@@ -9,7 +9,7 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DType, Layout, Opcode
+from rtl.isa import DType, Layout, OobMode, Opcode
 from rtl.status import Status
 from sim.driver import gm_region, tile
 
@@ -106,7 +106,6 @@ async def error_axi_read(dut):
 async def error_axi_read_mgather(dut):
     """SLVERR on MGATHER table reads (row and element mode): AXI_READ_ERROR, nothing written outside the
     destination tile, no hang; the same gather then runs normally."""
-    from rtl.isa import OobMode
     h = await Harness.start(dut, backpressure=True)
     table = 0x6_0000
     h.gm_write(table, bytes(h.rng.randrange(256) for _ in range(2048)))
@@ -119,10 +118,9 @@ async def error_axi_read_mgather(dut):
            "dst": tile(0x400, 8, 32, DType.INT16), "gm": gm_region(table, 8, 32, DType.INT16)}
     elem = {"opcode": Opcode.MGATHER_ELEM, "oob": OobMode.ZERO, "src0": idx_elem,
             "dst": tile(0x800, 4, 8, DType.INT16), "gm": gm_region(table, 8, 32, DType.INT16)}
-    for cmd in (row, elem):
-        h.gm.read_errors.append((table + 64 * 5, table + 64 * 5 + 1))    # table row 5 / element 160
-        if cmd is elem:
-            h.gm.read_errors[-1] = (table, table + 2)                   # element 0 (index 0)
+    # the failing window: table row 5 (index 5) for the row gather, element 0 (index 0) for the other
+    for cmd, window in ((row, (table + 64 * 5, table + 64 * 5 + 1)), (elem, (table, table + 2))):
+        h.gm.read_errors.append(window)
         await h.run_axi_error(cmd, Status.AXI_READ_ERROR)
         h.gm.read_errors.clear()
         assert (await h.run(cmd))["status"] == Status.OK
