@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .axi import Axi4Signature, AxiStreamSignature
 from .checker import Checker
-from .dma import TransferEngine
+from .transfer import TransferEngine
 from .local_gather import LocalGatherEngine
 from .isa import COMMAND_BITS, RESPONSE_BITS, Command, Response
 from .status import Status

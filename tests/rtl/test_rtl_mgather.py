@@ -10,12 +10,12 @@ import pytest
 
 from golden.machine import Machine
 from rtl.config import preset
-from rtl.dma import TransferEngine
+from rtl.transfer import TransferEngine
 from rtl.isa import DTYPE_BYTES, DType, OobMode, Opcode
 from rtl.status import Status
 
 from rtl_axi_slave import AxiSlaveModel
-from test_rtl_dma import _Dut, _run, _simulate
+from test_rtl_transfer import _Dut, _run, _simulate
 
 TABLE, IDX_GM, OUT = 0x40000, 0x10000, 0x80000
 

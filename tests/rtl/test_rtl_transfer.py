@@ -9,7 +9,7 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from rtl.config import preset
-from rtl.dma import TransferEngine
+from rtl.transfer import TransferEngine
 from rtl.isa import DTYPE_BYTES, Command, DType, Layout, Opcode, encode
 from rtl.status import Status
 from rtl.ub import UnifiedBuffer

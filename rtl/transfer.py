@@ -9,7 +9,7 @@ from .isa import Opcode
 from .realign import Realigner
 from .status import Status
 from .checker import tile_checks
-from .gather import ElementPlacer, IndexLines, mgather_checks
+from .mgather import ElementPlacer, IndexLines, mgather_checks
 from .tile import dtype_valid, elem_log2, tile_geometry
 from .walker import LINE_BYTES_BITS, BurstWalker, LineWalker
 
@@ -27,7 +27,7 @@ def _transfer_tile(cmd):
 class TransferEngine(wiring.Component):
     """Executes TLOAD (GM -> UB, ``dst`` + ``gm``), TSTORE (UB -> GM, ``src0`` + ``gm``) and MGATHER
     (GM -> UB, ``dst`` + index tile ``src0`` + table ``gm``; its lines come from
-    :class:`rtl.gather.IndexLines` instead of the line walkers, see docs/architecture.md).
+    :class:`rtl.mgather.IndexLines` instead of the line walkers, see docs/architecture.md).
 
     The transfer covers the tile's valid region, one *line* (a row of a row-major tile, a column of a
     column-major one) at a time, GM line ``l`` at ``gm.base + l * gm.row_stride``. Lines are split into
