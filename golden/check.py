@@ -19,37 +19,23 @@ Within one step, operands are examined in slot order dst, src0, src1, src2, gm (
 
 from collections import namedtuple
 
+from rtl.instructions import CHECK_ORDER, INSTRUCTIONS, TILE_SLOTS, EXPAND_BLOCK_BYTES
 from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Profile, UB_ALIGN
 from rtl.status import Status
 
 from .errors import IsaError
-from .profiles import TYPES, INDEX_TYPES, GEMV_TRIPLES, gemv_roles
 from .ops import (GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, trowexpandmul_roles,
                   tpartadd_pattern_ok)
 
 __all__ = ["check", "check_strict", "SLOTS", "tile_view", "gm_view", "normalize", "Tile", "Gm",
            "CHECKING_ORDER"]
 
-CHECKING_ORDER = (
-    Status.UNKNOWN_OPCODE, Status.UNSUPPORTED, Status.DTYPE_INVALID, Status.DTYPE_UNSUPPORTED, Status.DTYPE_MISMATCH,
-    Status.INDEX_DTYPE, Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC,
-    Status.LAYOUT_UNSUPPORTED, Status.SHAPE_MISMATCH, Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE,
-    Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE, Status.VALIDITY_PATTERN,
-)
+#: The checking order (``rtl.instructions.CHECK_ORDER``; this name is kept for the golden's users).
+CHECKING_ORDER = CHECK_ORDER
 
-#: Tile slots each opcode uses, with their role names, and whether it uses the GM descriptor.
-SLOTS = {
-    Opcode.TLOAD:         ({"dst": "tile"}, True),
-    Opcode.TSTORE:        ({"src0": "tile"}, True),
-    Opcode.MGATHER_ROW:   ({"dst": "dst", "src0": "index tile"}, True),
-    Opcode.MGATHER_ELEM:  ({"dst": "dst", "src0": "index tile"}, True),
-    Opcode.LOCAL_GATHER:  ({"dst": "dst", "src0": "source", "src1": "index tile"}, False),
-    Opcode.TROWEXPANDMUL: ({"dst": "dst", "src0": "src0", "src1": "src1"}, False),
-    Opcode.TPARTADD:      ({"dst": "dst", "src0": "src0", "src1": "src1"}, False),
-    Opcode.TGEMV:         ({"dst": "C", "src0": "A", "src1": "B"}, False),
-    Opcode.TGEMV_ACC:     ({"dst": "C_out", "src0": "A", "src1": "B", "src2": "C_in"}, False),
-    Opcode.TGEMV_BIAS:    ({"dst": "C", "src0": "A", "src1": "B", "src2": "bias"}, False),
-}
+#: Tile slots each opcode uses, with their role names, and whether it uses the GM descriptor (a view of
+#: ``rtl.instructions.INSTRUCTIONS``).
+SLOTS = {op: ({s.name: s.role for s in ins.slots}, bool(ins.gm)) for op, ins in INSTRUCTIONS.items()}
 
 Tile = namedtuple("Tile", "slot role base rows cols vr vc dtype layout")
 Gm = namedtuple("Gm", "base rows cols row_stride dtype")
@@ -88,56 +74,54 @@ def gm_view(cmd):
 
 
 def _name(t):
+    if isinstance(t, Gm):
+        return "gm"
     return f"{t.slot} ({t.role})" if t.role != t.slot else t.slot
 
 
-def _tname(dt):
-    return dt.name if isinstance(dt, DType) else str(dt)
+# ------------------------------------------------------------------------------------------------ steps 2-9
+# The checks every instruction gets, driven by its entry in ``rtl.instructions.INSTRUCTIONS``.
+
+def _accepted(allowed):
+    return ", ".join(sorted(x.name for x in allowed)) or "none"
 
 
-# ------------------------------------------------------------------------------------------------ steps 3-5
-
-def _types_single(op, data, gm, index, profile):
-    """Single-type instruction: ``data`` tiles (and the GM type, if given) in the op's set and all equal;
-    ``index`` tile in the op's index set."""
-    allowed = TYPES[op][profile]
-    acc = ", ".join(sorted(t.name for t in allowed)) or "none"
-    for t in data:
-        if t.dtype not in allowed:
-            yield Status.DTYPE_UNSUPPORTED, (f"{op.name}: {_name(t)} type {t.dtype.name} not accepted in profile "
-                                             f"{profile.value} (accepted: {acc})")
-    if gm is not None and gm.dtype not in allowed:
-        yield Status.DTYPE_UNSUPPORTED, (f"{op.name}: gm type {gm.dtype.name} not accepted in profile "
-                                         f"{profile.value} (accepted: {acc})")
+def _types_same(ins, t, gm, profile):
+    """``same`` rule: data tiles (and the GM type, if it joins) in the op's set and all equal; index tiles
+    in the op's index set."""
+    op = ins.opcode
+    allowed = ins.types[profile]
+    data = [t[s.name] for s in ins.data_slots()] + ([gm] if gm is not None and ins.gm_typed else [])
+    for x in data:
+        if x.dtype not in allowed:
+            yield Status.DTYPE_UNSUPPORTED, (f"{op.name}: {_name(x)} type {x.dtype.name} not accepted in profile "
+                                             f"{profile.value} (accepted: {_accepted(allowed)})")
     ref = data[0]
-    for t in data[1:]:
-        if t.dtype != ref.dtype:
-            yield Status.DTYPE_MISMATCH, (f"{op.name}: {_name(t)} type {t.dtype.name} != {_name(ref)} type "
+    for x in data[1:]:
+        if x.dtype != ref.dtype:
+            yield Status.DTYPE_MISMATCH, (f"{op.name}: {_name(x)} type {x.dtype.name} != {_name(ref)} type "
                                           f"{ref.dtype.name}")
-    if gm is not None and gm.dtype != ref.dtype:
-        yield Status.DTYPE_MISMATCH, f"{op.name}: gm type {gm.dtype.name} != {_name(ref)} type {ref.dtype.name}"
-    if index is not None and index.dtype not in INDEX_TYPES[op]:
-        yield Status.INDEX_DTYPE, (f"{op.name}: {_name(index)} type {index.dtype.name} not in "
-                                   f"{sorted(t.name for t in INDEX_TYPES[op])}")
+    for s in ins.slots:
+        if s.kind == "index" and t[s.name].dtype not in ins.index_types:
+            yield Status.INDEX_DTYPE, (f"{op.name}: {_name(t[s.name])} type {t[s.name].dtype.name} not in "
+                                       f"{sorted(x.name for x in ins.index_types)}")
 
 
-def _types_gemv(op, t, profile):
-    accs, as_, bs = gemv_roles(profile)
+def _types_gemv(ins, t, profile):
+    """``gemv`` rule: each role in its set, (C, A, B) a supported triple, C_in / bias of C's type."""
+    op = ins.opcode
+    for s in ins.slots:
+        allowed = ins.allowed(s, profile)
+        if t[s.name].dtype not in allowed:
+            yield Status.DTYPE_UNSUPPORTED, (f"{op.name}: {_name(t[s.name])} type {t[s.name].dtype.name} not "
+                                             f"accepted in profile {profile.value} (accepted: {_accepted(allowed)})")
     c, a, b, init = t["dst"], t["src0"], t["src1"], t.get("src2")
-    roles = [(c, accs), (a, as_), (b, bs)] + ([(init, accs)] if init else [])
-    for tile, allowed in roles:
-        if tile.dtype not in allowed:
-            yield Status.DTYPE_UNSUPPORTED, (f"{op.name}: {_name(tile)} type {tile.dtype.name} not accepted in "
-                                             f"profile {profile.value} (accepted: "
-                                             f"{', '.join(sorted(x.name for x in allowed))})")
-    if (c.dtype, a.dtype, b.dtype) not in GEMV_TRIPLES[profile]:
+    if (c.dtype, a.dtype, b.dtype) not in ins.triples[profile]:
         yield Status.DTYPE_MISMATCH, (f"{op.name}: (C, A, B) types ({c.dtype.name}, {a.dtype.name}, "
                                       f"{b.dtype.name}) are not a supported triple in profile {profile.value}")
     if init and init.dtype != c.dtype:
         yield Status.DTYPE_MISMATCH, f"{op.name}: {_name(init)} type {init.dtype.name} != C type {c.dtype.name}"
 
-
-# ------------------------------------------------------------------------------------------------ steps 6-8
 
 def _ub(tiles, config):
     for t in tiles:
@@ -154,11 +138,30 @@ def _ub(tiles, config):
                                                 f"shape ({t.rows}, {t.cols})")
 
 
-def _row_major(op, tiles):
-    for t in tiles:
-        if t.layout != Layout.ROW_MAJOR:
-            yield Status.LAYOUT_UNSUPPORTED, f"{op.name}: {_name(t)} must be ROW_MAJOR, is {t.layout.name}"
+def _layouts(ins, t, profile):
+    for s in ins.slots:
+        if profile in s.row_major and t[s.name].layout != Layout.ROW_MAJOR:
+            yield Status.LAYOUT_UNSUPPORTED, (f"{ins.opcode.name}: {_name(t[s.name])} must be ROW_MAJOR, is "
+                                              f"{t[s.name].layout.name}")
 
+
+def _common(ins, t, gm, config):
+    """Steps 2-9 (types, UB placement, layouts) from the instruction's table entry."""
+    op = ins.opcode
+    for tile in t.values():
+        if not isinstance(tile.dtype, DType):
+            yield Status.DTYPE_INVALID, f"{op.name}: {_name(tile)} dtype code {tile.dtype} is not a DType"
+    if gm is not None and ins.gm_typed and not isinstance(gm.dtype, DType):
+        yield Status.DTYPE_INVALID, f"{op.name}: gm dtype code {gm.dtype} is not a DType"
+    if ins.type_rule == "gemv":
+        yield from _types_gemv(ins, t, config.profile)
+    else:
+        yield from _types_same(ins, t, gm, config.profile)
+    yield from _ub(list(t.values()), config)
+    yield from _layouts(ins, t, config.profile)
+
+
+# ------------------------------------------------------------------------------------------------ GM
 
 def _gm_last_byte(base, lines, stride, line_bytes):
     return base + (lines - 1) * stride + line_bytes - 1
@@ -174,11 +177,10 @@ def _gm_range(op, gm, lines, line_len, size, config, what):
 
 
 # ------------------------------------------------------------------------------------------------ per opcode
+# Each instruction's own rules (steps 9-14: the statuses in its table entry's ``special``), in checking order.
 
 def _rules_transfer(op, t, gm, cmd, config):
     tile = t["dst"] if op == Opcode.TLOAD else t["src0"]
-    yield from _types_single(op, [tile], gm, None, config.profile)
-    yield from _ub([tile], config)
     if (gm.rows, gm.cols) != (tile.vr, tile.vc):
         yield Status.SHAPE_MISMATCH, (f"{op.name}: gm rows x cols ({gm.rows}, {gm.cols}) != tile valid shape "
                                       f"({tile.vr}, {tile.vc})")
@@ -193,9 +195,6 @@ def _rules_transfer(op, t, gm, cmd, config):
 
 def _rules_mgather(op, t, gm, cmd, config):
     dst, idx = t["dst"], t["src0"]
-    yield from _types_single(op, [dst], gm, idx, config.profile)
-    yield from _ub([dst, idx], config)
-    yield from _row_major(op, [dst, idx])
     row = op == Opcode.MGATHER_ROW
     if row:
         if (idx.rows, idx.cols) != (dst.rows, 1):
@@ -230,9 +229,6 @@ def _rules_mgather(op, t, gm, cmd, config):
 
 def _rules_local_gather(op, t, gm, cmd, config):
     dst, src, idx = t["dst"], t["src0"], t["src1"]
-    yield from _types_single(op, [dst, src], None, idx, config.profile)
-    yield from _ub([dst, src, idx], config)
-    yield from _row_major(op, [dst, src, idx])
     nepi = 1 << cmd["nepi_log2"]
     nv = cmd["num_valid"]
     X = idx.vc
@@ -242,7 +238,7 @@ def _rules_local_gather(op, t, gm, cmd, config):
     if (dst.vr, dst.vc) != (src.vr, n * nepi):
         yield Status.SHAPE_MISMATCH, (f"{op.name}: dst valid shape ({dst.vr}, {dst.vc}) != (source valid rows "
                                       f"{src.vr}, num_valid_indices {n} x num_elem_per_idx {nepi} = {n * nepi})")
-    if cmd["nepi_log2"] > 5:
+    if cmd["nepi_log2"] > INSTRUCTIONS[op].limits["max_nepi_log2"]:
         yield Status.PARAM_INVALID, (f"{op.name}: nepi_log2 {cmd['nepi_log2']} > 5 (num_elem_per_idx {nepi} not "
                                      f"in 1, 2, 4, 8, 16, 32)")
     if nv > LOCAL_GATHER_MAX_INDICES:
@@ -259,10 +255,6 @@ def _rules_local_gather(op, t, gm, cmd, config):
 
 def _rules_trowexpandmul(op, t, gm, cmd, config):
     dst, s0, s1 = t["dst"], t["src0"], t["src1"]
-    yield from _types_single(op, [dst, s0, s1], None, None, config.profile)
-    yield from _ub([dst, s0, s1], config)
-    if dst.layout != Layout.ROW_MAJOR:
-        yield Status.LAYOUT_UNSUPPORTED, f"{op.name}: dst must be ROW_MAJOR"
     role = trowexpandmul_roles((dst.vr, dst.vc), (s0.vr, s0.vc), (s1.vr, s1.vc))
     if role is not None:
         full = (s0, s1)[role]
@@ -274,7 +266,7 @@ def _rules_trowexpandmul(op, t, gm, cmd, config):
         return
     exp = (s1, s0)[role]
     mode1 = exp.layout == Layout.COL_MAJOR
-    want = (dst.vr, 1) if mode1 else (dst.vr, 32 // DTYPE_BYTES[dst.dtype])
+    want = (dst.vr, 1) if mode1 else (dst.vr, EXPAND_BLOCK_BYTES // DTYPE_BYTES[dst.dtype])
     if (exp.vr, exp.vc) != want:
         yield Status.SHAPE_MISMATCH, (f"{op.name}: expanded operand {exp.slot} (mode {1 if mode1 else 2}, "
                                       f"{exp.layout.name}) valid shape ({exp.vr}, {exp.vc}) must be {want}")
@@ -282,10 +274,6 @@ def _rules_trowexpandmul(op, t, gm, cmd, config):
 
 def _rules_tpartadd(op, t, gm, cmd, config):
     dst, s0, s1 = t["dst"], t["src0"], t["src1"]
-    yield from _types_single(op, [dst, s0, s1], None, None, config.profile)
-    yield from _ub([dst, s0, s1], config)
-    if config.profile == Profile.A2A3:
-        yield from _row_major(op, [dst, s0, s1])
     if not tpartadd_pattern_ok((dst.vr, dst.vc), (s0.vr, s0.vc), (s1.vr, s1.vc)):
         yield Status.VALIDITY_PATTERN, (f"{op.name}: validity pattern src0 ({s0.vr}, {s0.vc}), src1 ({s1.vr}, "
                                         f"{s1.vc}), dst ({dst.vr}, {dst.vc}): one source must equal dst's valid "
@@ -294,10 +282,6 @@ def _rules_tpartadd(op, t, gm, cmd, config):
 
 def _rules_gemv(op, t, gm, cmd, config):
     c, a, b, init = t["dst"], t["src0"], t["src1"], t.get("src2")
-    yield from _types_gemv(op, t, config.profile)
-    tiles = [c, a, b] + ([init] if init else [])
-    yield from _ub(tiles, config)
-    yield from _row_major(op, tiles)
     if a.rows != c.rows or a.cols != b.rows or b.cols != c.cols:
         yield Status.SHAPE_MISMATCH, (f"{op.name}: static shapes A ({a.rows}, {a.cols}), B ({b.rows}, {b.cols}), "
                                       f"C ({c.rows}, {c.cols}) must satisfy A.rows == C.rows, A.cols == B.rows, "
@@ -330,6 +314,8 @@ _RULES = {
 
 
 def _failures(cmd, config, supported=None):
+    """(status, message) of every failing check, lazily, in checking order (the first one is the answer;
+    later steps may assume that earlier ones passed, e.g. that dtype codes are valid)."""
     cmd = normalize(cmd)
     op = cmd["opcode"]
     if not isinstance(op, Opcode):
@@ -338,14 +324,10 @@ def _failures(cmd, config, supported=None):
     if supported is not None and op not in supported:
         yield Status.UNSUPPORTED, f"{op.name}: this configuration has no engine for it"
         return
-    slots, uses_gm = SLOTS[op]
-    t = {s: tile_view(cmd, s, role) for s, role in slots.items()}
-    gm = gm_view(cmd) if uses_gm else None
-    for tile in t.values():
-        if not isinstance(tile.dtype, DType):
-            yield Status.DTYPE_INVALID, f"{op.name}: {_name(tile)} dtype code {tile.dtype} is not a DType"
-    if gm is not None and not isinstance(gm.dtype, DType):
-        yield Status.DTYPE_INVALID, f"{op.name}: gm dtype code {gm.dtype} is not a DType"
+    ins = INSTRUCTIONS[op]
+    t = {s.name: tile_view(cmd, s.name, s.role) for s in ins.slots}
+    gm = gm_view(cmd) if ins.gm else None
+    yield from _common(ins, t, gm, config)
     yield from _RULES[op](op, t, gm, cmd, config)
 
 

@@ -13,6 +13,8 @@ Descriptor-level constraints (UB alignment and range, GM alignment and range) ar
 
 import numpy as np
 
+from rtl.instructions import (EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES,
+                              LOCAL_GATHER_MAX_NEPI_LOG2)
 from rtl.isa import DType, Layout, OobMode, Profile, Opcode
 from rtl.status import Status
 
@@ -27,10 +29,7 @@ __all__ = [
     "GEMV_MAX_DIM", "LOCAL_GATHER_GROUP", "LOCAL_GATHER_MAX_INDICES",
 ]
 
-GEMV_MAX_DIM = 4095
-LOCAL_GATHER_GROUP = 16
-LOCAL_GATHER_MAX_INDICES = 4096
-LOCAL_GATHER_NEPI = (1, 2, 4, 8, 16, 32)
+LOCAL_GATHER_NEPI = tuple(1 << k for k in range(LOCAL_GATHER_MAX_NEPI_LOG2 + 1))   # 1, 2, 4, ..., 32
 
 
 def _fail(status, msg):
@@ -336,7 +335,7 @@ def trowexpandmul(dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_vali
                                      f"equal dst valid ({R}, {C})")
     full, exp = (src0, src1) if role == 0 else (src1, src0)
     ev, elay = (v1, layouts[1]) if role == 0 else (v0, layouts[0])
-    block = 32 // np.dtype(dst.dtype).itemsize
+    block = EXPAND_BLOCK_BYTES // np.dtype(dst.dtype).itemsize
     want = (R, 1) if elay == Layout.COL_MAJOR else (R, block)
     if ev != want:
         mode = 1 if elay == Layout.COL_MAJOR else 2
