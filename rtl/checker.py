@@ -4,20 +4,19 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .isa import Command, Opcode, UB_ALIGN
+from .instructions import CHECK_ORDER, INSTRUCTIONS, TILE_SLOTS
+from .isa import Command, DType, Layout, Opcode, UB_ALIGN
 from .status import Status
-from .tile import elem_log2
+from .tile import dtype_valid, elem_log2
 
-__all__ = ["Checker", "CHECK_ORDER", "tile_checks"]
+__all__ = ["Checker", "CHECK_ORDER", "tile_checks", "dtype_in"]
 
-#: When several constraints fail, the first in this list wins (same order as ``golden.check``).
-CHECK_ORDER = (
-    Status.UNKNOWN_OPCODE, Status.UNSUPPORTED, Status.DTYPE_INVALID, Status.DTYPE_UNSUPPORTED,
-    Status.DTYPE_MISMATCH, Status.INDEX_DTYPE, Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE,
-    Status.VALID_EXCEEDS_STATIC, Status.LAYOUT_UNSUPPORTED, Status.SHAPE_MISMATCH,
-    Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE, Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE,
-    Status.VALIDITY_PATTERN,
-)
+
+def dtype_in(dtype, allowed):
+    """True when ``dtype`` (a ``DType`` field) holds one of the types in ``allowed``."""
+    if not allowed:
+        return C(0, 1)
+    return Cat(dtype.as_value() == d.value for d in sorted(allowed, key=lambda d: d.value)).any()
 
 
 def tile_checks(m, config, fail, tile, enable):
@@ -37,9 +36,13 @@ class Checker(wiring.Component):
     """Combinational instruction checker.
 
     Parameters: ``config``; ``engines``, the engine classes of this configuration. Their ``opcodes``
-    are supported (others answer ``UNSUPPORTED``); each contributes its instructions' constraints
-    through a static method ``add_checks(m, config, cmd, fail)`` that appends, per status, conditions
-    that are true when the constraint fails (gated by its own opcodes).
+    are supported (others answer ``UNSUPPORTED``). The checks common to every instruction come from the
+    instruction table (:data:`rtl.instructions.INSTRUCTIONS`): defined type codes, the types each slot
+    accepts in ``config.profile`` and how they relate, UB alignment / range / valid <= static, and the
+    slots that must be row-major. The per-tile checks are built once per operand slot, enabled for every
+    supported opcode that uses the slot (not once per engine). Each engine adds only its instructions'
+    own constraints through a static method ``add_checks(m, config, cmd, fail)`` that appends, per
+    status, conditions that are true when the constraint fails (gated by its own opcodes).
 
     Ports: ``cmd`` (in, :data:`Command`), ``status`` (out): ``OK`` or the first failing check in
     :data:`CHECK_ORDER`. Latency: 0 (the front end registers the command before it and the status after).
@@ -48,20 +51,26 @@ class Checker(wiring.Component):
     def __init__(self, config, engines):
         self._config = config
         self._engines = tuple(engines)
-        self._supported = frozenset(op for engine in self._engines for op in engine.opcodes)
+        self._supported = tuple(sorted({op for engine in self._engines for op in engine.opcodes},
+                                       key=lambda op: op.value))
         super().__init__({"cmd": In(Command), "status": Out(Status)})
 
     def elaborate(self, platform):
         m = Module()
-        op = self.cmd.opcode
+        cmd = self.cmd
+        op = cmd.opcode
         fail = {status: [] for status in CHECK_ORDER}
         known = Cat(op == member for member in Opcode).any()
         fail[Status.UNKNOWN_OPCODE].append(~known)
-        supported = Cat(op == member for member in self._supported).any()
+        is_op = {o: Signal(name=f"is_{o.name.lower()}") for o in self._supported}
+        for o, sig in is_op.items():
+            m.d.comb += sig.eq(op == o)
+        supported = Cat(is_op.values()).any() if is_op else C(0, 1)
         fail[Status.UNSUPPORTED].append(known & ~supported)
 
+        self._common_checks(m, cmd, is_op, fail)
         for engine in self._engines:
-            engine.add_checks(m, self._config, self.cmd, fail)
+            engine.add_checks(m, self._config, cmd, fail)
 
         m.d.comb += self.status.eq(Status.OK)
         for status in reversed(CHECK_ORDER):   # last assignment wins: walk from lowest priority up
@@ -69,3 +78,49 @@ class Checker(wiring.Component):
                 with m.If(Cat(fail[status]).any()):
                     m.d.comb += self.status.eq(status)
         return m
+
+    def _common_checks(self, m, cmd, is_op, fail):
+        """Steps 2-9 from the instruction table (``golden.check._common`` computes the same)."""
+        profile = self._config.profile
+        any_of = lambda ops: Cat(is_op[o] for o in ops).any()
+        # once per slot: defined type code, UB alignment and range, valid <= static
+        for name in TILE_SLOTS:
+            users = [o for o in self._supported if INSTRUCTIONS[o].slot(name)]
+            if users:
+                tile = getattr(cmd, name)
+                used = Signal(name=f"uses_{name}")
+                m.d.comb += used.eq(any_of(users))
+                fail[Status.DTYPE_INVALID].append(used & ~dtype_valid(tile.dtype))
+                tile_checks(m, self._config, fail, tile, used)
+        gm_users = [o for o in self._supported if INSTRUCTIONS[o].gm_typed]
+        if gm_users:
+            fail[Status.DTYPE_INVALID].append(any_of(gm_users) & ~dtype_valid(cmd.gm.dtype))
+
+        for o in self._supported:
+            ins, en = INSTRUCTIONS[o], is_op[o]
+            dt = lambda slot: getattr(cmd, slot.name).dtype
+            if ins.type_rule == "gemv":
+                for slot in ins.slots:
+                    fail[Status.DTYPE_UNSUPPORTED].append(en & ~dtype_in(dt(slot), ins.allowed(slot, profile)))
+                c, a, b = (cmd.dst.dtype, cmd.src0.dtype, cmd.src1.dtype)
+                triple = Cat((c == tc) & (a == ta) & (b == tb) for tc, ta, tb in sorted(
+                    ins.triples[profile], key=lambda t: [x.value for x in t])).any()
+                fail[Status.DTYPE_MISMATCH].append(en & ~triple)
+                init = ins.slot("src2")
+                if init:
+                    fail[Status.DTYPE_MISMATCH].append(en & (cmd.src2.dtype != c))
+            else:
+                typed = [dt(s) for s in ins.data_slots()] + ([cmd.gm.dtype] if ins.gm_typed else [])
+                allowed = ins.types[profile]
+                if allowed != frozenset(DType):
+                    for t in typed:
+                        fail[Status.DTYPE_UNSUPPORTED].append(en & ~dtype_in(t, allowed))
+                for t in typed[1:]:
+                    fail[Status.DTYPE_MISMATCH].append(en & (t != typed[0]))
+                for slot in ins.slots:
+                    if slot.kind == "index":
+                        fail[Status.INDEX_DTYPE].append(en & ~dtype_in(dt(slot), ins.index_types))
+            for slot in ins.slots:
+                if profile in slot.row_major:
+                    fail[Status.LAYOUT_UNSUPPORTED].append(
+                        en & (getattr(cmd, slot.name).layout != Layout.ROW_MAJOR))

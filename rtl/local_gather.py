@@ -3,17 +3,17 @@
 from amaranth import *
 from amaranth.lib import wiring
 
-from .checker import tile_checks
 from .engine import EngineSignature
-from .isa import DType, Layout, Opcode
+from .instructions import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2
+from .isa import Opcode
 from .status import Status
-from .tile import dtype_valid, elem_log2
+from .tile import elem_log2
 
 __all__ = ["LocalGatherEngine"]
 
-GROUP = 16            #: rows (partitions) per group; one index list per group
-MAX_INDICES = 4096    #: indices per group
-MAX_NEPI_LOG2 = 5     #: num_elem_per_idx <= 32
+GROUP = LOCAL_GATHER_GROUP                  #: rows (partitions) per group; one index list per group
+MAX_INDICES = LOCAL_GATHER_MAX_INDICES      #: indices per group
+MAX_NEPI_LOG2 = LOCAL_GATHER_MAX_NEPI_LOG2  #: num_elem_per_idx <= 32
 
 
 class LocalGatherEngine(wiring.Component):
@@ -66,19 +66,10 @@ class LocalGatherEngine(wiring.Component):
 
     @staticmethod
     def add_checks(m, config, cmd, fail):
-        """LOCAL_GATHER constraints, as ``golden.check._rules_local_gather`` (all 11 types in both profiles,
-        so no DTYPE_UNSUPPORTED)."""
+        """LOCAL_GATHER constraints beyond the common ones (``rtl.checker``), as
+        ``golden.check._rules_local_gather``."""
         en = cmd.opcode == Opcode.LOCAL_GATHER
         dst, src, idx = cmd.dst, cmd.src0, cmd.src1
-        fail[Status.DTYPE_INVALID].append(
-            en & ~(dtype_valid(dst.dtype) & dtype_valid(src.dtype) & dtype_valid(idx.dtype)))
-        fail[Status.DTYPE_MISMATCH].append(en & (dst.dtype != src.dtype))
-        fail[Status.INDEX_DTYPE].append(en & (idx.dtype != DType.UINT16))
-        for t in (dst, src, idx):
-            tile_checks(m, config, fail, t, en)
-        fail[Status.LAYOUT_UNSUPPORTED].append(
-            en & ((dst.layout != Layout.ROW_MAJOR) | (src.layout != Layout.ROW_MAJOR) |
-                  (idx.layout != Layout.ROW_MAJOR)))
         nv = cmd.num_valid
         per_group = Signal(21)       # 16 x index valid cols
         n = Signal(21)

@@ -4,10 +4,9 @@ from amaranth import *
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .checker import tile_checks
-from .isa import Command, DType, Layout, OobMode, Opcode, Profile
+from .isa import Command, OobMode, Opcode
 from .status import Status
-from .tile import dtype_valid, elem_log2
+from .tile import elem_log2
 from .ub import UbReadSignature
 from .walker import LINE_BYTES_BITS
 
@@ -42,21 +41,13 @@ def GatherRead(config):
 
 
 def mgather_checks(m, config, cmd, fail):
-    """MGATHER_ROW / MGATHER_ELEM constraints, as ``golden.check`` (docs/semantics.md, MGATHER)."""
+    """MGATHER_ROW / MGATHER_ELEM constraints beyond the common ones (``rtl.checker``), as
+    ``golden.check._rules_mgather`` (docs/semantics.md, MGATHER)."""
     op = cmd.opcode
     row = op == Opcode.MGATHER_ROW
     enable = row | (op == Opcode.MGATHER_ELEM)
     dst, idx, gm = cmd.dst, cmd.src0, cmd.gm
-    fail[Status.DTYPE_INVALID].append(
-        enable & ~(dtype_valid(dst.dtype) & dtype_valid(idx.dtype) & dtype_valid(gm.dtype)))
-    if config.profile == Profile.A2A3:            # MGATHER is an A5 instruction (seed MGATHER.txt)
-        fail[Status.DTYPE_UNSUPPORTED].append(enable)
-    fail[Status.DTYPE_MISMATCH].append(enable & (gm.dtype != dst.dtype))
-    fail[Status.INDEX_DTYPE].append(enable & (idx.dtype != DType.INT32) & (idx.dtype != DType.UINT32))
-    esz = tile_checks(m, config, fail, dst, enable)
-    tile_checks(m, config, fail, idx, enable)
-    fail[Status.LAYOUT_UNSUPPORTED].append(
-        enable & ((dst.layout != Layout.ROW_MAJOR) | (idx.layout != Layout.ROW_MAJOR)))
+    esz = elem_log2(m, dst.dtype)
     row_shape = ((idx.rows != dst.rows) | (idx.cols != 1) | (idx.valid_rows != dst.valid_rows) |
                  (idx.valid_cols != 1) | (gm.cols != dst.valid_cols))
     elem_shape = ((idx.rows != dst.rows) | (idx.cols != dst.cols) | (idx.valid_rows != dst.valid_rows) |

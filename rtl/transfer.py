@@ -8,9 +8,8 @@ from .engine import EngineSignature
 from .isa import Opcode
 from .realign import Realigner
 from .status import Status
-from .checker import tile_checks
 from .mgather import ElementPlacer, IndexLines, mgather_checks
-from .tile import dtype_valid, elem_log2, tile_geometry
+from .tile import elem_log2, tile_geometry
 from .walker import LINE_BYTES_BITS, BurstWalker, LineWalker
 
 __all__ = ["TransferEngine"]
@@ -56,13 +55,12 @@ class TransferEngine(wiring.Component):
 
     @staticmethod
     def add_checks(m, config, cmd, fail):
-        """TLOAD / TSTORE constraints: the tile (dst or src0) against the GM descriptor."""
+        """TLOAD / TSTORE constraints beyond the common ones (``rtl.checker``): the tile (dst or src0)
+        against the GM descriptor; then MGATHER's (``rtl.mgather.mgather_checks``)."""
         enable = (cmd.opcode == Opcode.TLOAD) | (cmd.opcode == Opcode.TSTORE)
         gm = cmd.gm
         tile = _transfer_tile(cmd)
-        fail[Status.DTYPE_INVALID].append(enable & ~(dtype_valid(tile.dtype) & dtype_valid(gm.dtype)))
-        fail[Status.DTYPE_MISMATCH].append(enable & (tile.dtype != gm.dtype))
-        esz = tile_checks(m, config, fail, tile, enable)
+        esz = elem_log2(m, tile.dtype)
         fail[Status.SHAPE_MISMATCH].append(
             enable & ((gm.rows != tile.valid_rows) | (gm.cols != tile.valid_cols)))
         mask = Signal(2)

@@ -1,5 +1,15 @@
-"""The hardware checker against golden.check on random (mostly illegal) TLOAD / TSTORE / MGATHER
-commands, in both target profiles: the status must be identical for every command."""
+"""The hardware checker against golden.check, for every opcode, in both target profiles.
+
+Random commands: a legal command of a random opcode (shapes consistent with that instruction's own rules,
+types from its table entry), then 0-3 mutations of single fields towards the edges of the constraints
+(reserved type codes, unaligned or out-of-range bases, valid > static, column-major tiles, wrong
+shapes, immediates out of range, another opcode). The status must be identical for every command.
+
+* ``test_checker_matches_golden``: the unit's checker (``ENGINES``): instructions with an engine get
+  every check; the others answer UNSUPPORTED.
+* ``test_common_checks_every_opcode``: the checks built from the instruction table (types, UB placement,
+  layouts) for the instructions that have no engine yet too, against ``golden.check(..., special=False)``.
+"""
 
 import random
 
@@ -9,80 +19,222 @@ from amaranth.sim import Simulator
 from golden.check import check
 from rtl.checker import Checker
 from rtl.config import preset
-from rtl.isa import Command, DType, Layout, OobMode, Opcode, decode, encode
+from rtl.instructions import EXPAND_BLOCK_BYTES, INSTRUCTIONS, TILE_SLOTS
+from rtl.isa import DTYPE_BYTES, UB_ALIGN, Command, DType, Layout, OobMode, Opcode, Profile, decode, encode
 from rtl.status import Status
 from rtl.top import ENGINES
 
-OPS = (Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
+ROUNDS = 2500
 
 
-def _legal(rng, op):
-    dtype = rng.choice(list(DType))
-    rows, cols = rng.randrange(1, 6), rng.randrange(1, 6)
-    dst = {"base": 64, "rows": rows, "cols": cols, "valid_rows": rows, "valid_cols": cols, "dtype": dtype}
+def _tile(base, rows, cols, dtype, valid=None, layout=Layout.ROW_MAJOR):
+    vr, vc = valid or (rows, cols)
+    return {"base": base, "rows": rows, "cols": cols, "valid_rows": vr, "valid_cols": vc, "dtype": dtype,
+            "layout": layout}
+
+
+def _place(rng, shapes):
+    """UB bases for tiles of ``(rows, cols, dtype)``, aligned and apart (16 KiB region)."""
+    bases, pos = [], rng.randrange(4) * UB_ALIGN
+    for r, c, dt in shapes:
+        bases.append(pos)
+        pos += -(-(r * c * DTYPE_BYTES[dt]) // UB_ALIGN) * UB_ALIGN + rng.choice([0, UB_ALIGN])
+    return bases
+
+
+def _types(rng, ins, profile):
+    allowed = sorted(ins.types[profile] or DType, key=lambda d: d.value)
+    return rng.choice(allowed)
+
+
+def _legal(rng, op, profile):
+    """A legal command of ``op`` (legal in A5; in A2A3 its types may not be accepted)."""
+    ins = INSTRUCTIONS[op]
+    r, c = rng.randrange(1, 6), rng.randrange(1, 6)
+    cmd = {"opcode": op}
     if op in (Opcode.TLOAD, Opcode.TSTORE):
+        dt = rng.choice(list(DType))
         slot = "src0" if op == Opcode.TSTORE else "dst"
-        return {"opcode": op, slot: dst, "gm": {"base": 0x1000, "rows": rows, "cols": cols, "row_stride": 64,
-                                               "dtype": dtype}}
-    row = op == Opcode.MGATHER_ROW
-    idx = {"base": 1024, "rows": rows, "cols": 1 if row else cols, "valid_rows": rows,
-           "valid_cols": 1 if row else cols, "dtype": rng.choice([DType.INT32, DType.UINT32])}
-    return {"opcode": op, "oob": rng.choice(list(OobMode)), "dst": dst, "src0": idx,
-            "gm": {"base": 0x1000, "rows": 7, "cols": cols, "row_stride": 64, "dtype": dtype}}
-
-
-def _random_cmd(rng, ub_bytes):
-    """A legal command of a random opcode with 0-2 random single-field mutations."""
-    cmd = _legal(rng, rng.choice(OPS))
-    for _ in range(rng.choice([0, 1, 1, 2])):
-        slot = rng.choice(["dst", "src0", "gm", "opcode"])
-        if slot == "opcode":
-            cmd["opcode"] = rng.choice([0x05, Opcode.TGEMV, *OPS])
-            continue
-        d = cmd.setdefault(slot, {})
-        field = rng.choice(["base", "rows", "cols", "dtype", "row_stride"] if slot == "gm" else
-                           ["base", "rows", "cols", "valid_rows", "valid_cols", "dtype", "layout"])
-        if field == "dtype":
-            d["dtype"] = rng.choice([*DType, 11, 15])
-        elif field == "layout" and slot != "gm":
-            d["layout"] = Layout.COL_MAJOR
-        elif field == "base":
-            d["base"] = rng.choice([8, 40, ub_bytes - 32, 0x1001, 0x1002, (1 << 32) - 16]) & (
-                0xFFFFFF if slot != "gm" else (1 << 64) - 1)
-        elif field == "row_stride" and slot == "gm":
-            d["row_stride"] = rng.choice([2, 3, 6, 1 << 30])
-        elif field in ("rows", "cols", "valid_rows", "valid_cols"):
-            d[field] = rng.choice([*range(9), 40000])
+        cmd[slot] = _tile(64, r + rng.randrange(2), c, dt, (r, c), rng.choice(list(Layout)))
+        cmd["gm"] = {"base": 0x1000, "rows": r, "cols": c, "row_stride": 64, "dtype": dt}
+    elif op in (Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM):
+        dt, row = rng.choice(list(DType)), op == Opcode.MGATHER_ROW
+        it = rng.choice([DType.INT32, DType.UINT32])
+        cmd.update(oob=rng.choice(list(OobMode)), dst=_tile(64, r, c, dt),
+                   src0=_tile(1024, r, 1 if row else c, it),
+                   gm={"base": 0x1000, "rows": 7, "cols": c, "row_stride": 64, "dtype": dt})
+    elif op == Opcode.LOCAL_GATHER:
+        dt = rng.choice(list(DType))
+        R, X, nepi_log2 = 16 * rng.randrange(1, 3), rng.randrange(1, 3), rng.randrange(4)
+        nv = rng.choice([0, rng.randrange(1, 16 * X + 1)])
+        width = (nv or 16 * X) << nepi_log2
+        b = _place(rng, [(R, width, dt), (R, 12, dt), (R, X, DType.UINT16)])
+        cmd.update(nepi_log2=nepi_log2, num_valid=nv, dst=_tile(b[0], R, width, dt),
+                   src0=_tile(b[1], R, 12, dt), src1=_tile(b[2], R, X, DType.UINT16))
+    elif op == Opcode.TROWEXPANDMUL:
+        dt = _types(rng, ins, profile)
+        mode1 = rng.random() < 0.5
+        e = (r, 1) if mode1 else (r, EXPAND_BLOCK_BYTES // DTYPE_BYTES[dt])
+        lay = Layout.COL_MAJOR if mode1 else Layout.ROW_MAJOR
+        b = _place(rng, [(r, c, dt), (r, c, dt), (r, e[1], dt)])
+        full, exp = _tile(b[1], r, c, dt), _tile(b[2], r, e[1], dt, e, lay)
+        first, second = (full, exp) if rng.random() < 0.5 else (exp, full)
+        cmd.update(dst=_tile(b[0], r, c, dt), src0=first, src1=second)
+    elif op == Opcode.TPARTADD:
+        dt = _types(rng, ins, profile)
+        lay = rng.choice(list(Layout)) if profile == Profile.A5 else Layout.ROW_MAJOR
+        b = _place(rng, [(r, c, dt)] * 3)
+        part = (rng.randrange(r + 1), rng.randrange(c + 1))
+        full, partial = _tile(b[1], r, c, dt, None, lay), _tile(b[2], r, c, dt, part, lay)
+        first, second = (full, partial) if rng.random() < 0.5 else (partial, full)
+        cmd.update(dst=_tile(b[0], r, c, dt, None, lay), src0=first, src1=second)
+    else:
+        ct, at, bt = rng.choice(sorted(ins.triples[profile], key=lambda t: [x.value for x in t]))
+        K, N = rng.randrange(1, 9), rng.randrange(1, 9)
+        shapes = [(1, N, ct), (1, K, at), (K, N, bt), (1, N, ct)]
+        b = _place(rng, shapes)
+        cmd.update(dst=_tile(b[0], 1, N, ct), src0=_tile(b[1], 1, K, at), src1=_tile(b[2], K, N, bt))
+        if ins.slot("src2"):
+            cmd["src2"] = _tile(b[3], 1, N, ct)
     return cmd
 
 
-@pytest.mark.parametrize("profile", ["default", "a2a3"])
-def test_checker_matches_golden(profile):
-    cfg = preset(profile)
-    dut = Checker(cfg, ENGINES)
-    supported = [op for engine in ENGINES for op in engine.opcodes]
-    rng = random.Random(profile)
+def _mutate(rng, cmd, ub_bytes):
+    """``cmd`` with 0-3 single-field changes towards the edges of the constraints."""
+    cmd = {k: dict(v) if isinstance(v, dict) else v for k, v in cmd.items()}
+    for _ in range(rng.choice([0, 1, 1, 2, 3])):
+        slots = [s for s in (*TILE_SLOTS, "gm") if s in cmd]
+        what = rng.choice(slots + ["opcode", "imm", "edge"])
+        if what == "edge":
+            _edge(rng, cmd)
+            continue
+        if what == "opcode":
+            cmd["opcode"] = rng.choice([0x05, 0x7F, *Opcode])
+            continue
+        if what == "imm":
+            f = rng.choice(["nepi_log2", "num_valid", "oob"])
+            cmd[f] = rng.randrange({"nepi_log2": 8, "num_valid": 8192, "oob": 4}[f])
+            continue
+        d = cmd[what]
+        if what == "gm":
+            f = rng.choice(["base", "rows", "cols", "dtype", "row_stride"])
+        else:
+            f = rng.choice(["base", "rows", "cols", "valid_rows", "valid_cols", "dtype", "dtype", "layout"])
+        if f == "dtype":
+            d["dtype"] = rng.choice([*DType, 11, 15])
+        elif f == "layout":
+            d["layout"] = 1 - Layout(d.get("layout", 0)).value
+        elif f == "base":
+            choices = [8, 40, ub_bytes - 32, 0x1001, 0x1002] if what != "gm" else [0x1001, 0x1002, (1 << 32) - 16]
+            d["base"] = rng.choice(choices)
+        elif f == "row_stride":
+            d["row_stride"] = rng.choice([2, 3, 6, 1 << 30])
+        else:
+            d[f] = rng.choice([*range(9), 16, 17, 40000])
+    return cmd
+
+
+def _edge(rng, cmd):
+    """A change that keeps the earlier checks passing but probes one instruction's own limits."""
+    op = cmd["opcode"]
+    if not isinstance(op, Opcode):
+        return
+    if any(s not in cmd for s in INSTRUCTIONS[op].slot_names):
+        return                  # the opcode was mutated: its slots are not all there
+    if op == Opcode.LOCAL_GATHER:
+        X = cmd["src1"]["valid_cols"]
+        f = rng.choice(["nepi", "nv", "rows"])
+        if f in ("nepi", "nv"):  # keep dst's width consistent, so that only the parameter is wrong
+            if f == "nepi":
+                cmd["nepi_log2"] = rng.choice([5, 6, 7])
+            else:
+                cmd["num_valid"] = rng.choice([16 * X, 16 * X + 1, 4096, 4097])
+            width = min((cmd.get("num_valid", 0) or 16 * X) << cmd.get("nepi_log2", 0), 65535)
+            cmd["dst"].update(base=0, rows=cmd["dst"]["valid_rows"], cols=width, valid_cols=width,
+                              dtype=DType.INT8, layout=Layout.ROW_MAJOR)
+            cmd["src0"]["dtype"] = DType.INT8
+        else:                   # the same valid rows everywhere, not a multiple of 16 (or 0)
+            R = rng.choice([0, 1, 15, 17])
+            for u in ("dst", "src0", "src1"):
+                cmd[u]["valid_rows"] = R
+    elif op in (Opcode.TGEMV, Opcode.TGEMV_ACC, Opcode.TGEMV_BIAS):
+        cmd["dst"]["valid_rows"] = cmd["src0"]["valid_rows"] = rng.choice([0, 2])
+    elif "gm" in cmd:
+        cmd["gm"]["rows"] = rng.choice([0, 1, 1 << 31])
+
+
+def _commands(rng, ops, profile, ub_bytes, n=ROUNDS):
+    return [decode(Command, encode(Command, _mutate(rng, _legal(rng, rng.choice(ops), profile), ub_bytes)))
+            for _ in range(n)]
+
+
+def _compare(dut, cmds, want_of):
+    """Drive every command into the checker; its status must be ``want_of(cmd)``. Returns the statuses."""
     seen = set()
 
     async def bench(ctx):
-        for _ in range(1500):
-            cmd = decode(Command, encode(Command, _random_cmd(rng, cfg.ub_bytes)))
+        for cmd in cmds:
             ctx.set(dut.cmd.as_value(), encode(Command, cmd))
-            got = ctx.get(dut.status)
-            want = check(cmd, cfg, supported)
+            got, want = ctx.get(dut.status), want_of(cmd)
             assert got == want, f"checker {got}, golden {want} for {cmd}"
             seen.add(want)
 
     sim = Simulator(dut)
     sim.add_testbench(bench)
     sim.run()
-    # The sweep must reach the statuses of these instructions, not just the first checks.
-    expected = {Status.OK, Status.UNKNOWN_OPCODE, Status.UNSUPPORTED, Status.DTYPE_INVALID,
-                Status.DTYPE_MISMATCH, Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE,
-                Status.VALID_EXCEEDS_STATIC, Status.SHAPE_MISMATCH, Status.GM_MISALIGNED,
-                Status.GM_OUT_OF_RANGE}
-    if profile == "a2a3":       # MGATHER is an A5 instruction: every MGATHER stops at its type check
-        expected.add(Status.DTYPE_UNSUPPORTED)
-    else:
-        expected |= {Status.INDEX_DTYPE, Status.LAYOUT_UNSUPPORTED, Status.DIM_OUT_OF_RANGE}
+    return seen
+
+
+@pytest.mark.parametrize("profile", ["default", "a2a3"])
+def test_checker_matches_golden(profile):
+    cfg = preset(profile)
+    supported = [op for engine in ENGINES for op in engine.opcodes]
+    rng = random.Random(profile)
+    seen = _compare(Checker(cfg, ENGINES), _commands(rng, list(Opcode), cfg.profile, cfg.ub_bytes),
+                    lambda cmd: check(cmd, cfg, supported))
+    # The sweep must reach every status the supported instructions can answer, not just the first checks.
+    expected = {Status.OK, Status.UNKNOWN_OPCODE}
+    if set(supported) != set(Opcode):
+        expected.add(Status.UNSUPPORTED)
+    for op in supported:
+        expected |= set(INSTRUCTIONS[op].statuses(cfg.profile))
     assert expected <= seen, f"never produced: {sorted(s.name for s in expected - seen)}"
+
+
+class _TableOnly:
+    """A stand-in engine for the instructions without one: only the table's common checks apply."""
+    opcodes = tuple(op for op in Opcode if op not in {o for e in ENGINES for o in e.opcodes})
+
+    @staticmethod
+    def add_checks(m, config, cmd, fail):
+        pass
+
+
+@pytest.mark.parametrize("profile", ["default", "a2a3"])
+def test_common_checks_every_opcode(profile):
+    cfg = preset(profile)
+    if not _TableOnly.opcodes:
+        pytest.skip("every opcode has an engine")
+    engine_ops = {o for e in ENGINES for o in e.opcodes}
+    rng = random.Random(f"common-{profile}")
+    cmds = _commands(rng, list(_TableOnly.opcodes), cfg.profile, cfg.ub_bytes)
+
+    def want(cmd):
+        special = isinstance(cmd["opcode"], Opcode) and cmd["opcode"] in engine_ops
+        return check(cmd, cfg, special=special)
+
+    seen = _compare(Checker(cfg, (*ENGINES, _TableOnly)), cmds, want)
+    common = {Status.OK, Status.DTYPE_INVALID, Status.DTYPE_UNSUPPORTED, Status.DTYPE_MISMATCH,
+              Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC,
+              Status.LAYOUT_UNSUPPORTED}
+    assert common <= seen, f"never produced: {sorted(s.name for s in common - seen)}"
+
+
+def test_table_covers_every_opcode():
+    """Every opcode has a table entry whose slots are command fields, and whose statuses are in order."""
+    from rtl.instructions import CHECK_ORDER
+    for op, ins in INSTRUCTIONS.items():
+        assert ins.opcode == op
+        assert all(s.name in TILE_SLOTS for s in ins.slots), op
+        st = ins.statuses()
+        assert list(st) == sorted(st, key=CHECK_ORDER.index)
