@@ -100,6 +100,7 @@ class Instruction:
     exec_statuses: tuple = ()
     limits: dict = field(default_factory=dict)
     seed: str = ""
+    note: str = ""                  # a rule the columns above do not show (for the docs)
 
     def slot(self, name):
         return next((s for s in self.slots if s.name == name), None)
@@ -155,7 +156,8 @@ def _gemv(opcode, summary, init_role=None):
     return Instruction(
         opcode, summary, tuple(slots), family="gemv", golden=opcode.name.lower(), type_rule="gemv",
         types=None, triples=_gemv_triples(), special=(Status.SHAPE_MISMATCH, Status.DIM_OUT_OF_RANGE),
-        limits={"max_dim": GEMV_MAX_DIM, "m": 1}, seed="TGEMV_ACC.txt")
+        limits={"max_dim": GEMV_MAX_DIM, "m": 1}, seed="TGEMV_ACC.txt",
+        note=f"m = 1; K, N in [1, {GEMV_MAX_DIM}]" + ("; C_in may be the C_out tile" if init_role == "C_in" else ""))
 
 
 _MGATHER = dict(
@@ -167,11 +169,13 @@ _MGATHER = dict(
     index_types=frozenset({DType.INT32, DType.UINT32}),
     special=(Status.SHAPE_MISMATCH, Status.DIM_OUT_OF_RANGE, Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE),
     exec_statuses=(Status.AXI_READ_ERROR,), seed="MGATHER.txt",
+    note="index types read as uint32; row: index (R, 1), gm.cols = dst valid cols; elem: index shape = dst's",
 )
 _MG_SLOTS = (Slot("dst", "dst", writes=True), Slot("src0", "index tile", "index"))
 _EW_SLOTS = (Slot("dst", "dst", writes=True), Slot("src0", "src0"), Slot("src1", "src1"))
 _TRANSFER = dict(family="transfer", gm_typed=True,
-                 special=(Status.SHAPE_MISMATCH, Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE))
+                 special=(Status.SHAPE_MISMATCH, Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE),
+                 note="gm rows x cols = the tile's valid shape; either layout")
 
 #: One entry per opcode, in opcode order.
 INSTRUCTIONS = {ins.opcode: ins for ins in (
@@ -193,6 +197,8 @@ INSTRUCTIONS = {ins.opcode: ins for ins in (
         special=(Status.SHAPE_MISMATCH, Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE),
         limits={"group": LOCAL_GATHER_GROUP, "max_indices": LOCAL_GATHER_MAX_INDICES,
                 "max_nepi_log2": LOCAL_GATHER_MAX_NEPI_LOG2},
+        note=f"source valid rows a multiple of {LOCAL_GATHER_GROUP}; up to {LOCAL_GATHER_MAX_INDICES} indices "
+             f"per group; num_elem_per_idx = 1 << nepi_log2 <= {1 << LOCAL_GATHER_MAX_NEPI_LOG2}",
         seed="nki_local_gather.txt"),
     Instruction(
         Opcode.TROWEXPANDMUL, "dst = full operand x row-broadcast operand (mode 1 scalar, mode 2 32-byte block)",
@@ -206,7 +212,9 @@ INSTRUCTIONS = {ins.opcode: ins for ins in (
                Profile.A5: frozenset({DType.FP16, DType.FP32, DType.BF16, DType.INT8, DType.INT16, DType.INT32,
                                       DType.UINT8, DType.UINT16, DType.UINT32})},
         special=(Status.LAYOUT_UNSUPPORTED, Status.SHAPE_MISMATCH),
-        limits={"block_bytes": EXPAND_BLOCK_BYTES}, seed="TROWEXPANDMUL.txt"),
+        limits={"block_bytes": EXPAND_BLOCK_BYTES}, seed="TROWEXPANDMUL.txt",
+        note="the source with dst's valid shape is the full operand (row-major); the other is expanded: "
+             "column-major (R, 1) mode 1, row-major (R, 32 / size) mode 2"),
     Instruction(
         Opcode.TPARTADD, "dst = src0 + src1 over dst's valid region, with partial validity",
         # A5 accepts row- and column-major tiles; A2/A3 row-major only
@@ -215,7 +223,8 @@ INSTRUCTIONS = {ins.opcode: ins for ins in (
         types={Profile.A2A3: frozenset({DType.INT32, DType.INT16, DType.FP16, DType.FP32}),
                Profile.A5: frozenset({DType.UINT8, DType.INT8, DType.UINT16, DType.INT16, DType.UINT32,
                                       DType.INT32, DType.FP16, DType.FP32, DType.BF16})},
-        special=(Status.VALIDITY_PATTERN,), seed="TPARTADD.txt"),
+        special=(Status.VALIDITY_PATTERN,), seed="TPARTADD.txt",
+        note="one source has dst's valid shape, the other does not exceed it"),
     _gemv(Opcode.TGEMV, "C = A x B (from +0)"),
     _gemv(Opcode.TGEMV_ACC, "C_out = C_in + A x B", "C_in"),
     _gemv(Opcode.TGEMV_BIAS, "C = bias + A x B", "bias"),

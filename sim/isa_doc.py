@@ -1,14 +1,24 @@
-"""Markdown tables of the instruction encoding, generated from ``rtl.isa`` / ``rtl.status``.
+"""Markdown tables generated from ``rtl/``: the instruction encoding (``rtl.isa`` / ``rtl.status``), the
+operand slots and the map from instruction to files (``rtl.instructions``, ``rtl.top.ENGINES``).
 
-``python -m sim.isa_doc`` prints them; ``docs/architecture.md`` embeds them and a test keeps the two equal.
+``python -m sim.isa_doc [encoding|slots|map]`` prints them; ``docs/architecture.md`` and
+``docs/semantics.md`` embed them between ``<!-- BEGIN GENERATED: python -m sim.isa_doc NAME -->`` and
+``<!-- END GENERATED -->`` markers, and a test keeps the documents equal to the code
+(``python -m sim.isa_doc --write`` rewrites them).
 """
+
+import pathlib
+import sys
 
 from amaranth.lib import data
 
-from rtl.isa import Command, DTYPE_BYTES, DType, GmDesc, Layout, Opcode, OobMode, Response, TileDesc
+from rtl.instructions import INSTRUCTIONS, TILE_SLOTS
+from rtl.isa import Command, DTYPE_BYTES, DType, GmDesc, Layout, Opcode, OobMode, Profile, Response, TileDesc
 from rtl.status import Status
 
-__all__ = ["tables"]
+__all__ = ["tables", "slot_table", "instruction_map", "GENERATED", "render", "write_docs"]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def _layout_table(title, layout):
@@ -30,6 +40,71 @@ def _enum_table(title, enum, extra=None):
     return "\n".join(rows)
 
 
+def _types(ins):
+    if ins.type_rule == "gemv":
+        return "GEMV triples (" + ", ".join(f"{p.value}: {len(ins.triples[p])}" for p in Profile) + ")"
+    parts = []
+    for p in Profile:
+        t = ins.types[p]
+        parts.append(f"{p.value}: " + ("all" if t == frozenset(DType) else
+                                       ", ".join(x.name.lower() for x in sorted(t, key=lambda d: d.value))
+                                       or "none"))
+    return "; ".join(parts)
+
+
+def slot_table():
+    """Operand slots, roles, GM use, immediates and engine of every opcode (``rtl.instructions``)."""
+    from rtl.top import ENGINES
+    engine = {op: e.__name__ for e in ENGINES for op in e.opcodes}
+    rows = ["| opcode | `dst` | `src0` | `src1` | `src2` | `gm` | immediates | types | rules | engine in this build |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for op, ins in INSTRUCTIONS.items():
+        cells = []
+        for name in TILE_SLOTS:
+            s = ins.slot(name)
+            if s is None:
+                cells.append("")
+                continue
+            text = s.role + (" (index)" if s.kind == "index" else "")
+            rm = s.row_major
+            if rm and rm != frozenset(Profile):
+                text += ", row-major in " + "/".join(p.value for p in sorted(rm, key=lambda p: p.value))
+            elif rm:
+                text += ", row-major"
+            cells.append(text)
+        imm = ", ".join(f"`{i}`" for i in ins.immediates)
+        rows.append(f"| {op.name} | " + " | ".join(cells) + f" | {ins.gm} | {imm} | {_types(ins)} | {ins.note} | "
+                    f"{'`' + engine[op] + '`' if op in engine else 'none yet (UNSUPPORTED)'} |")
+    return "\n".join(rows)
+
+
+def _exists(path):
+    return f"`{path}`" if (ROOT / path).exists() else "none yet"
+
+
+def instruction_map():
+    """Where each instruction lives: RTL component, golden function, cocotb testbench, block test."""
+    import inspect
+    from rtl.top import ENGINES
+    engine = {op: e for e in ENGINES for op in e.opcodes}
+    rows = ["| instruction | RTL component | golden function | testbench | block test | seed |",
+            "|---|---|---|---|---|---|"]
+    for op, ins in INSTRUCTIONS.items():
+        e = engine.get(op)
+        if e is None:
+            rtl = "none yet"
+        else:
+            module = pathlib.Path(inspect.getfile(e)).relative_to(ROOT).as_posix()
+            rtl = f"`{e.__name__}` (`{module}`)"
+            part = f"rtl/{ins.family}.py"
+            if part != module and (ROOT / part).exists():
+                rtl += f", parts in `{part}`"
+        rows.append(f"| {op.name} | {rtl} | `golden.ops.{ins.golden}` | "
+                    f"{_exists(f'cocotb_tests/test_{ins.family}.py')} | {_exists(f'tests/rtl/test_rtl_{ins.family}.py')} | "
+                    f"{ins.seed or '-'} |")
+    return "\n".join(rows)
+
+
 def tables():
     return "\n\n".join([
         _layout_table("Command", Command), _layout_table("TileDesc", TileDesc),
@@ -39,5 +114,43 @@ def tables():
     ])
 
 
+#: Generated sections: name -> (function, documents that embed it).
+GENERATED = {
+    "encoding": (tables, ("docs/architecture.md",)),
+    "slots": (slot_table, ("docs/architecture.md", "docs/semantics.md")),
+    "map": (instruction_map, ("docs/architecture.md",)),
+}
+
+
+def _markers(name):
+    return f"<!-- BEGIN GENERATED: python -m sim.isa_doc {name} -->", "<!-- END GENERATED -->"
+
+
+def render(text, name):
+    """``text`` with the generated section ``name`` replaced by the current table."""
+    begin, end = _markers(name)
+    i = text.index(begin) + len(begin)
+    j = text.index(end, i)
+    return text[:i] + "\n" + GENERATED[name][0]().strip() + "\n" + text[j:]
+
+
+def write_docs():
+    """Rewrite every generated section in the documents; returns the paths changed."""
+    changed = []
+    for name, (_, docs) in GENERATED.items():
+        for doc in docs:
+            path = ROOT / doc
+            old = path.read_text()
+            new = render(old, name)
+            if new != old:
+                path.write_text(new)
+                changed.append(doc)
+    return changed
+
+
 if __name__ == "__main__":
-    print(tables())
+    arg = sys.argv[1] if len(sys.argv) > 1 else "encoding"
+    if arg == "--write":
+        print("\n".join(write_docs()) or "docs up to date")
+    else:
+        print(GENERATED[arg][0]())
