@@ -297,6 +297,19 @@ def local_gather(dst, dst_valid, src, src_valid, idx, idx_valid, num_elem_per_id
 
 # ------------------------------------------------------------------------------------------------ TROWEXPANDMUL
 
+def _elementwise_operands(op, profile, dst, dst_valid, src0, src0_valid, src1, src1_valid):
+    """The common prologue of the two-source elementwise instructions: arrays, the element type (types
+    checked under ``profile``), dst's valid shape and the sources' valid shapes (each within its static
+    shape)."""
+    dst, src0, src1 = np.asarray(dst), np.asarray(src0), np.asarray(src1)
+    dt = _types(op, profile, dst=dst, src0=src0, src1=src1)
+    R, C = _valid(dst_valid, "dst")
+    v0, v1 = _valid(src0_valid, "src0"), _valid(src1_valid, "src1")
+    for a, v, name in ((dst, (R, C), "dst"), (src0, v0, "src0"), (src1, v1, "src1")):
+        _check_static(a, v, name)
+    return dst, src0, src1, dt, (R, C), v0, v1
+
+
 def trowexpandmul_roles(dst_valid, src0_valid, src1_valid):
     """Which operand is the full one: 0 or 1, or None when not exactly one has dst's valid shape."""
     m0 = tuple(src0_valid) == tuple(dst_valid)
@@ -318,12 +331,8 @@ def trowexpandmul(dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_vali
     Integers wrap; floats RNE with canonical NaN.
     """
     op = Opcode.TROWEXPANDMUL
-    dst, src0, src1 = np.asarray(dst), np.asarray(src0), np.asarray(src1)
-    dt = _types(op, profile, dst=dst, src0=src0, src1=src1)
-    R, C = _valid(dst_valid, "dst")
-    v0, v1 = _valid(src0_valid, "src0"), _valid(src1_valid, "src1")
-    for a, v, name in ((dst, (R, C), "dst"), (src0, v0, "src0"), (src1, v1, "src1")):
-        _check_static(a, v, name)
+    dst, src0, src1, dt, (R, C), v0, v1 = _elementwise_operands(op, profile, dst, dst_valid, src0, src0_valid,
+                                                                src1, src1_valid)
     if Layout(dst_layout) != Layout.ROW_MAJOR:
         _fail(Status.LAYOUT_UNSUPPORTED, "TROWEXPANDMUL: dst must be ROW_MAJOR")
     role = trowexpandmul_roles((R, C), v0, v1)
@@ -366,12 +375,8 @@ def tpartadd(dst, dst_valid, src0, src0_valid, src1, src1_valid, *, profile=Prof
     """Partial add over dst's valid region: both sources valid at (i, j) -> sum (wrapping / RNE, canonical
     NaN); only one valid -> a bit-exact copy of it."""
     op = Opcode.TPARTADD
-    dst, src0, src1 = np.asarray(dst), np.asarray(src0), np.asarray(src1)
-    dt = _types(op, profile, dst=dst, src0=src0, src1=src1)
-    R, C = _valid(dst_valid, "dst")
-    v0, v1 = _valid(src0_valid, "src0"), _valid(src1_valid, "src1")
-    for a, v, name in ((dst, (R, C), "dst"), (src0, v0, "src0"), (src1, v1, "src1")):
-        _check_static(a, v, name)
+    dst, src0, src1, dt, (R, C), v0, v1 = _elementwise_operands(op, profile, dst, dst_valid, src0, src0_valid,
+                                                                src1, src1_valid)
     if not tpartadd_pattern_ok((R, C), v0, v1):
         _fail(Status.VALIDITY_PATTERN, f"TPARTADD: validity pattern src0 {v0}, src1 {v1}, dst ({R}, {C}): one "
                                        f"source must equal dst's valid shape, the other must not exceed it")
