@@ -1,5 +1,11 @@
 """A small AXI4 slave for Amaranth-simulator block tests: byte memory, random stalls on every channel,
-and protocol checks (INCR only, size = bus width, no 4 KiB crossing, WLAST on the last beat)."""
+and protocol checks (INCR only, size = bus width, no 4 KiB crossing, WLAST on the last beat).
+
+``AxiSlaveModel(axi, width_bytes, *, seed, stall, latency, max_burst)`` serves the master port ``axi``
+(add ``read_side`` and ``write_side`` as simulator processes): ``mem`` is 1 MiB of GM from address 0;
+``stall`` is the probability that a ready/valid it drives stays low in a cycle (RNG ``seed``); an R
+burst starts ``latency`` cycles after its AR at the earliest. ``ar``/``aw`` log (address, beats) of
+every AR/AW handshake; ``errors`` collects protocol violations (tests assert it stays empty)."""
 
 import random
 
@@ -86,4 +92,5 @@ class AxiSlaveModel:
                     bq.append(0)
             if awv and awr:
                 self._check_burst(addr, length, size, burst)
+                self.aw.append((addr, length + 1))
                 bursts.append([addr, length + 1])

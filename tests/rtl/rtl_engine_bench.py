@@ -1,0 +1,255 @@
+"""One bench for engine block tests in Amaranth's simulator: an engine against the real UB, the AXI slave
+model and the golden machine. A block test writes only its stimulus.
+
+The engine (anything with :class:`rtl.engine.EngineSignature`, as an instance or a class taking the
+config) is wired to the real :class:`rtl.ub.UnifiedBuffer` (read port ``i`` to UB read port ``i``) and,
+when it has an ``axi`` port, to :class:`rtl_axi_slave.AxiSlaveModel` (random stalls, protocol checks).
+Every command also runs on a :class:`golden.machine.Machine` that starts from the same UB and GM; after
+each command the bench asserts that the engine's status equals the golden one, that the *whole* UB is
+equal bit for bit (read through a backdoor, no cycles spent) and so are the GM windows asked for, and
+that the AXI slave saw no protocol error. Per command it returns a :class:`Result`: status, cycles from
+``start`` to ``done`` (0: ``done`` in the ``start`` cycle), and the AXI reads and writes it issued.
+
+A new engine's block test, commands known up front::
+
+    from rtl_engine_bench import run_engine
+
+    def test_my_engine_block():
+        config = preset("small")
+        rng = random.Random(1)
+        cmds = [random_legal_command(rng, config) for _ in range(12)]   # the test's own stimulus
+        results = run_engine(config, MyEngine, cmds, ub_init=rng.randbytes(config.ub_bytes))
+        assert all(r.status == Status.OK for r in results)
+        assert results[0].cycles == 132                                  # throughput, if it matters
+
+State written between commands, or the AXI traffic inspected, through the bench itself::
+
+    bench = EngineBench(config, TransferEngine(config), seed=3, stall=0.4, gm_windows=[(OUT, 4096)])
+    bench.gm_write(TABLE, table)                    # GM of the AXI model and of the golden machine
+
+    async def stimulus(b):
+        for idx, cmd in cases:
+            b.ub_write(IDX_BASE, idx.tobytes())     # both UBs, between commands
+            r = await b.execute(cmd, note=f"indices {idx.tolist()}")
+            assert len(r.reads) == 3                # (address, beats) of each AR handshake
+
+    bench.run(stimulus)
+
+Commands the golden machine rejects in its checks are a bug in the stimulus (an engine only receives
+commands the checker passed): the bench raises. Execution-time statuses (``EXEC_STATUSES``) are compared
+like ``OK``. Results the golden model calls undefined raise too, unless the bench is made with
+``on_undefined="mask"``: then those bytes are not compared, and the golden UB adopts the engine's bytes
+there so that later commands start from the same state.
+"""
+
+from typing import NamedTuple
+
+import numpy as np
+from amaranth import Cat, Elaboratable, Module
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from golden.machine import Machine
+from rtl.instructions import EXEC_STATUSES
+from rtl.isa import Command
+from rtl.status import Status
+from rtl.ub import UnifiedBuffer
+
+from rtl_axi_slave import AxiSlaveModel
+
+__all__ = ["EngineBench", "Result", "run_engine"]
+
+
+class Result(NamedTuple):
+    status: Status
+    cycles: int     #: clock edges from the ``start`` cycle to the ``done`` cycle
+    reads: list     #: (address, beats) of every AR handshake during the command
+    writes: list    #: (address, beats) of every AW handshake during the command
+
+
+class _BenchUb(UnifiedBuffer):
+    """The real UB, keeping its bank memories (``mem_even``/``mem_odd``, word ``w`` at row ``w >> 1``
+    of bank ``w & 1``) so the bench can read and write them without spending cycles. Mirrors the
+    banking of :class:`rtl.ub.UnifiedBuffer`: if that changes, change this (a wrong mapping shows up
+    as UB differences in every test, and test_rtl_mgather cross-checks it through TSTORE)."""
+
+    def elaborate(self, platform):
+        m = super().elaborate(platform)
+        self.banks = (m.submodules.mem_even, m.submodules.mem_odd)
+        return m
+
+    def rows(self, first, last):
+        """Words ``first`` to ``last - 1`` as one value, lowest address in the lowest bits."""
+        return Cat(*(self.banks[w & 1].data[w >> 1] for w in range(first, last)))
+
+
+class _Top(Elaboratable):
+    def __init__(self, engine, ub):
+        self.engine, self.ub = engine, ub
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine, m.submodules.ub = self.engine, self.ub
+        members = self.engine.signature.members
+        if "ub_wr" in members:
+            wiring.connect(m, self.engine.ub_wr, self.ub.wr)
+        if "ub_rd" in members:
+            assert len(self.engine.ub_rd) <= len(self.ub.rd), "engine has more read ports than the config"
+            for port, ub_port in zip(self.engine.ub_rd, self.ub.rd):
+                wiring.connect(m, port, ub_port)
+        return m
+
+
+def _first_difference(what, got, want, care, word, base=0):
+    """None if ``got == want`` wherever ``care``; else a message naming the first differing address
+    (``base`` + offset) with both sides' bytes of the word around it."""
+    bad = np.flatnonzero((got != want) & care)
+    if not len(bad):
+        return None
+    i = int(bad[0])
+    w0 = max(0, i - (base + i) % word)
+    show = lambda v: bytes(v[w0:w0 + word]).hex(" ")
+    return (f"{what} differs at {len(bad)} bytes, first {base + i:#x}: engine {got[i]:#04x}, golden "
+            f"{want[i]:#04x}; last {base + int(bad[-1]):#x}\n  engine [{base + w0:#x}:] {show(got)}"
+            f"\n  golden [{base + w0:#x}:] {show(want)}")
+
+
+class EngineBench:
+    """One engine, the real UB, the AXI slave model (if the engine has ``axi``) and the golden machine.
+
+    Parameters
+    ----------
+    config : rtl.config.Config
+    engine : an engine instance, or a class called with ``config``
+    seed, stall, latency : the AXI slave's stall RNG seed, stall probability per channel and cycle, and
+        read latency in cycles (``rtl_axi_slave.AxiSlaveModel``)
+    timeout : cycles after ``start`` without ``done`` before the bench declares a hang
+    gm_windows : [(address, bytes)] of GM compared with the golden machine after every command
+    on_undefined : ``"raise"`` or ``"mask"``, passed to ``Machine.execute`` (see the module docstring)
+
+    Attributes: ``engine``, ``golden`` (the machine), ``axi`` (the slave model or None; ``axi.mem``
+    is GM, ``axi.ar``/``axi.aw`` log every burst), ``results`` (a :class:`Result` per command so far).
+    """
+
+    def __init__(self, config, engine, *, seed=0, stall=0.3, latency=3, timeout=20_000, gm_windows=(),
+                 on_undefined="raise"):
+        self.config = config
+        self.engine = engine(config) if isinstance(engine, type) else engine
+        self.golden = Machine(config)
+        self.axi = None
+        if "axi" in self.engine.signature.members:
+            self.axi = AxiSlaveModel(self.engine.axi, config.axi_data_bytes, seed=seed, stall=stall,
+                                     latency=latency, max_burst=config.max_burst_beats)
+        self.timeout, self.gm_windows, self.on_undefined = timeout, list(gm_windows), on_undefined
+        self.results = []
+        self._ub = _BenchUb(config)
+        self._ctx = None        # the testbench context while the simulation runs
+        self._whole = None      # all UB words as one value (built once: the banks exist after elaboration)
+
+    # ------------------------------------------------------------------------------------- state
+    def ub_write(self, addr, data):
+        """Write ``data`` at UB byte ``addr`` in both UBs; before ``run`` or between commands."""
+        data = np.frombuffer(bytes(data), np.uint8)
+        self.golden.ub[addr:addr + len(data)] = data
+        if self._ctx is not None and len(data):
+            W = self.config.ub_word_bytes
+            self._store(addr // W, -(-(addr + len(data)) // W))
+
+    def gm_write(self, addr, data):
+        """Write ``data`` at GM ``addr`` in the AXI slave's memory and the golden machine's."""
+        assert self.axi is not None, "this engine has no AXI port"
+        self.axi.mem[addr:addr + len(data)] = bytes(data)
+        self.golden.gm.write(addr, data)
+
+    def ub_read(self):
+        """The RTL UB's bytes (numpy uint8), while the simulation runs."""
+        value = self._ctx.get(self._whole)
+        return np.frombuffer(value.to_bytes(self.config.ub_bytes, "little"), np.uint8)
+
+    def _store(self, first, last):
+        """Copy words ``first`` to ``last - 1`` from the golden UB into the RTL UB's memories."""
+        W = self.config.ub_word_bytes
+        self._ctx.set(self._ub.rows(first, last), int.from_bytes(self.golden.ub[first * W:last * W], "little"))
+
+    # ------------------------------------------------------------------------------------- commands
+    async def execute(self, cmd, note=""):
+        """Run ``cmd`` on the engine and the golden machine, compare, return its :class:`Result`.
+        ``note`` is added to failure messages (e.g. the stimulus that made the command)."""
+        ctx, eng, k = self._ctx, self.engine, len(self.results)
+        name = f"command {k} ({cmd['opcode'].name})"
+        detail = f"\n{cmd}" + (f"\n{note}" if note else "")
+        want = self.golden.execute(cmd, on_undefined=self.on_undefined)
+        if want != Status.OK and want not in EXEC_STATUSES:
+            raise AssertionError(f"{name}: the golden machine rejects it with {want.name}; an engine only "
+                                 f"receives commands the checker passed{detail}")
+        n_ar, n_aw = (len(self.axi.ar), len(self.axi.aw)) if self.axi else (0, 0)
+        ctx.set(eng.cmd, Command.const(cmd))
+        ctx.set(eng.start, 1)
+        cycles = 0
+        while not ctx.get(eng.done):        # done may come in the start cycle (e.g. an empty tile)
+            await ctx.tick()
+            ctx.set(eng.start, 0)
+            cycles += 1
+            if cycles > self.timeout:
+                raise AssertionError(f"{name}: engine hangs, no done {self.timeout} cycles after start{detail}")
+        status = ctx.get(eng.status)
+        await ctx.tick()
+        ctx.set(eng.start, 0)
+        result = Result(status, cycles, self.axi.ar[n_ar:] if self.axi else [],
+                        self.axi.aw[n_aw:] if self.axi else [])
+        self.results.append(result)
+
+        statuses = f"status: engine {getattr(status, 'name', status)}, golden {want.name}"
+        assert status == want, f"{name}: {statuses}{detail}"
+        if self.axi is not None:
+            assert not self.axi.errors, f"{name}: AXI protocol errors {self.axi.errors}{detail}"
+            for a, n in self.gm_windows:
+                got = np.frombuffer(bytes(self.axi.mem[a:a + n]), np.uint8)
+                exp = np.frombuffer(self.golden.gm.read(a, n), np.uint8)
+                diff = _first_difference("GM", got, exp, True, self.config.axi_data_bytes, base=a)
+                assert diff is None, f"{name} ({statuses}): {diff}{detail}"
+        got, gold = self.ub_read(), self.golden.ub
+        undefined = self.golden.last_undefined
+        care = True if undefined is None else ~undefined
+        diff = _first_difference("UB", got, gold, care, self.config.ub_word_bytes)
+        assert diff is None, f"{name} ({statuses}): {diff}{detail}"
+        gold[:] = got       # adopt the bytes the golden model left undefined
+        return result
+
+    def run(self, stimulus):
+        """Simulate: preload the UB, then await ``stimulus(self)`` (an async function) or execute each
+        command of a list. Returns ``results``."""
+        sim = Simulator(_Top(self.engine, self._ub))
+        sim.add_clock(1e-8)
+        if self.axi is not None:
+            sim.add_process(self.axi.read_side)
+            sim.add_process(self.axi.write_side)
+
+        async def bench(ctx):
+            self._ctx = ctx
+            self._whole = self._ub.rows(0, self.config.ub_words)
+            self._store(0, self.config.ub_words)
+            if callable(stimulus):
+                await stimulus(self)
+            else:
+                for cmd in stimulus:
+                    await self.execute(cmd)
+
+        sim.add_testbench(bench)
+        try:
+            sim.run()
+        finally:
+            self._ctx = None
+        return self.results
+
+
+def run_engine(config, engine, commands, *, ub_init=None, gm_init=None, **options):
+    """Run ``commands`` on a fresh :class:`EngineBench` (``options``: its keyword parameters) whose UB
+    starts as ``ub_init`` (bytes from address 0; default zeros) and GM as ``gm_init`` ({address: bytes}).
+    Returns a :class:`Result` per command."""
+    bench = EngineBench(config, engine, **options)
+    if ub_init is not None:
+        bench.ub_write(0, ub_init)
+    for addr, data in (gm_init or {}).items():
+        bench.gm_write(addr, data)
+    return bench.run(commands)
