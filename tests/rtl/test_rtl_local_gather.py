@@ -1,7 +1,7 @@
-"""LocalGatherEngine alone in Amaranth's simulator against the golden machine: random legal commands
+"""LocalGatherEngine in Amaranth's simulator against the golden machine: random legal commands
 (every type, every num_elem_per_idx, odd static shapes, out-of-range offsets), 1 or 2 read ports,
-16- and 32-byte words. A Python UB model answers the engine's ports; the whole UB is compared, except the
-bytes the golden model calls undefined."""
+16- and 32-byte words. The engine runs on the real UB (rtl_engine_bench); the whole UB is compared after
+every command, except the bytes the golden model calls undefined."""
 
 import random
 
@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from golden.machine import Machine
 from rtl.config import preset
 from rtl.isa import DTYPE_BYTES, UB_ALIGN, Command, DType, Opcode, encode
 from rtl.local_gather import LocalGatherEngine
 from rtl.status import Status
+
+from rtl_engine_bench import EngineBench
 
 
 def _tile(base, rows, cols, dtype, valid):
@@ -58,68 +59,19 @@ def random_command(rng, ub_bytes, *, undefined=0.1):
     return cmd, idx
 
 
-def run_engine(config, commands, seed):
-    """Run ``commands`` [(cmd, index array)] on the engine with a random UB; compare with golden."""
-    W = config.ub_word_bytes
+def _run_gathers(config, commands, seed):
+    """Run ``commands`` [(cmd, index array)] on the engine with a random UB, each index array written
+    into its ``src1`` tile just before its command; compared with golden. Returns the cycles of each."""
     rng = random.Random(seed)
-    eng = LocalGatherEngine(config)
-    golden = Machine(config)
-    golden.ub[:] = np.frombuffer(rng.randbytes(config.ub_bytes), np.uint8)
-    mem = bytearray(golden.ub.tobytes())
-    ports = list(eng.ub_rd)
-    cycles = []
+    bench = EngineBench(config, LocalGatherEngine, timeout=100_000, on_undefined="mask")
+    bench.ub_write(0, rng.randbytes(config.ub_bytes))
 
-    def load_index(cmd, idx):
-        t = cmd["src1"]
-        for i in range(t["rows"]):
-            a = t["base"] + i * t["cols"] * 2
-            mem[a:a + 2 * t["cols"]] = idx[i].tobytes()
-            golden.ub[a:a + 2 * t["cols"]] = np.frombuffer(idx[i].tobytes(), np.uint8)
-
-    async def ub_model(ctx):
-        async for _, _, *v in ctx.tick().sample(*(x for p in ports for x in (p.addr, p.en)),
-                                               eng.ub_wr.addr, eng.ub_wr.data, eng.ub_wr.be):
-            for i, p in enumerate(ports):
-                addr, en = v[2 * i], v[2 * i + 1]
-                if en:
-                    nxt = (addr + 1) % config.ub_words
-                    ctx.set(p.data, int.from_bytes(mem[addr * W:(addr + 1) * W], "little"))
-                    ctx.set(p.next, int.from_bytes(mem[nxt * W:(nxt + 1) * W], "little"))
-            waddr, wdata, be = v[-3:]
-            data = int(wdata).to_bytes(W, "little")
-            for lane in range(W):
-                if be >> lane & 1:
-                    mem[waddr * W + lane] = data[lane]
-
-    async def bench(ctx):
+    async def stimulus(b):
         for cmd, idx in commands:
-            load_index(cmd, idx)
-            assert golden.execute(cmd, on_undefined="mask") == Status.OK
-            ctx.set(eng.cmd, Command.const(cmd))
-            ctx.set(eng.start, 1)
-            n = 0
-            while not ctx.get(eng.done):
-                await ctx.tick()
-                ctx.set(eng.start, 0)
-                n += 1
-                assert n < 100_000, "engine hangs"
-            assert ctx.get(eng.status) == Status.OK
-            await ctx.tick()
-            ctx.set(eng.start, 0)
-            cycles.append(n)
-            got = np.frombuffer(bytes(mem), np.uint8)
-            care = ~golden.last_undefined if golden.last_undefined is not None else np.ones(len(got), bool)
-            bad = np.nonzero((got != golden.ub) & care)[0]
-            assert not len(bad), (f"{len(bad)} UB bytes differ, first at {bad[0]:#x} "
-                                  f"(rtl {got[bad[0]]:#04x}, golden {golden.ub[bad[0]]:#04x}) after {cmd}")
-            golden.ub[:] = got          # adopt the undefined bytes
+            b.ub_write(cmd["src1"]["base"], idx.tobytes())
+            assert (await b.execute(cmd)).status == Status.OK
 
-    sim = Simulator(eng)
-    sim.add_clock(1e-8)
-    sim.add_process(ub_model)
-    sim.add_testbench(bench)
-    sim.run()
-    return cycles
+    return [r.cycles for r in bench.run(stimulus)]
 
 
 @pytest.mark.parametrize("ports", [1, 2])
@@ -133,7 +85,7 @@ def test_local_gather_engine_random(preset_name, ports, seed):
         c = random_command(rng, config.ub_bytes)
         if c is not None:
             commands.append(c)
-    run_engine(config, commands, seed)
+    _run_gathers(config, commands, seed)
 
 
 def _fp32_gather(config, B, offsets, seed):
@@ -158,7 +110,7 @@ def _fp32_gather(config, B, offsets, seed):
            "dst": _tile(0, R, n * nepi, DType.FP32, (R, n * nepi)),
            "src0": _tile(dst_bytes, R, C, DType.FP32, (R, C)),
            "src1": _tile(dst_bytes + R * C * 4, R, X, DType.UINT16, (R, X))}
-    (cycles,) = run_engine(config, [(cmd, idx)], seed)
+    (cycles,) = _run_gathers(config, [(cmd, idx)], seed)
     return dst_bytes // W, cycles
 
 
