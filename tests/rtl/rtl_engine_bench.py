@@ -158,6 +158,8 @@ class EngineBench:
     def gm_write(self, addr, data):
         """Write ``data`` at GM ``addr`` in the AXI slave's memory and the golden machine's."""
         assert self.axi is not None, "this engine has no AXI port"
+        # a slice assignment past the end would silently grow the bytearray
+        assert 0 <= addr and addr + len(data) <= len(self.axi.mem), f"GM write {addr:#x} outside the AXI model"
         self.axi.mem[addr:addr + len(data)] = bytes(data)
         self.golden.gm.write(addr, data)
 
