@@ -238,3 +238,65 @@ def test_table_covers_every_opcode():
         assert all(s.name in TILE_SLOTS for s in ins.slots), op
         st = ins.statuses()
         assert list(st) == sorted(st, key=CHECK_ORDER.index)
+
+
+def _lg_mutate(rng, cmd):
+    """``cmd`` with a few fields bent towards the edges of LOCAL_GATHER's constraints."""
+    cmd = {**cmd, **{s: dict(cmd[s]) for s in ("dst", "src0", "src1")}}
+    for _ in range(rng.choice([1, 1, 2, 3])):
+        slot = rng.choice(["dst", "src0", "src1"])
+        t = cmd[slot]
+        f = rng.choice(["dtype", "layout", "base", "rows", "cols", "valid_rows", "valid_cols", "nepi_log2",
+                        "num_valid", "shape16", "rows16"])
+        if f == "dtype":
+            t["dtype"] = rng.choice([*DType, 11, 15])
+        elif f == "layout":
+            t["layout"] = 1
+        elif f == "base":
+            t["base"] = rng.choice([t["base"] + 16, t["base"] + 8, (1 << 24) - 32, 4096 - 32, 1 << 20])
+        elif f in ("rows", "cols", "valid_rows", "valid_cols"):
+            t[f] = rng.choice([0, 1, 15, 16, 17, 32, 257, t[f] + 1, max(t[f] - 1, 0), rng.randrange(65536)])
+        elif f == "nepi_log2":
+            cmd["nepi_log2"] = rng.randrange(8)
+        elif f == "num_valid":
+            cmd["num_valid"] = rng.choice([1, 4095, 4096, 4097, 8191, 16 * t["valid_cols"],
+                                           16 * t["valid_cols"] + 1, rng.randrange(8192)]) % 8192
+        elif f == "rows16":     # the same valid rows everywhere, not a multiple of 16 (or 0)
+            R = rng.choice([0, 1, 15, 17, 31])
+            for u in ("dst", "src0", "src1"):
+                cmd[u]["valid_rows"] = R
+                cmd[u]["rows"] = max(cmd[u]["rows"], R)
+        else:       # a consistent shape with many indices per group
+            X = rng.choice([255, 256, 257, 300])
+            cmd["num_valid"] = rng.choice([0, 0, 4096])
+            n = cmd["num_valid"] or 16 * X
+            cmd["src1"].update(cols=X, valid_cols=X)
+            width = min(n << cmd["nepi_log2"], 65535)
+            cmd["dst"].update(cols=width, valid_cols=width)
+    return cmd
+
+
+def test_checker_local_gather_edges():
+    """LOCAL_GATHER's own limits, probed harder: the checker equals golden.check on near-legal commands
+    from the local_gather block test's generator, bent by :func:`_lg_mutate`."""
+    from test_rtl_local_gather import _tile, random_command
+    supported = [op for e in ENGINES for op in e.opcodes]
+    for preset_name in ("small", "a2a3"):
+        config = preset(preset_name)
+        rng = random.Random(7)
+        cmds = []
+        while len(cmds) < 1500:
+            c = random_command(rng, config.ub_bytes)
+            if c is not None:
+                cmds.append(_lg_mutate(rng, c[0]) if rng.random() < 0.9 else c[0])
+        for X, nv, R in ((256, 0, 0), (257, 0, 0), (256, 4096, 0), (257, 4097, 0), (257, 4096, 0), (256, 0, 16)):
+            n = nv or 16 * X
+            cmds.append({"opcode": Opcode.LOCAL_GATHER, "nepi_log2": 0, "num_valid": nv,
+                         "dst": _tile(0, max(R, 1), n, DType.INT8, (R, n)),
+                         "src0": _tile(8192, max(R, 1), 64, DType.INT8, (R, 64)),
+                         "src1": _tile(16384, max(R, 1), X, DType.UINT16, (R, X))})
+        seen = _compare(Checker(config, ENGINES), cmds, lambda cmd: check(cmd, config, supported))
+        missing = {Status.OK, Status.DTYPE_INVALID, Status.DTYPE_MISMATCH, Status.INDEX_DTYPE, Status.UB_MISALIGNED,
+                   Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC, Status.LAYOUT_UNSUPPORTED,
+                   Status.SHAPE_MISMATCH, Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE} - seen
+        assert not missing, f"statuses never produced: {missing}"
