@@ -7,10 +7,9 @@ import random
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
 from rtl.config import preset
-from rtl.isa import DTYPE_BYTES, UB_ALIGN, Command, DType, Opcode, encode
+from rtl.isa import DTYPE_BYTES, UB_ALIGN, DType, Opcode
 from rtl.local_gather import LocalGatherEngine
 from rtl.status import Status
 
