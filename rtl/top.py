@@ -113,7 +113,11 @@ class VectorUnit(wiring.Component):
         return m
 
     def _share(self, m, engines, active, ub):
-        """Give the UB ports and the AXI master to the active engine; inputs reach only that engine."""
+        """Give the UB ports and the AXI master to the active engine; inputs reach only that engine.
+
+        UB read data is gated to zero for engines that are not active: an idle engine's datapath (the
+        local_gather shifters, for one) then sees constant inputs instead of re-evaluating on every read
+        another engine makes (in Icarus that activity made a whole-UB TSTORE of random data ~10x slower)."""
         axi = self.m_axi
         for index, engine in enumerate(engines):
             sel = active == index
@@ -136,4 +140,5 @@ class VectorUnit(wiring.Component):
                 for port, theirs in zip(ub.rd, engine.ub_rd):
                     with m.If(sel):
                         m.d.comb += [port.addr.eq(theirs.addr), port.en.eq(theirs.en)]
-                    m.d.comb += [theirs.data.eq(port.data), theirs.next.eq(port.next)]
+                    m.d.comb += [theirs.data.eq(port.data & sel.replicate(len(port.data))),
+                                 theirs.next.eq(port.next & sel.replicate(len(port.next)))]
