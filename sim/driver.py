@@ -14,7 +14,10 @@ from rtl.isa import (Command, DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, Opcode, R
                      encode)
 from rtl.status import Status
 
-__all__ = ["tile", "gm_region", "Driver", "to_bytes", "from_bytes", "matrix_rows"]
+__all__ = ["tile", "gm_region", "Driver", "to_bytes", "from_bytes", "matrix_rows", "DEFAULT_TIMEOUT_CYCLES"]
+
+#: Clock cycles :meth:`Driver.execute` waits for a response before it reports a hang.
+DEFAULT_TIMEOUT_CYCLES = 200_000
 
 
 def tile(base, rows, cols, dtype, valid=None, layout=Layout.ROW_MAJOR):
@@ -69,7 +72,8 @@ class Driver:
     (test, instruction, shape, dtype, cycles, status) for the run summary and the benchmark.
     """
 
-    def __init__(self, cmd_source, rsp_sink, gm, *, test_name="", timeout_cycles=200_000, clock=None):
+    def __init__(self, cmd_source, rsp_sink, gm, *, test_name="", timeout_cycles=DEFAULT_TIMEOUT_CYCLES,
+                 clock=None):
         self.cmd_source, self.rsp_sink, self.gm = cmd_source, rsp_sink, gm
         self.test_name = test_name
         self.timeout_cycles = timeout_cycles
@@ -81,8 +85,10 @@ class Driver:
         """Send one instruction (dict for :data:`rtl.isa.Command`), wait for its response.
 
         Returns the decoded response dict (``tag``, ``status`` as :class:`Status` or int, ``cycles``).
-        A response that does not arrive within ``timeout_cycles`` clock cycles fails the test as a hang.
+        A response that does not arrive within ``timeout_cycles`` clock cycles fails the test with
+        :class:`cocotb_tests.errors.HangError` (an ``AssertionError``).
         """
+        from cocotb_tests.errors import HangError
         from cocotb.triggers import ClockCycles, First
         from cocotbext.axi import AxiStreamFrame
         cmd = dict(cmd)
@@ -97,7 +103,7 @@ class Driver:
         done = await First(task, timeout)
         if done is timeout:
             task.cancel()
-            raise AssertionError(f"no response within {self.timeout_cycles} cycles: the unit hangs on {cmd}")
+            raise HangError(cmd, self.timeout_cycles)
         frame = task.result()
         rsp = decode(Response, int.from_bytes(bytes(frame.tdata), "little"))
         assert rsp["tag"] == cmd["tag"], f"response tag {rsp['tag']} != command tag {cmd['tag']}"
