@@ -69,24 +69,18 @@ async def _error_then_recover(dut, name):
     await h.check_ub()
 
 
-def _make(name):
-    async def test(dut):
-        await _error_then_recover(dut, name)
-    test.__name__ = test.__qualname__ = f"error_{name.lower()}"
-    test.__doc__ = f"{name}: answered, nothing touched, next command correct."
-    return test
+#: The statuses ``error`` answers, one test each (``error/status=UNKNOWN_OPCODE``, run and labelled
+#: ``error_unknown_opcode`` by ``sim.regress``).
+STATUSES = [Status.UNKNOWN_OPCODE, Status.UNSUPPORTED, Status.DTYPE_INVALID, Status.DTYPE_MISMATCH,
+            Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC, Status.SHAPE_MISMATCH,
+            Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE]
 
 
-error_unknown_opcode = cocotb.test()(_make("UNKNOWN_OPCODE"))
-error_unsupported = cocotb.test()(_make("UNSUPPORTED"))
-error_dtype_invalid = cocotb.test()(_make("DTYPE_INVALID"))
-error_dtype_mismatch = cocotb.test()(_make("DTYPE_MISMATCH"))
-error_ub_misaligned = cocotb.test()(_make("UB_MISALIGNED"))
-error_ub_out_of_range = cocotb.test()(_make("UB_OUT_OF_RANGE"))
-error_valid_exceeds_static = cocotb.test()(_make("VALID_EXCEEDS_STATIC"))
-error_shape_mismatch = cocotb.test()(_make("SHAPE_MISMATCH"))
-error_gm_misaligned = cocotb.test()(_make("GM_MISALIGNED"))
-error_gm_out_of_range = cocotb.test()(_make("GM_OUT_OF_RANGE"))
+@cocotb.test()
+@cocotb.parametrize(status=STATUSES)
+async def error(dut, status):
+    """One error status: answered, nothing touched, next command correct."""
+    await _error_then_recover(dut, status.name)
 
 
 @cocotb.test()

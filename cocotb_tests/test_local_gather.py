@@ -351,24 +351,18 @@ async def _error_then_recover(dut, name):
         await _gather_and_check(h, legal, idx)
 
 
-def _make(name):
-    async def test(dut):
-        await _error_then_recover(dut, name)
-    test.__name__ = test.__qualname__ = f"lg_error_{name.lower()}"
-    test.__doc__ = f"{name}: answered, nothing touched, the next LOCAL_GATHER exact."
-    return test
+#: The statuses ``lg_error`` answers, one test each (``lg_error/status=DTYPE_INVALID``, run and labelled
+#: ``lg_error_dtype_invalid`` by ``sim.regress``).
+STATUSES = [Status.DTYPE_INVALID, Status.DTYPE_MISMATCH, Status.INDEX_DTYPE, Status.UB_MISALIGNED,
+            Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC, Status.LAYOUT_UNSUPPORTED,
+            Status.SHAPE_MISMATCH, Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE]
 
 
-lg_error_dtype_invalid = cocotb.test()(_make("DTYPE_INVALID"))
-lg_error_dtype_mismatch = cocotb.test()(_make("DTYPE_MISMATCH"))
-lg_error_index_dtype = cocotb.test()(_make("INDEX_DTYPE"))
-lg_error_ub_misaligned = cocotb.test()(_make("UB_MISALIGNED"))
-lg_error_ub_out_of_range = cocotb.test()(_make("UB_OUT_OF_RANGE"))
-lg_error_valid_exceeds_static = cocotb.test()(_make("VALID_EXCEEDS_STATIC"))
-lg_error_layout_unsupported = cocotb.test()(_make("LAYOUT_UNSUPPORTED"))
-lg_error_shape_mismatch = cocotb.test()(_make("SHAPE_MISMATCH"))
-lg_error_param_invalid = cocotb.test()(_make("PARAM_INVALID"))
-lg_error_dim_out_of_range = cocotb.test()(_make("DIM_OUT_OF_RANGE"))
+@cocotb.test()
+@cocotb.parametrize(status=STATUSES)
+async def lg_error(dut, status):
+    """One LOCAL_GATHER constraint status: answered, nothing touched, the next LOCAL_GATHER exact."""
+    await _error_then_recover(dut, status.name)
 
 
 @cocotb.test()

@@ -16,13 +16,18 @@ from dataclasses import dataclass, field
 
 from rtl.isa import DType
 
-from .runner import BUILD, build, list_testcases, run
+from .runner import BUILD, build, list_testcases, run, testcase_label
 
 __all__ = ["Entry", "REGRESSION", "main"]
 
 
 @dataclass(frozen=True)
 class Entry:
+    """One simulator run: ``testcase`` of ``cocotb_tests/<module>.py`` as cocotb names it (a
+    ``@cocotb.parametrize`` case is ``<function>/<param>=<value>``, selected exactly, so every case is
+    its own run), with ``params`` and a ``label`` (default: ``sim.runner.testcase_label(testcase)``,
+    e.g. ``error_unknown_opcode`` for ``error/status=UNKNOWN_OPCODE``) that names its row, pytest id and
+    run directory."""
     module: str                 # cocotb_tests/<module>.py
     testcase: str
     params: tuple = ()          # ((key, value), ...) -> TILEVEC_<KEY> in the simulation
@@ -30,7 +35,7 @@ class Entry:
 
     @property
     def name(self):
-        return self.label or self.testcase
+        return self.label or testcase_label(self.testcase)
 
 
 def _regression():

@@ -3,15 +3,22 @@
 One build per (simulator, configuration, waves) under ``build/sim/``, guarded by a file lock so that
 pytest-xdist workers share it; one simulator run per testcase under ``build/run/``, each with its own
 directory, results XML, record file and (with waves) FST, so parallel runs never collide.
+
+The Verilog export (``build/verilog/vector_unit_<config>.v``) is redone only when its inputs change: a
+stamp beside it holds a hash of every ``rtl/**/*.py``, ``sim/export.py``, the configuration and the
+Amaranth version.
 """
 
-import ast
+import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import pathlib
+import re
 import shutil
 import sys
+import xml.etree.ElementTree as ElementTree
 
 from rtl.config import preset
 
@@ -25,25 +32,42 @@ TOPLEVEL = "vector_unit"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["SIMULATORS", "list_testcases", "build", "run", "RunResult", "verilator_env"]
+__all__ = ["SIMULATORS", "list_testcases", "testcase_label", "cocotb_filter", "build", "run", "RunResult",
+           "TestcaseResult", "parse_results", "export_stamp", "verilator_env"]
 
 
 def list_testcases(module):
-    """Names of the ``@cocotb.test`` functions in ``cocotb_tests/<module>.py``, in file order."""
-    tree = ast.parse((ROOT / "cocotb_tests" / f"{module}.py").read_text())
+    """Names of the cocotb tests in ``cocotb_tests/<module>.py``, in file order, as cocotb names them:
+    a ``@cocotb.parametrize``-d test gives one name per case, ``<function>/<param>=<value>...`` (e.g.
+    ``error/status=UNKNOWN_OPCODE``). The module is imported (outside a simulator; test modules must not
+    touch ``cocotb.top`` at import time) and its tests generated as cocotb's regression manager does."""
+    import importlib
+    from cocotb._decorators import Test, TestGenerator   # what cocotb.regression discovers
+    mod = importlib.import_module(f"cocotb_tests.{module}")
     names = []
-    is_test = lambda f: isinstance(f, ast.Attribute) and f.attr == "test"
-    for node in tree.body:
-        # name = cocotb.test()(factory(...))
-        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and isinstance(node.value.func, ast.Call) and is_test(node.value.func.func)):
-            names.append(node.targets[0].id)
-        if isinstance(node, ast.AsyncFunctionDef):
-            for deco in node.decorator_list:
-                target = deco.func if isinstance(deco, ast.Call) else deco
-                if isinstance(target, ast.Attribute) and target.attr == "test":
-                    names.append(node.name)
+    for obj in vars(mod).values():
+        if isinstance(obj, Test):
+            names.append(obj.name)
+        elif isinstance(obj, TestGenerator):
+            names += [test.name for test in obj.generate_tests()]
     return names
+
+
+def testcase_label(testcase):
+    """A file-name-safe label for a testcase name: each ``/<param>=<value>`` of a parametrized test
+    becomes ``_<value>`` in lower case (``error/status=UNKNOWN_OPCODE`` -> ``error_unknown_opcode``);
+    other characters outside ``[A-Za-z0-9_.-]`` become ``_``."""
+    label = re.sub(r"/[A-Za-z_]\w*=([^/]*)", lambda m: "_" + m.group(1).lower(), testcase)
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", label)
+
+
+def cocotb_filter(module, testcases):
+    """A ``COCOTB_TEST_FILTER`` regex that selects exactly ``testcases`` (a name or a list) of
+    ``cocotb_tests/<module>.py``. cocotb searches (``re.search``) the filter in each test's full name
+    ``cocotb_tests.<module>.<name>``; the runner's own ``testcase=`` filter, ``\\.(.*<name>)$``, also selects
+    every test whose name *ends* with ``<name>``, so this one is anchored at both ends instead."""
+    names = [testcases] if isinstance(testcases, str) else list(testcases)
+    return "^(" + "|".join(re.escape(f"cocotb_tests.{module}.{name}") for name in names) + ")$"
 
 
 def verilator_env():
@@ -85,15 +109,44 @@ def _runner(sim):
     return get_runner(sim)
 
 
-def build(config_name="small", sim="icarus", waves=False):
-    """Export and compile the unit for a configuration; returns ``(runner, build_dir)``."""
+def export_stamp(config):
+    """Hash of everything the exported Verilog depends on: the contents of every ``rtl/**/*.py`` and of
+    ``sim/export.py``, the configuration, and the Amaranth version (its Yosys comes with it)."""
+    import amaranth
+    h = hashlib.sha256()
+    h.update(f"amaranth {amaranth.__version__}\n{config!r}\n".encode())
+    for path in sorted((ROOT / "rtl").rglob("*.py")) + [ROOT / "sim" / "export.py"]:
+        h.update(f"{path.relative_to(ROOT).as_posix()}\n".encode())
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _export(config, config_name):
+    """The unit's Verilog for ``config`` under ``build/verilog/``; exported only when the stamp beside
+    it differs from :func:`export_stamp` or the file is missing (5-9 s saved per run otherwise)."""
     from sim.export import export
+    path = BUILD / "verilog" / f"{TOPLEVEL}_{config_name}.v"
+    stamp_file = path.with_name(path.name + ".stamp")
+    with _Lock(path.with_name(path.name + ".lock")):    # one file for every build of this configuration
+        stamp = export_stamp(config)
+        if path.exists() and stamp_file.exists() and stamp_file.read_text().strip() == stamp:
+            return path
+        export(config, path)
+        tmp = stamp_file.with_name(stamp_file.name + ".tmp")
+        tmp.write_text(stamp + "\n")
+        tmp.replace(stamp_file)
+    return path
+
+
+def build(config_name="small", sim="icarus", waves=False):
+    """Export (when the sources changed) and compile the unit for a configuration; returns
+    ``(runner, build_dir)``."""
     config = preset(config_name)
     tag = f"{sim}-{config_name}" + ("-waves" if waves else "")
     build_dir = BUILD / "sim" / tag
     runner = _runner(sim)
     with _Lock(BUILD / "sim" / f"{tag}.lock"):
-        source = export(config, BUILD / "verilog" / f"{TOPLEVEL}_{config_name}.v")
+        source = _export(config, config_name)
         build_args = []
         if sim == "verilator":
             build_args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "--x-assign", "0"]
@@ -104,15 +157,54 @@ def build(config_name="small", sim="icarus", waves=False):
     return runner, build_dir
 
 
+@dataclasses.dataclass(frozen=True)
+class TestcaseResult:
+    """One testcase of a results XML: cocotb's ``name``, ``result`` (``"pass"``, ``"fail"`` or
+    ``"skip"``; an error counts as a failure), the failure or skip ``message`` (its first line, the
+    exception's message; ``""`` when it passed), the exception ``type`` and the wall-clock ``time`` in s."""
+    __test__ = False            # not a pytest test class
+
+    name: str
+    result: str
+    message: str = ""
+    type: str = ""
+    time: float = 0.0
+
+
+def parse_results(results_xml):
+    """The :class:`TestcaseResult` of every testcase in a JUnit results XML (as cocotb writes it), in
+    file order. Raises ``FileNotFoundError`` when it does not exist."""
+    cases = []
+    for case in ElementTree.parse(results_xml).getroot().iter("testcase"):
+        result, message, kind = "pass", "", ""
+        for tag, outcome in (("failure", "fail"), ("error", "fail"), ("skipped", "skip")):
+            element = case.find(tag)
+            if element is not None:
+                result = outcome
+                message = element.get("message") or (element.text or "").strip()
+                kind = element.get("type") or ""
+                break
+        cases.append(TestcaseResult(case.get("name", ""), result, message, kind, float(case.get("time") or 0)))
+    return cases
+
+
 class RunResult:
+    """What one :func:`run` produced: ``cases`` (a :class:`TestcaseResult` per testcase), the counts
+    ``tests`` and ``failed`` (as ``cocotb_tools.runner.get_results``; a run that left no results XML has
+    ``tests = 0, failed = 1``), ``passed``, ``records`` (the executed commands, ``TILEVEC_RECORDS``),
+    ``results_xml``, ``log_file`` and ``waves_file``."""
+
     def __init__(self, testcase, results_xml, records_file, waves_file):
-        from cocotb_tools.runner import get_results
         self.testcase = testcase
         self.results_xml = results_xml
         self.waves_file = waves_file
+        self.log_file = pathlib.Path(results_xml).parent / "sim.log"
         try:
-            self.tests, self.failed = get_results(results_xml)
-        except (RuntimeError, FileNotFoundError):
+            self.cases = parse_results(results_xml)
+            self.tests = len(self.cases)
+            self.failed = sum(c.result == "fail" for c in self.cases)
+        except (ElementTree.ParseError, FileNotFoundError, OSError):
+            self.cases = []
             self.tests, self.failed = 0, 1
         self.records = []
         if records_file.exists():
@@ -122,16 +214,29 @@ class RunResult:
     def passed(self):
         return self.tests > 0 and self.failed == 0
 
+    @property
+    def failures(self):
+        """The failed :class:`TestcaseResult` s."""
+        return [c for c in self.cases if c.result == "fail"]
+
+    def summary(self):
+        """One line per testcase (``PASS name``, ``FAIL name: message``), or why there are none."""
+        if not self.cases:
+            return f"{self.testcase}: no results (simulation ended abnormally; see {self.log_file})"
+        return "\n".join(f"{c.result.upper()} {c.name}" + (f": {c.message}" if c.message else "")
+                         for c in self.cases)
+
 
 def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=None, params=None,
         label=None):
     """Run one cocotb testcase of ``cocotb_tests/<module>.py``; returns a :class:`RunResult`.
 
+    ``testcase`` is cocotb's name of the test (``list_testcases``), selected exactly (:func:`cocotb_filter`);
     ``params`` (a dict) reaches the testcase as environment variables ``TILEVEC_<KEY>``; ``label``
-    names the run directory ``build/run/<sim>-<config>/<label>`` (default: the testcase name).
+    names the run directory ``build/run/<sim>-<config>/<label>`` (default: :func:`testcase_label`).
     """
     runner, build_dir = build(config_name, sim, waves)
-    label = label or testcase
+    label = label or testcase_label(testcase)
     test_dir = BUILD / "run" / f"{sim}-{config_name}" / label
     if test_dir.exists():
         shutil.rmtree(test_dir)
@@ -146,8 +251,8 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
         plusargs = ["--trace"]
     try:
         results_xml = runner.test(test_module=f"cocotb_tests.{module}", hdl_toplevel=TOPLEVEL,
-                                  testcase=testcase, test_dir=test_dir, build_dir=build_dir,
-                                  extra_env=env, waves=waves, seed=seed, plusargs=plusargs,
+                                  test_filter=cocotb_filter(module, testcase), test_dir=test_dir,
+                                  build_dir=build_dir, extra_env=env, waves=waves, seed=seed, plusargs=plusargs,
                                   timescale=("1ns", "1ps"), log_file=test_dir / "sim.log")
     except SystemExit:
         results_xml = test_dir / "results.xml"
@@ -161,4 +266,5 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
 if __name__ == "__main__":
     module, testcase = sys.argv[1], sys.argv[2]
     result = run(module, testcase, *(sys.argv[3:4] or ["small"]))
+    print(result.summary())
     print(f"{testcase}: {'PASS' if result.passed else 'FAIL'} ({result.results_xml})")
