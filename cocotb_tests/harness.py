@@ -3,31 +3,129 @@ and a golden :class:`golden.machine.Machine` that shadows every command for whol
 
 Usage in a cocotb test::
 
-    h = await Harness.start(dut, backpressure=True)
+    h = await Harness.start(dut, backpressure=True)   # config / timeout_cycles: see Harness.start
     h.gm_write(0x1000, data)                     # written to the RTL's GM and the golden's GM
+    await h.ub_load(0x200, data)                 # written to the RTL's UB (debug port) and the golden's
     rsp = await h.run(cmd)                       # executes on both; asserts the statuses agree
     await h.check_ub()                           # whole UB image, RTL vs golden, bit for bit
     h.check_gm(0x1000, 4096)                     # a GM range, RTL vs golden
+    raw = await h.ub_read(0x200, 64)             # UB bytes, read through the debug port
+
+Failures raise the ``AssertionError`` subclasses of :mod:`cocotb_tests.errors` (``HangError``,
+``StatusMismatch``, ``UbMismatch``, ``GmMismatch``), whose attributes say what differed.
 """
 
 import os
 import random
+from collections.abc import Mapping
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiStreamBus, AxiStreamSink, AxiStreamSource
 
-from rtl.config import preset
+from rtl.config import Config, preset
 from rtl.isa import DType, Opcode
 from rtl.status import Status
-from sim.driver import Driver, gm_region, matrix_rows, tile
+from sim.driver import DEFAULT_TIMEOUT_CYCLES, Driver, gm_region, matrix_rows, tile
 from sim.gm import ErrorRam, LatencyRam
 
-__all__ = ["Harness"]
+from .errors import GmMismatch, StatusMismatch, UbMismatch
+
+__all__ = ["Harness", "Params", "params", "resolve_config", "resolve_timeout"]
 
 #: GM scratch area the harness uses to read the UB back (TSTORE of the whole UB).
 SCRATCH = 0x8000_0000
+
+
+#: Environment variables the runner sets for itself (not test parameters).
+_RESERVED = ("CONFIG", "RECORDS", "TEST", "TIMEOUT_CYCLES")
+
+
+class Params(Mapping):
+    """The test parameters of this simulator run: ``sim.runner.run(params={"dtype": "FP16"})`` (or a
+    ``sim.regress.Entry``) sets ``TILEVEC_DTYPE=FP16``, read here as ``params["dtype"]``. Keys are
+    case-insensitive (stored lower case); the runner's own variables (``TILEVEC_CONFIG``,
+    ``TILEVEC_RECORDS``, ``TILEVEC_TEST``, ``TILEVEC_TIMEOUT_CYCLES``) are not parameters."""
+
+    def __init__(self, environ=None):
+        environ = os.environ if environ is None else environ
+        self._values = {key[len("TILEVEC_"):].lower(): value for key, value in environ.items()
+                        if key.startswith("TILEVEC_") and key[len("TILEVEC_"):] not in _RESERVED}
+
+    def __getitem__(self, key):
+        return self._values[key.lower()]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self):
+        return len(self._values)
+
+    def get(self, key, default=None, cast=None):
+        """The parameter ``key``, converted by ``cast`` (default: the type of ``default`` when that is
+        not a string; ``bool`` accepts 1/0, true/false, yes/no, on/off), or ``default`` when unset."""
+        if key.lower() not in self._values:
+            return default
+        value = self._values[key.lower()]
+        cast = cast or (type(default) if default is not None and not isinstance(default, str) else None)
+        if cast is bool:
+            low = value.strip().lower()
+            if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise ValueError(f"TILEVEC_{key.upper()}={value!r} is not a boolean")
+            return low in ("1", "true", "yes", "on")
+        return cast(value) if cast else value
+
+    def __repr__(self):
+        return f"Params({self._values!r})"
+
+
+def params():
+    """:class:`Params` of this run (also ``Harness.params``), usable before ``Harness.start``."""
+    return Params()
+
+
+def resolve_config(config=None):
+    """A :class:`rtl.config.Config` from a ``Config``, a preset name, or ``None``: the preset named by
+    ``TILEVEC_CONFIG`` (what the runner built), ``small`` when unset."""
+    if config is None:
+        config = os.environ.get("TILEVEC_CONFIG", "small")
+    if isinstance(config, str):
+        return preset(config)
+    if not isinstance(config, Config):
+        raise TypeError(f"config must be a rtl.config.Config or a preset name, not {config!r}")
+    return config
+
+
+def resolve_timeout(timeout_cycles=None):
+    """The hang limit in clock cycles: ``timeout_cycles``, else ``TILEVEC_TIMEOUT_CYCLES``, else
+    :data:`sim.driver.DEFAULT_TIMEOUT_CYCLES`."""
+    if timeout_cycles is None:
+        timeout_cycles = os.environ.get("TILEVEC_TIMEOUT_CYCLES") or DEFAULT_TIMEOUT_CYCLES
+    timeout_cycles = int(timeout_cycles)
+    if timeout_cycles < 1:
+        raise ValueError(f"timeout_cycles must be >= 1, not {timeout_cycles}")
+    return timeout_cycles
+
+
+def _check_dut(dut, config):
+    """Fail early when ``config`` does not describe the simulated unit (wrong preset for the build)."""
+    def width(name):
+        return len(getattr(dut, name))
+    problems = []
+    if width("m_axi__wdata") != config.axi_data_bits:
+        problems.append(f"m_axi__wdata is {width('m_axi__wdata')} bits, config says {config.axi_data_bits}")
+    if width("m_axi__araddr") != config.gm_addr_bits:
+        problems.append(f"m_axi__araddr is {width('m_axi__araddr')} bits, config says {config.gm_addr_bits}")
+    has_dbg = hasattr(dut, "ub_dbg__valid")
+    if has_dbg != config.ub_debug_port:
+        problems.append(f"the unit {'has' if has_dbg else 'has no'} UB debug port, config says "
+                        f"ub_debug_port={config.ub_debug_port}")
+    elif has_dbg and width("ub_dbg__addr") != (config.ub_words - 1).bit_length():
+        problems.append(f"ub_dbg__addr is {width('ub_dbg__addr')} bits, config has {config.ub_words} UB words")
+    if problems:
+        raise ValueError("Harness.start: the configuration does not match the simulated unit: "
+                         + "; ".join(problems) + f" (config: {config.describe()})")
 
 
 def _pauses(rng, probability):
@@ -42,15 +140,38 @@ class Harness:
         self.dut, self.config, self.driver, self.gm = dut, config, driver, gm
         self.golden = Machine(config, supported=[op for engine in ENGINES for op in engine.opcodes])
         self.rng = random.Random(seed)
+        self.params = Params()
+        self.has_debug_port = config.ub_debug_port and hasattr(dut, "ub_dbg__valid")
+
+    @property
+    def timeout_cycles(self):
+        """Clock cycles a command may take before it fails as a hang (``HangError``); settable."""
+        return self.driver.timeout_cycles
+
+    @timeout_cycles.setter
+    def timeout_cycles(self, cycles):
+        self.driver.timeout_cycles = resolve_timeout(cycles)
 
     @classmethod
-    async def start(cls, dut, *, backpressure=False, latency=None, seed=None, pause=0.3):
-        """Clock, reset, models. ``backpressure``: random stalls on every AXI and stream channel.
-        ``latency``: use the fixed-latency GM model (benchmarks) instead of ``ErrorRam``."""
-        config = preset(os.environ.get("TILEVEC_CONFIG", "small"))
+    async def start(cls, dut, *, config=None, timeout_cycles=None, backpressure=False, latency=None, seed=None,
+                    pause=0.3):
+        """Clock, reset, models; returns the harness.
+
+        ``config``: a :class:`rtl.config.Config` or a preset name describing the simulated unit (default:
+        ``TILEVEC_CONFIG``, which the runner sets to the configuration it built; ``small`` when unset);
+        checked against the unit's port widths. ``timeout_cycles``: how long a command may take before
+        the test fails with ``HangError`` (default: ``TILEVEC_TIMEOUT_CYCLES``, else 200,000).
+        ``backpressure``: random stalls (probability ``pause`` per cycle) on every AXI and stream
+        channel. ``latency``: use the fixed-latency GM model (benchmarks) instead of ``ErrorRam``.
+        ``seed``: of ``h.rng`` and the stall patterns (default: cocotb's random seed)."""
+        config = resolve_config(config)
+        timeout_cycles = resolve_timeout(timeout_cycles)
+        _check_dut(dut, config)
         seed = cocotb.RANDOM_SEED if seed is None else seed
         dut.rst.value = 1                      # before the first clock edge (see shared NOTES)
         dut.clk.value = 0
+        if hasattr(dut, "ub_dbg__valid"):
+            dut.ub_dbg__valid.value = 0        # an undriven valid is X in Icarus
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start(start_high=False))
         bus = AxiBus.from_prefix(dut, "m_axi", bus_separator="__")
         size = 1 << min(config.gm_addr_bits, 32)
@@ -64,7 +185,8 @@ class Harness:
             model.log.setLevel("WARNING")
         gm.write_if.log.setLevel("WARNING")
         gm.read_if.log.setLevel("WARNING")
-        driver = Driver(src, sink, gm, test_name=_current_test_name(), clock=dut.clk)
+        driver = Driver(src, sink, gm, test_name=_current_test_name(), timeout_cycles=timeout_cycles,
+                        clock=dut.clk)
         await ClockCycles(dut.clk, 4)
         dut.rst.value = 0
         await RisingEdge(dut.clk)
@@ -99,8 +221,8 @@ class Harness:
         """Execute on the RTL and on the golden machine; the statuses must agree. Returns the response."""
         rsp = await self.driver.execute(cmd, label=label)
         expected = self.golden.execute(cmd)
-        assert rsp["status"] == expected, \
-            f"status {_name(rsp['status'])} from the RTL, golden says {_name(expected)} for {cmd}"
+        if rsp["status"] != expected:
+            raise StatusMismatch(cmd, expected, rsp["status"])
         return rsp
 
     async def run_axi_error(self, cmd, expected):
@@ -108,15 +230,17 @@ class Harness:
         and change nothing outside the destination (UB tile valid region for TLOAD and MGATHER, the GM
         lines for TSTORE). The golden machine then adopts the RTL's destination bytes so later checks hold."""
         from golden.check import gm_view, normalize, tile_view
+        import numpy as np
         rsp = await self.driver.execute(cmd)
-        assert rsp["status"] == expected, f"status {_name(rsp['status'])}, expected {_name(expected)}"
+        if rsp["status"] != expected:
+            raise StatusMismatch(cmd, expected, rsp["status"], reference=None)
         if cmd["opcode"] in (Opcode.TLOAD, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM):
             mask = self.golden.footprint(tile_view(normalize(cmd), "dst"))
             got = await self.ub_image()
-            want = bytes(self.golden.ub)
-            outside = [i for i in range(len(want)) if got[i] != want[i] and not mask[i]]
-            assert not outside, f"{cmd['opcode'].name} with an AXI error wrote outside its tile, first at UB 0x{outside[0]:x}"
-            import numpy as np
+            bad = UbMismatch.compare(0, bytes(self.golden.ub), got, care=~np.asarray(mask, bool),
+                                     context=f"{cmd['opcode'].name} with an AXI error wrote outside its tile")
+            if bad:
+                raise bad
             self.golden.ub[:] = np.frombuffer(got, np.uint8)
         return rsp
 
@@ -128,46 +252,110 @@ class Harness:
         import numpy as np
         rsp = await self.driver.execute(cmd, label=label)
         expected = self.golden.execute(cmd, on_undefined="mask")
-        assert rsp["status"] == expected, \
-            f"status {_name(rsp['status'])} from the RTL, golden says {_name(expected)} for {cmd}"
+        if rsp["status"] != expected:
+            raise StatusMismatch(cmd, expected, rsp["status"])
         mask = self.golden.last_undefined
         got = np.frombuffer(await self.ub_image(), np.uint8)
         care = np.ones(len(got), bool) if mask is None else ~mask
-        bad = np.nonzero((got != self.golden.ub) & care)[0]
-        assert not len(bad), (f"UB differs from golden at {len(bad)} defined bytes, first at 0x{bad[0]:x}: "
-                              f"rtl {got[bad[0]]:#04x} golden {self.golden.ub[bad[0]]:#04x}")
+        bad = UbMismatch.compare(0, self.golden.ub, got, care=care, what="defined")
+        if bad:
+            raise bad
         self.golden.ub[:] = got
         return rsp, 0 if mask is None else int(mask.sum())
 
-    async def ub_image(self):
-        """The RTL's whole UB, read back through TSTORE into the GM scratch area (not shadowed)."""
+    # ---- the UB: debug port (default) or TSTORE -----------------------------------------------------
+
+    async def ub_load(self, address, data, *, shadow=True):
+        """Write ``data`` to the RTL's UB at byte ``address`` through the UB debug port (one word per
+        cycle, exact byte enables: bytes outside the range keep their values), and, with ``shadow``,
+        to the golden machine's UB. Must be awaited between commands (the port is granted only while
+        the unit is idle; it waits for that)."""
+        data = bytes(data)
+        self._ub_range(address, len(data))
+        W = self.config.ub_word_bytes
+        ops = []
+        for word in range(address // W, -(-(address + len(data)) // W)):
+            lo, hi = max(address, word * W), min(address + len(data), (word + 1) * W)
+            off = lo - word * W
+            ops.append((1, word, int.from_bytes(data[lo - address:hi - address], "little") << (8 * off),
+                        ((1 << (hi - lo)) - 1) << off))
+        await self._debug(ops)
+        if shadow:
+            import numpy as np
+            self.golden.ub[address:address + len(data)] = np.frombuffer(data, np.uint8)
+
+    async def ub_read(self, address, length):
+        """``length`` bytes of the RTL's UB from byte ``address``, read through the UB debug port (one
+        word per cycle; nothing else in the unit moves). Awaited between commands, like :meth:`ub_load`."""
+        self._ub_range(address, length)
+        W = self.config.ub_word_bytes
+        first = address // W
+        words = await self._debug([(0, word, 0, 0) for word in range(first, -(-(address + length) // W))])
+        raw = b"".join(w.to_bytes(W, "little") for w in words)
+        return raw[address - first * W:address - first * W + length]
+
+    async def ub_image(self, via=None):
+        """The RTL's whole UB. ``via="port"`` (the default when the unit has the debug port): read
+        through the UB debug port; ``via="tstore"``: through a TSTORE of the whole UB into the GM scratch
+        area at ``SCRATCH`` (not shadowed; exercises TSTORE, ~10x slower)."""
+        via = via or ("port" if self.has_debug_port else "tstore")
+        if via == "port":
+            return await self.ub_read(0, self.config.ub_bytes)
+        if via != "tstore":
+            raise ValueError(f"via must be 'port' or 'tstore', not {via!r}")
         cols = 256
         rows = self.config.ub_bytes // cols
         cmd = {"opcode": Opcode.TSTORE, "src0": tile(0, rows, cols, DType.UINT8),
                "gm": gm_region(SCRATCH, rows, cols, DType.UINT8)}
         rsp = await self.driver.execute(cmd, label="ub readback")
-        assert rsp["status"] == Status.OK, f"UB readback failed: {_name(rsp['status'])}"
+        if rsp["status"] != Status.OK:
+            raise StatusMismatch(cmd, Status.OK, rsp["status"], reference=None)
         return self.driver.gm_read(SCRATCH, self.config.ub_bytes)
 
-    async def check_ub(self):
-        got = await self.ub_image()
-        want = bytes(self.golden.ub)
-        if got != want:
-            diff = [i for i in range(len(want)) if got[i] != want[i]]
-            raise AssertionError(f"UB differs from golden at {len(diff)} bytes, first at 0x{diff[0]:x}: "
-                                 f"rtl {got[diff[0]]:#04x} golden {want[diff[0]]:#04x}")
+    async def check_ub(self, via=None):
+        """The whole UB, RTL against golden (:meth:`ub_image` ``via``); raises ``UbMismatch``."""
+        bad = UbMismatch.compare(0, bytes(self.golden.ub), await self.ub_image(via))
+        if bad:
+            raise bad
 
     def check_gm(self, address, length):
-        got = self.driver.gm_read(address, length)
-        want = self.golden.gm.read(address, length)
-        if got != want:
-            diff = [i for i in range(length) if got[i] != want[i]]
-            raise AssertionError(f"GM differs from golden at {len(diff)} bytes, first at "
-                                 f"0x{address + diff[0]:x}: rtl {got[diff[0]]:#04x} golden {want[diff[0]]:#04x}")
+        """GM bytes ``[address, address + length)``, RTL's model against golden; raises ``GmMismatch``."""
+        bad = GmMismatch.compare(address, self.golden.gm.read(address, length),
+                                 self.driver.gm_read(address, length))
+        if bad:
+            raise bad
 
+    def _ub_range(self, address, length):
+        if not self.has_debug_port:
+            raise RuntimeError("this unit has no UB debug port (Config.ub_debug_port=False): "
+                               "load the UB with TLOAD, read it with ub_image(via='tstore')")
+        if address < 0 or length < 0 or address + length > self.config.ub_bytes:
+            raise ValueError(f"UB range 0x{address:x} + {length} is outside the {self.config.ub_bytes}-byte UB")
 
-def _name(status):
-    return status.name if isinstance(status, Status) else f"0x{int(status):02x}"
+    async def _debug(self, ops):
+        """Run ``(we, word, wdata, be)`` transfers on the UB debug port, back to back (one per cycle
+        while ``ready``); returns the read words in order. Handshakes are sampled at the clock edge."""
+        dut, clk = self.dut, self.dut.clk
+        valid, ready, we_sig, addr = dut.ub_dbg__valid, dut.ub_dbg__ready, dut.ub_dbg__we, dut.ub_dbg__addr
+        wdata, be, rdata, rvalid = dut.ub_dbg__wdata, dut.ub_dbg__be, dut.ub_dbg__rdata, dut.ub_dbg__rvalid
+        out, pending, i = [], 0, 0
+        while i < len(ops) or pending:
+            if i < len(ops):
+                we, word, data, enables = ops[i]
+                valid.value, we_sig.value, addr.value = 1, we, word
+                if we:
+                    wdata.value, be.value = data, enables
+            else:
+                valid.value = 0
+            await RisingEdge(clk)
+            if pending and rvalid.value:           # the read accepted at the previous edge
+                out.append(int(rdata.value))
+                pending -= 1
+            if i < len(ops) and ready.value:       # this op was accepted at this edge
+                pending += not ops[i][0]
+                i += 1
+        valid.value = 0
+        return out
 
 
 def _current_test_name():

@@ -72,7 +72,8 @@ async def roundtrip_random(dut):
         await h.run({"opcode": Opcode.TLOAD, "dst": t, "gm": src})
         await h.run({"opcode": Opcode.TSTORE, "src0": t, "gm": dst})
         h.check_gm(dst["base"] - 64, dst_len + 128)
-    await h.check_ub()
+    await h.check_ub()                    # through the UB debug port: independent of TSTORE
+    await h.check_ub(via="tstore")        # and through a whole-UB TSTORE, as before the port existed
 
 
 @cocotb.test()
@@ -89,3 +90,4 @@ async def roundtrip_smoke(dut):
     assert (got.view(np.uint32) == a.view(np.uint32)).all(), "round trip changed the data"
     h.check_gm(GM_DST - 64, 8 * 80 + 128)
     await h.check_ub()
+    await h.check_ub(via="tstore")

@@ -41,6 +41,10 @@ class Config:
     gemv_partial_sums: int = 4
     #: Target profile: which data types instructions accept (``Profile.A5`` accepts the most).
     profile: Profile = Profile.A5
+    #: A word-wide UB debug port on the top level (``ub_dbg__*``, see ``rtl.top.VectorUnit``): loads and
+    #: reads the UB while the unit is idle, through read port 0 and the write port (no extra RAM port).
+    #: Testbenches use it to set and check the UB without TLOAD/TSTORE; ``False`` leaves it out.
+    ub_debug_port: bool = True
 
     def __post_init__(self):
         def need(cond, what):

@@ -12,10 +12,32 @@ from .isa import COMMAND_BITS, RESPONSE_BITS, Command, Response
 from .status import Status
 from .ub import UnifiedBuffer
 
-__all__ = ["VectorUnit", "ENGINES"]
+__all__ = ["VectorUnit", "ENGINES", "UbDebugSignature"]
 
 #: Engine classes in the unit, in dispatch order. Each has an ``opcodes`` tuple and takes ``config``.
 ENGINES = (TransferEngine, LocalGatherEngine)
+
+
+class UbDebugSignature(wiring.Signature):
+    """The UB debug port, as seen by its user (the testbench): one word per transfer.
+
+    A transfer happens at a clock edge where ``valid`` and ``ready`` are both high. ``we`` = 1: write
+    ``wdata`` to word ``addr`` with byte enables ``be`` (bit ``i`` = byte ``i``, byte 0 = bits 7:0),
+    effective at that edge. ``we`` = 0: read word ``addr``; ``rdata`` holds it in the next cycle, marked
+    by ``rvalid`` (high for that one cycle). ``addr`` is a *word* address (byte address / word bytes).
+    """
+
+    def __init__(self, config):
+        super().__init__({
+            "valid": Out(1),
+            "ready": In(1),
+            "we": Out(1),
+            "addr": Out(range(config.ub_words)),
+            "wdata": Out(8 * config.ub_word_bytes),
+            "be": Out(config.ub_word_bytes),
+            "rdata": In(8 * config.ub_word_bytes),
+            "rvalid": In(1),
+        })
 
 
 class VectorUnit(wiring.Component):
@@ -30,7 +52,17 @@ class VectorUnit(wiring.Component):
     s_axis_cmd : AXI4-Stream sink, ``tdata`` = one :data:`rtl.isa.Command` [``s_axis_cmd__tdata`` ...]
     m_axis_rsp : AXI4-Stream source, ``tdata`` = one :data:`rtl.isa.Response` per command, in order
     m_axi : AXI4 master to global memory [``m_axi__araddr`` ...]; ID 0 only, INCR bursts
+    ub_dbg : UB debug port, flipped :class:`UbDebugSignature` (only with ``config.ub_debug_port``, the
+        default) [``ub_dbg__valid``, ``ub_dbg__ready``, ``ub_dbg__we``, ``ub_dbg__addr`` (word address),
+        ``ub_dbg__wdata``, ``ub_dbg__be``, ``ub_dbg__rdata``, ``ub_dbg__rvalid``]
     (plus ``clk`` and synchronous active-high ``rst`` from the default clock domain)
+
+    UB debug port: reads and writes UB words directly, one per cycle, for testbenches (load a whole UB
+    image, read it back) without going through TLOAD/TSTORE. ``ready`` is high exactly while the front
+    end is idle (the cycles ``s_axis_cmd.tready`` is high: no command in flight), so it can never
+    disturb an instruction; an access in the cycle a command is accepted takes effect before that
+    command. It shares UB read port 0 and the write port with the engines (no extra RAM port); a read
+    returns ``rdata`` with ``rvalid`` one cycle after the transfer. Tie ``valid`` low when unused.
 
     Behaviour: one instruction at a time. A command is accepted (``tready`` high) only when the unit
     is idle. The cycle after acceptance the checker decides; an illegal instruction answers its status
@@ -42,12 +74,15 @@ class VectorUnit(wiring.Component):
 
     def __init__(self, config):
         self.config = config
-        super().__init__({
+        ports = {
             "s_axis_cmd": In(AxiStreamSignature(COMMAND_BITS)),
             "m_axis_rsp": Out(AxiStreamSignature(RESPONSE_BITS)),
             "m_axi": Out(Axi4Signature(addr_width=config.gm_addr_bits, data_width=config.axi_data_bits,
                                        id_width=config.axi_id_bits)),
-        })
+        }
+        if config.ub_debug_port:
+            ports["ub_dbg"] = In(UbDebugSignature(config))
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -117,7 +152,9 @@ class VectorUnit(wiring.Component):
 
         UB read data is gated to zero for engines that are not active: an idle engine's datapath (the
         local_gather shifters, for one) then sees constant inputs instead of re-evaluating on every read
-        another engine makes (in Icarus that activity made a whole-UB TSTORE of random data ~10x slower)."""
+        another engine or the debug port makes (in Icarus that activity made a whole-UB TSTORE of random
+        data ~10x slower). While the front end is idle the UB debug port, if present, owns read port 0
+        and the write port."""
         axi = self.m_axi
         for index, engine in enumerate(engines):
             sel = active == index
@@ -142,3 +179,19 @@ class VectorUnit(wiring.Component):
                         m.d.comb += [port.addr.eq(theirs.addr), port.en.eq(theirs.en)]
                     m.d.comb += [theirs.data.eq(port.data & sel.replicate(len(port.data))),
                                  theirs.next.eq(port.next & sel.replicate(len(port.next)))]
+        if self.config.ub_debug_port:
+            self._debug_port(m, ub)
+
+    def _debug_port(self, m, ub):
+        """The UB debug port: granted while the front end is idle (``s_axis_cmd.tready``); it drives UB
+        read port 0 and the write port then (the engines are idle: their write enables are zero)."""
+        dbg, rd = self.ub_dbg, ub.rd[0]
+        grant = self.s_axis_cmd.tready
+        fire = dbg.valid & grant
+        m.d.comb += dbg.ready.eq(grant)
+        with m.If(grant):
+            m.d.comb += [rd.addr.eq(dbg.addr), rd.en.eq(fire & ~dbg.we),
+                         ub.wr.addr.eq(dbg.addr), ub.wr.data.eq(dbg.wdata),
+                         ub.wr.be.eq(Mux(fire & dbg.we, dbg.be, 0))]
+        m.d.sync += dbg.rvalid.eq(fire & ~dbg.we)
+        m.d.comb += dbg.rdata.eq(rd.data)

@@ -49,6 +49,7 @@ def _regression():
     entries += [Entry("test_local_gather", "lg_dtype", (("dtype", d.name),), f"lg_{d.name}") for d in DType]
     entries += [Entry("test_local_gather", t) for t in list_testcases("test_local_gather") if t != "lg_dtype"]
     entries += [Entry("test_gm_model", "gm_latency_exact", (("latency", n),), f"gm_latency_{n}") for n in (32, 3)]
+    entries += [Entry("test_ub_debug", t) for t in list_testcases("test_ub_debug")]
     return entries
 
 
