@@ -25,6 +25,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 from rtl.config import Config, preset
+from rtl.instructions import instruction
 from rtl.isa import DType, Opcode
 from rtl.status import Status
 from sim.driver import DEFAULT_TIMEOUT_CYCLES, Driver, gm_region, matrix_rows, tile
@@ -234,8 +235,9 @@ class Harness:
         rsp = await self.driver.execute(cmd)
         if rsp["status"] != expected:
             raise StatusMismatch(cmd, expected, rsp["status"], reference=None)
-        if cmd["opcode"] in (Opcode.TLOAD, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM):
-            mask = self.golden.footprint(tile_view(normalize(cmd), "dst"))
+        dest = instruction(cmd["opcode"]).destination      # the UB tile it writes (None: TSTORE)
+        if dest is not None:
+            mask = self.golden.footprint(tile_view(normalize(cmd), dest.name))
             got = await self.ub_image()
             bad = UbMismatch.compare(0, bytes(self.golden.ub), got, care=~np.asarray(mask, bool),
                                      context=f"{cmd['opcode'].name} with an AXI error wrote outside its tile")

@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from rtl.instructions import main_slot
 from rtl.isa import (Command, DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, Opcode, Response, decode,
                      encode)
 from rtl.status import Status
@@ -54,7 +55,7 @@ def _describe(cmd):
     """(instruction, shape, dtype) strings for the run summary."""
     op = cmd.get("opcode")
     name = op.name if isinstance(op, Opcode) else f"0x{int(op):02x}"
-    slot = cmd.get("src0") if op == Opcode.TSTORE else cmd.get("dst")
+    slot = cmd.get(main_slot(op)) if isinstance(op, Opcode) else cmd.get("dst")
     if not slot:
         return name, "-", "-"
     shape = f"{slot.get('valid_rows', 0)}x{slot.get('valid_cols', 0)}/{slot.get('rows', 0)}x{slot.get('cols', 0)}"
