@@ -65,7 +65,7 @@ def write_gtkw(fst, out=None, top="vector_unit"):
             for s, n, w in top_sigs:
                 if n in ("frontend_state", "status", "cycles", "active") or n in ("\\cmd.opcode", "\\cmd.tag"):
                     trace(g, s, n, w)
-        for title, prefix in _AXI_CHANNELS:
+        for title, prefix in (*_AXI_CHANNELS, ("UB debug port", "ub_dbg__")):
             with g.group(title, closed=True):
                 for s, n, w in top_sigs:
                     if n.startswith(prefix):
