@@ -1,0 +1,234 @@
+"""Streams of UB words: a region reader and a region writer, one UB port each.
+
+Engines move data through the UB as *lines* (a row of a row-major tile, a column of a column-major one).
+:class:`UbReader` turns lines into a stream of words realigned for wherever they are going;
+:class:`UbWriter` writes a stream of UB-aligned words into lines with exact byte enables. Both move one
+word per cycle at any alignment, with no bubble between lines.
+
+The lines of a tile's valid region come from :class:`rtl.walker.LineWalker` (running pointers, one line
+per cycle) with ``rtl.tile.tile_geometry`` for its ``lines``, ``line_bytes`` and ``ub_stride``; an engine
+that has no GM side leaves the walker's GM fields at zero (they are then optimised away).
+"""
+
+from amaranth import *
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .ub import UbReadSignature, UbWriteSignature
+from .walker import LINE_BYTES_BITS
+
+__all__ = ["UbReader", "UbWriter"]
+
+
+class UbReader(wiring.Component):
+    """Reads lines from the UB as a stream of words aligned for their destination.
+
+    A line is ``length`` bytes from UB byte ``ub_addr``. Byte ``j`` of the line leaves in lane
+    ``(dst_off + j) mod W`` (``W = config.ub_word_bytes``), so a line gives ``ceil((dst_off + length) / W)``
+    words and ``be`` marks exactly the line's bytes: the words are ready for a destination whose line
+    starts at lane ``dst_off`` (a bus beat, another UB word, a compute lane).
+
+    Why no realigner state: a UB read returns a 2-word window (word ``a`` and word ``a + 1``,
+    :class:`rtl.ub.UnifiedBuffer`), and any ``W`` bytes starting at any byte address lie in the window of
+    the word holding their first byte. Output word ``k`` of a line starts at UB byte
+    ``ub_addr - dst_off + k W``, so it is one read of word ``(ub_addr - dst_off) / W + k`` shifted by
+    ``(ub_addr - dst_off) mod W`` bytes, the same shift for every word of the line. The first read may
+    start below ``ub_addr`` (before the UB's first word it wraps to the last) and the last may go past the
+    line: reads have no side effects, and those lanes are outside ``be``.
+
+    Parameters
+    ----------
+    config : :class:`rtl.config.Config` (uses ``ub_word_bytes``, ``ub_words``)
+    elements : bool
+        Element view. The line gains ``esz`` (log2 element bytes) and ``stride`` (bytes between
+        elements); it holds ``length >> esz`` elements (at least one), element ``i`` at
+        ``ub_addr + i * stride`` (any byte address), and every output word carries one element, in lanes
+        ``dst_off .. dst_off + 2**esz - 1`` (``be`` exactly those; ``dst_off + 2**esz <= W``). Uses: a
+        column of a row-major tile (``stride`` = row bytes); a column of a column-major tile one element
+        per word (``stride = 2**esz``, e.g. TROWEXPANDMUL's expanded operand, one element per row).
+        One read per element, same latency and throughput as words.
+    depth : int
+        Output buffer, in words: at least 5, the least that keeps one word per cycle (a read's word is
+        in the buffer's output register 3 cycles after the read; the credit keeps one entry spare).
+
+    Ports
+    -----
+    lines : stream in ``{ub_addr (24-bit byte address), length (bytes, non-zero), dst_off (0..W-1)}``
+        (plus ``esz``, ``stride`` with ``elements``).
+    words : stream out ``{data (8 W bits), be (W bits), last (the line's last word)}``.
+    ub_rd : a UB read port (:class:`rtl.ub.UbReadSignature`), used only while a line is being read.
+
+    Backpressure: credits. A read is issued only when the output buffer has room for it and for the
+    read already in flight, so no word is ever dropped, and ``words.ready`` may be low for any time.
+
+    Latency: a line taken in cycle ``t`` is read from ``t + 1`` on; its first word is on ``words`` in
+    ``t + 4`` (read ``t + 1``, shifted into the buffer ``t + 2``, buffer output ``t + 4``).
+    Throughput: one word per cycle while ``words.ready`` is high, at any alignment of source and
+    destination; the next line is taken in the cycle that reads the last word of the current one, so
+    back-to-back lines have no bubble.
+
+    Timing: the line's start address and word count are computed once when the line is taken; per
+    word only a running pointer is incremented. The byte shift is the only logic between the UB's
+    output and the buffer, whose output is a register.
+    """
+
+    def __init__(self, config, *, elements=False, depth=8):
+        if depth < 5:
+            raise ValueError(f"UbReader depth={depth} must be >= 5 (one word per cycle needs 5)")
+        self._config = config
+        self._elements = elements
+        self._depth = depth
+        W = config.ub_word_bytes
+        fields = {"ub_addr": 24, "length": LINE_BYTES_BITS, "dst_off": range(W)}
+        if elements:
+            fields.update({"esz": 2, "stride": 24})
+        self.LineLayout = data.StructLayout(fields)
+        self.WordLayout = data.StructLayout({"data": 8 * W, "be": W, "last": 1})
+        super().__init__({
+            "lines": In(stream.Signature(self.LineLayout)),
+            "words": Out(stream.Signature(self.WordLayout)),
+            "ub_rd": Out(UbReadSignature(config)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        W = cfg.ub_word_bytes
+        sh = W.bit_length() - 1
+        elements = self._elements
+        lanes = range(W)
+
+        # ---- issue: one read per output word ---------------------------------------------------------
+        active = Signal()
+        ptr = Signal(24)                   # UB byte address of lane 0 of the next output word
+        left = Signal(LINE_BYTES_BITS + 1) # output words not yet read
+        first = Signal()                   # the next word is the line's first
+        lo = Signal(sh)                    # first lane of the line (dst_off)
+        end = Signal(sh)                   # one past the last lane of the last word, mod W (0: all W)
+        ebe = Signal(W)                    # element view: the lanes of every word
+        step = Signal(24)                  # pointer increment per word
+        if not elements:
+            m.d.comb += step.eq(W)
+
+        m.submodules.buf = buf = fifo.SyncFIFOBuffered(width=self.WordLayout.size, depth=self._depth)
+        s_valid = Signal()                 # a read issued last cycle: its word enters the buffer now
+        # Room for this read and the one in flight. (-1: SyncFIFOBuffered's level may trail its inner
+        # memory being full by a cycle.)
+        can_read = Signal()
+        m.d.comb += can_read.eq(buf.level + s_valid < self._depth - 1)
+        read = Signal()
+        last = Signal()
+        m.d.comb += [read.eq(active & can_read), last.eq(left == 1)]
+        m.d.comb += [self.ub_rd.addr.eq(ptr[sh:]), self.ub_rd.en.eq(read)]
+
+        be = Signal(W)
+        if elements:
+            m.d.comb += be.eq(ebe)
+        else:
+            m.d.comb += be.eq(Cat((~first | (k >= lo)) & (~last | (end == 0) | (k < end)) for k in lanes))
+
+        s_off, s_be, s_last = Signal(sh), Signal(W), Signal()
+        m.d.sync += s_valid.eq(read)
+        with m.If(read):
+            m.d.sync += [s_off.eq(ptr[:sh]), s_be.eq(be), s_last.eq(last),
+                         ptr.eq(ptr + step), left.eq(left - 1), first.eq(0)]
+            with m.If(last):
+                m.d.sync += active.eq(0)
+
+        m.d.comb += self.lines.ready.eq(~active | (can_read & last))
+        with m.If(self.lines.valid & self.lines.ready):
+            p = self.lines.payload
+            m.d.sync += [active.eq(1), first.eq(1), lo.eq(p.dst_off), ptr.eq(p.ub_addr - p.dst_off)]
+            if elements:
+                size = Signal(4)
+                m.d.comb += size.eq(C(1, 3) << p.esz)
+                m.d.sync += [left.eq(p.length >> p.esz), step.eq(p.stride),
+                             ebe.eq(Cat((k >= p.dst_off) & (k < p.dst_off + size) for k in lanes))]
+            else:
+                m.d.sync += [left.eq((p.dst_off + p.length + W - 1) >> sh), end.eq(p.dst_off + p.length)]
+
+        # ---- data: the read's window shifted into place, into the buffer ----------------------------
+        word = Signal(self.WordLayout)
+        window = Cat(self.ub_rd.data, self.ub_rd.next)
+        m.d.comb += [
+            word.data.eq(window.bit_select(Cat(C(0, 3), s_off), 8 * W)),
+            word.be.eq(s_be), word.last.eq(s_last),
+            buf.w_data.eq(word), buf.w_en.eq(s_valid),
+            self.words.valid.eq(buf.r_rdy), self.words.payload.eq(buf.r_data), buf.r_en.eq(self.words.ready),
+        ]
+        return m
+
+
+class UbWriter(wiring.Component):
+    """Writes a stream of UB-aligned words into lines of the UB, with exact byte enables.
+
+    A line is ``length`` bytes from UB byte ``ub_addr``; it takes ``ceil((ub_addr mod W + length) / W)``
+    words (``W = config.ub_word_bytes``) whose lane ``l`` is the byte for address ``... mod W = l``, i.e.
+    aligned to the UB word grid. Word ``k`` of a line goes to UB word ``ub_addr / W + k`` with byte
+    enables set exactly for the line's bytes: nothing outside ``[ub_addr, ub_addr + length)`` is ever
+    written.
+
+    Parameters: ``config`` (uses ``ub_word_bytes``, ``ub_words``).
+
+    Ports
+    -----
+    lines : stream in ``{ub_addr (24-bit byte address), length (bytes, non-zero)}``. A line must be
+        taken before its first word: the writer takes one when idle and in the cycle of the current
+        line's last word.
+    words : stream in, ``8 W``-bit words; ready while a line is held.
+    ub_wr : the UB write port (:class:`rtl.ub.UbWriteSignature`); ``be`` is zero unless a word is taken.
+    done : pulse in the cycle a line's last word is taken (written at that clock edge).
+
+    Latency: 0. ``ub_wr`` is combinational from ``words`` (the UB writes at the next edge), so a word
+    written in cycle ``t`` is readable by a read issued in ``t + 1``. Address and byte enables come from
+    registers only (a running word address, first / last flags).
+    Throughput: one word per cycle; no bubble between lines when the next line is offered by the last
+    word of the current one.
+    """
+
+    def __init__(self, config):
+        self._config = config
+        W = config.ub_word_bytes
+        self.LineLayout = data.StructLayout({"ub_addr": 24, "length": LINE_BYTES_BITS})
+        super().__init__({
+            "lines": In(stream.Signature(self.LineLayout)),
+            "words": In(stream.Signature(8 * W)),
+            "ub_wr": Out(UbWriteSignature(config)),
+            "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._config
+        W = cfg.ub_word_bytes
+        sh = W.bit_length() - 1
+        active = Signal()
+        addr = Signal(range(cfg.ub_words))   # UB word of the next word
+        left = Signal(LINE_BYTES_BITS + 1)   # words of the line not yet written
+        first = Signal()
+        lo = Signal(sh)                      # first lane of the line
+        end = Signal(sh)                     # one past the last lane of the last word, mod W (0: all W)
+        last = Signal()
+        take = Signal()
+        m.d.comb += [
+            last.eq(left == 1),
+            self.words.ready.eq(active),
+            take.eq(active & self.words.valid),
+            self.done.eq(take & last),
+            self.ub_wr.addr.eq(addr),
+            self.ub_wr.data.eq(self.words.payload),
+        ]
+        with m.If(take):
+            m.d.comb += self.ub_wr.be.eq(
+                Cat((~first | (k >= lo)) & (~last | (end == 0) | (k < end)) for k in range(W)))
+            m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), first.eq(0)]
+            with m.If(last):
+                m.d.sync += active.eq(0)
+
+        m.d.comb += self.lines.ready.eq(~active | self.done)
+        with m.If(self.lines.valid & self.lines.ready):
+            p = self.lines.payload
+            off = p.ub_addr[:sh]
+            m.d.sync += [active.eq(1), first.eq(1), addr.eq(p.ub_addr[sh:]), lo.eq(off),
+                         left.eq((off + p.length + W - 1) >> sh), end.eq(off + p.length)]
+        return m
