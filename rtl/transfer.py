@@ -10,6 +10,7 @@ from .realign import Realigner
 from .status import Status
 from .mgather import ElementPlacer, IndexLines, mgather_checks
 from .tile import elem_log2, tile_geometry
+from .ub_stream import UbReader, UbWriter
 from .walker import LINE_BYTES_BITS, BurstWalker, LineWalker
 
 __all__ = ["TransferEngine"]
@@ -39,12 +40,16 @@ class TransferEngine(wiring.Component):
 
     Ports: :class:`EngineSignature` with one UB read port, the UB write port and the AXI4 master.
 
+    Data paths: GM -> UB through a :class:`rtl.realign.Realigner` into a :class:`rtl.ub_stream.UbWriter`;
+    UB -> GM through a :class:`rtl.ub_stream.UbReader`, whose words come out aligned to the GM offset.
+
     Throughput: one bus beat per cycle in either direction once the pipe is full, up to
-    ``max_outstanding_reads`` read bursts in flight; a line that needs one more UB word (TLOAD) or bus
-    beat (TSTORE) than it consumes costs one extra cycle. Latency: the first AR/AW leaves 2 cycles after
-    ``start``; ``done`` follows the last UB write (TLOAD) or the last B response (TSTORE) by one cycle.
-    An AXI error response does not stop the transfer (every requested beat is still taken, so nothing
-    hangs) but suppresses all later UB writes and answers ``AXI_READ_ERROR``/``AXI_WRITE_ERROR``.
+    ``max_outstanding_reads`` read bursts in flight; a TLOAD line that needs one more UB word than bus
+    beats costs one extra cycle (a TSTORE line none: the reader makes every beat from one UB read).
+    Latency: the first AR/AW leaves 2 cycles after ``start``; ``done`` follows the last UB write (TLOAD)
+    or the last B response (TSTORE) by one cycle. An AXI error response does not stop the transfer
+    (every requested beat is still taken, so nothing hangs) but suppresses all later UB writes and
+    answers ``AXI_READ_ERROR``/``AXI_WRITE_ERROR``.
     """
 
     opcodes = (Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
@@ -88,9 +93,8 @@ class TransferEngine(wiring.Component):
         lines, line_elems, ub_stride = tile_geometry(m, tile, esz)
 
         m.submodules.walk_addr = walk_addr = LineWalker(cfg)   # AR or AW issue
-        m.submodules.walk_data = walk_data = LineWalker(cfg)   # realigner
-        m.submodules.walk_ub = walk_ub = LineWalker(cfg)       # UB reads (TSTORE)
-        for w in (walk_addr, walk_data, walk_ub):
+        m.submodules.walk_data = walk_data = LineWalker(cfg)   # realigner + UB writer, or UB reader
+        for w in (walk_addr, walk_data):
             m.d.comb += [
                 w.params.ub_base.eq(tile.base),
                 w.params.ub_stride.eq(ub_stride),
@@ -124,7 +128,7 @@ class TransferEngine(wiring.Component):
                              gath_elem.eq(cmd.opcode == Opcode.MGATHER_ELEM),
                              lines_left.eq(Mux(is_gather, gather_lines, lines))]
                 m.d.comb += [walk_addr.start.eq(~is_gather), walk_data.start.eq(~is_gather),
-                             walk_ub.start.eq(is_store), index.start.eq(is_gather)]
+                             index.start.eq(is_gather)]
 
         # Address side: lines from the walker, or from the index tile (zero / reuse lines issue no AR).
         m.submodules.bursts = bursts = BurstWalker(cfg)
@@ -142,29 +146,44 @@ class TransferEngine(wiring.Component):
                          bursts.lines.payload.last.eq(0)]
         b = bursts.bursts.payload
 
-        # Data side: the realigner takes lines from the walker or the index tile (row mode); element
-        # mode's runs go through the element placer instead (below).
+        # Data side. GM -> UB (TLOAD, MGATHER_ROW): lines from the walker or the index tile (row mode) go
+        # to the realigner (GM offset -> UB offset) and, in the same cycle, to the UB writer, which writes
+        # the realigner's words: both count ceil((ub_addr mod W + length) / W) words per line and take
+        # the next line with the last word of the current one, so they stay in step. UB -> GM (TSTORE):
+        # the walker's lines go to the UB reader, which reads them already aligned to their GM offset.
+        # Element mode's runs go through the element placer instead (below).
         m.submodules.realign = realign = Realigner(W)
+        m.submodules.ub_writer = writer = UbWriter(cfg)
+        m.submodules.ub_reader = reader = UbReader(cfg)
         line = Signal(index.data.payload.shape())
+        line_valid = Signal()
+        line_ready = Signal()
+        m.d.comb += line_ready.eq(Mux(store, reader.lines.ready, realign.line.ready))
         with m.If(gath & ~gath_elem):
-            m.d.comb += [line.eq(index.data.payload), realign.line.valid.eq(index.data.valid),
-                         index.data.ready.eq(realign.line.ready)]
+            m.d.comb += [line.eq(index.data.payload), line_valid.eq(index.data.valid),
+                         index.data.ready.eq(line_ready)]
         with m.Elif(~gath):
             m.d.comb += [line.ub_addr.eq(walk_data.lines.payload.ub_addr),
                          line.gm_addr.eq(walk_data.lines.payload.gm_addr),
                          line.length.eq(walk_data.lines.payload.length),
-                         realign.line.valid.eq(walk_data.lines.valid),
-                         walk_data.lines.ready.eq(realign.line.ready)]
+                         line_valid.eq(walk_data.lines.valid),
+                         walk_data.lines.ready.eq(line_ready)]
         m.d.comb += [
+            realign.line.valid.eq(line_valid & ~store),
             realign.line.payload.length.eq(line.length),
-            realign.line.payload.src_off.eq(Mux(store, line.ub_addr, line.gm_addr)[:sh]),
-            realign.line.payload.dst_off.eq(Mux(store, line.gm_addr, line.ub_addr)[:sh]),
+            realign.line.payload.src_off.eq(line.gm_addr[:sh]),
+            realign.line.payload.dst_off.eq(line.ub_addr[:sh]),
+            writer.lines.valid.eq(line_valid & ~store & realign.line.ready),
+            writer.lines.payload.ub_addr.eq(line.ub_addr),
+            writer.lines.payload.length.eq(line.length),
+            reader.lines.valid.eq(line_valid & store),
+            reader.lines.payload.ub_addr.eq(line.ub_addr),
+            reader.lines.payload.length.eq(line.length),
+            reader.lines.payload.dst_off.eq(line.gm_addr[:sh]),
         ]
         cur_zero = Signal()        # the line the realigner is working on is a zero line (MGATHER_ROW)
-        ub_word = Signal(range(cfg.ub_words))   # its first UB word (TLOAD, MGATHER_ROW)
         with m.If(realign.line.valid & realign.line.ready):
-            m.d.sync += [cur_zero.eq(line.zero), ub_word.eq(line.ub_addr >> sh)]
-        line_done = realign.o.valid & realign.o.ready & realign.o.payload.line_last
+            m.d.sync += cur_zero.eq(line.zero)
 
         # ---- constant AXI fields ------------------------------------------------------------------
         for ch in ("ar", "aw"):
@@ -190,48 +209,26 @@ class TransferEngine(wiring.Component):
             axi.rready.eq(rbuf.w_rdy),
         ]
 
-        # ---- TSTORE: UB reads into a credit-limited buffer, realign into bus beats -------------------
-        m.submodules.ubuf = ubuf = fifo.SyncFIFOBuffered(width=8 * W, depth=8)
-        rd_pending = Signal()
-        ub_line = walk_ub.lines.payload
-        ub_left = Signal(16)         # words left to read in the current UB line
-        ub_addr = Signal(range(cfg.ub_words))
-        ub_active = Signal()
-        can_read = (ubuf.level + rd_pending) < ubuf.depth - 1
+        # ---- TSTORE: the UB reader (its one read port), beats aligned to GM, credit-limited -----------
         rd = self.ub_rd[0]
-        # The next line is taken in the cycle that reads the last word of the current one: no bubble.
-        m.d.comb += walk_ub.lines.ready.eq(~ub_active | (can_read & (ub_left == 1)))
-        m.d.comb += index.ub_rd.data.eq(rd.data)
-        # MGATHER reads its index tile through the same port, from the ``start`` cycle on.
+        m.d.comb += [index.ub_rd.data.eq(rd.data),
+                     reader.ub_rd.data.eq(rd.data), reader.ub_rd.next.eq(rd.next)]
+        # MGATHER reads its index tile through the same port, from the ``start`` cycle on; the reader
+        # reads only during a TSTORE.
         with m.If(gath | (self.start & is_gather)):
             m.d.comb += [rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en)]
         with m.Else():
-            m.d.comb += rd.addr.eq(ub_addr)
-        store_rd = Signal()       # a read for the TSTORE buffer (MGATHER index reads use the port too)
-        with m.If(ub_active & can_read):
-            m.d.comb += [rd.en.eq(1), store_rd.eq(1)]
-            m.d.sync += [ub_addr.eq(ub_addr + 1), ub_left.eq(ub_left - 1)]
-            with m.If(ub_left == 1):
-                m.d.sync += ub_active.eq(0)
-        with m.If(walk_ub.lines.valid & walk_ub.lines.ready):
-            m.d.sync += [
-                ub_active.eq(1), ub_addr.eq(ub_line.ub_addr >> sh),
-                ub_left.eq((ub_line.ub_addr[:sh] + ub_line.length + W - 1) >> sh),
-            ]
-        m.d.sync += rd_pending.eq(store_rd)
-        m.d.comb += [ubuf.w_data.eq(rd.data), ubuf.w_en.eq(rd_pending)]
+            m.d.comb += [rd.addr.eq(reader.ub_rd.addr), rd.en.eq(reader.ub_rd.en)]
 
-        # Realigner input: R buffer (TLOAD, MGATHER_ROW), zeros (MGATHER_ROW zero line), or the UB buffer
-        # (TSTORE). Row lines never reuse a beat: that is element mode's coalescing (below).
+        # Realigner input: R buffer (TLOAD, MGATHER_ROW) or zeros (MGATHER_ROW zero line). Row lines never
+        # reuse a beat: that is element mode's coalescing (below).
         last_beat = Signal(8 * W)  # the last beat taken from the R buffer
         from_r = ~store & ~cur_zero
-        with m.If(store):
-            m.d.comb += [realign.i.valid.eq(ubuf.r_rdy), realign.i.payload.eq(ubuf.r_data)]
-        with m.Elif(cur_zero):
+        with m.If(cur_zero):
             m.d.comb += [realign.i.valid.eq(1), realign.i.payload.eq(0)]
         with m.Else():
             m.d.comb += [realign.i.valid.eq(rbuf.r_rdy), realign.i.payload.eq(rbuf.r_data[:8 * W])]
-        m.d.comb += [rbuf.r_en.eq(from_r & realign.i.ready), ubuf.r_en.eq(store & realign.i.ready)]
+        m.d.comb += rbuf.r_en.eq(from_r & realign.i.ready)
         with m.If(rbuf.r_rdy & rbuf.r_en):
             m.d.sync += last_beat.eq(rbuf.r_data[:8 * W])
             with m.If(rbuf.r_data[8 * W]):
@@ -249,17 +246,21 @@ class TransferEngine(wiring.Component):
             m.d.comb += [index.data.ready.eq(run_beat_ok),
                          rbuf.r_en.eq(run_fire & ~run.zero & ~run.reuse)]
 
-        # TLOAD / MGATHER output: straight into the UB write port.
-        o = realign.o.payload
+        # TLOAD / MGATHER_ROW output: the realigner's words through the UB writer (latency 0: written in
+        # the cycle they leave the realigner; the writer's byte enables equal the realigner's).
+        m.d.comb += [writer.words.valid.eq(realign.o.valid), realign.o.ready.eq(writer.words.ready),
+                     writer.words.payload.eq(realign.o.payload.data)]
         with m.If(gath_elem):
             m.d.comb += [self.ub_wr.addr.eq(run.ub_addr >> sh), self.ub_wr.data.eq(placer.data)]
             with m.If(running & run_fire & ~err & ~run_bad):
                 m.d.comb += self.ub_wr.be.eq(placer.be)
         with m.Elif(~store):
-            m.d.comb += realign.o.ready.eq(1)
-            m.d.comb += [self.ub_wr.addr.eq(ub_word + o.index), self.ub_wr.data.eq(o.data)]
-            with m.If(running & realign.o.valid & ~err):
-                m.d.comb += self.ub_wr.be.eq(o.be)
+            m.d.comb += [self.ub_wr.addr.eq(writer.ub_wr.addr), self.ub_wr.data.eq(writer.ub_wr.data)]
+            with m.If(running & ~err):
+                m.d.comb += self.ub_wr.be.eq(writer.ub_wr.be)
+        line_done = Signal()       # a line's last word written to the UB (GM -> UB) or sent on W (TSTORE)
+        w_line_done = reader.words.valid & reader.words.ready & reader.words.payload.last
+        m.d.comb += line_done.eq(Mux(store, w_line_done, writer.done))
         consumed = Signal(LINE_BYTES_BITS)    # lines (or MGATHER_ELEM elements) finished this cycle
         m.d.comb += consumed.eq(Mux(gath_elem, Mux(run_fire, run.length >> esz, 0), line_done))
         with m.If(consumed != 0):
@@ -283,12 +284,13 @@ class TransferEngine(wiring.Component):
             m.d.sync += err.eq(1)
 
         beat = Signal(8)
+        word = reader.words.payload
         with m.If(store):
             m.d.comb += [
-                axi.wvalid.eq(realign.o.valid & wlen.r_rdy),
-                axi.wdata.eq(o.data), axi.wstrb.eq(o.be),
+                axi.wvalid.eq(reader.words.valid & wlen.r_rdy),
+                axi.wdata.eq(word.data), axi.wstrb.eq(word.be),
                 axi.wlast.eq(beat == wlen.r_data),
-                realign.o.ready.eq(axi.wready & wlen.r_rdy),
+                reader.words.ready.eq(axi.wready & wlen.r_rdy),
             ]
         with m.If(axi.wvalid & axi.wready):
             m.d.sync += beat.eq(Mux(axi.wlast, 0, beat + 1))
