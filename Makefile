@@ -14,7 +14,7 @@ SIMCONFIG ?= small
 TEST    ?=
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all bootstrap tools sim test test-slow test-fp-exhaustive synth-fp bench verilog lint waves clean help
+.PHONY: all bootstrap tools sim test test-slow test-fp-exhaustive synth-fp synth synth-check synth-sweep bench verilog lint waves clean help
 
 all: test
 
@@ -28,6 +28,9 @@ help:
 	@echo "  make test-slow                the long sweeps (pytest -m slow), incl. the 2^32 fp16/bf16 pairs"
 	@echo "  make test-fp-exhaustive       only the exhaustive fp16/bf16 add/mul sweeps (~25 min on 2 cores)"
 	@echo "  make synth-fp                 ECP5 synthesis table of the fp32 adder/multiplier (docs/fp.md)"
+	@echo "  make synth CONFIG=small       ECP5-85 cells, Fmax, worst paths of the unit (build/synth/<config>.json)"
+	@echo "  make synth-check              fail when small or default is below 100 MHz (~35 min)"
+	@echo "  make synth-sweep [BASE=small] area/Fmax vs ub_word_bytes and ub_read_ports (build/synth/sweep.*)"
 	@echo "  make clean"
 
 # ---- bootstrap -------------------------------------------------------------------------------------
@@ -71,6 +74,22 @@ test-fp-exhaustive: bootstrap
 synth-fp: bootstrap
 	$(BIN)/python -m pip install -q -e ".[synth]"
 	$(BIN)/python -m rtl.fp.synth
+
+# Whole-unit synthesis (docs/synthesis.md). SYNTHFLAGS passes more options, e.g. "--seed 2 --set ub_read_ports=1".
+SYNTHFLAGS ?=
+BASE    ?= small
+
+synth: bootstrap
+	$(BIN)/python -m pip install -q -e ".[synth]"
+	$(BIN)/python -m sim.synth --config $(CONFIG) $(SYNTHFLAGS)
+
+synth-check: bootstrap
+	$(BIN)/python -m pip install -q -e ".[synth]"
+	$(BIN)/python -m sim.synth --check --config small --config default $(SYNTHFLAGS)
+
+synth-sweep: bootstrap
+	$(BIN)/python -m pip install -q -e ".[synth]"
+	$(BIN)/python -m sim.synth --sweep --base $(BASE) $(SYNTHFLAGS)
 
 bench: bootstrap
 	$(BIN)/python -m sim.bench
