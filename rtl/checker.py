@@ -9,7 +9,7 @@ from .isa import Command, DType, Layout, Opcode, UB_ALIGN
 from .status import Status
 from .tile import dtype_valid, elem_log2
 
-__all__ = ["Checker", "CHECK_ORDER", "tile_checks", "dtype_in"]
+__all__ = ["Checker", "CHECK_ORDER", "tile_checks", "dtype_in", "stage"]
 
 
 def dtype_in(dtype, allowed):
@@ -19,12 +19,23 @@ def dtype_in(dtype, allowed):
     return Cat(dtype.as_value() == d.value for d in sorted(allowed, key=lambda d: d.value)).any()
 
 
+def stage(m, value, name=None):
+    """``value`` registered once: a pipeline register inside the checker. The command is held stable
+    while it is checked, so a registered intermediate is simply the value one cycle late; use it to cut
+    a check's long paths (a multiply before the add and compare that use its product). Every check must
+    pass through at most one ``stage`` before its condition (which the checker registers again)."""
+    value = Value.cast(value)
+    reg = Signal(value.shape(), name=name)
+    m.d.sync += reg.eq(value)
+    return reg
+
+
 def tile_checks(m, config, fail, tile, enable):
     """Checks every tile operand gets: base alignment, UB range of the static extent, valid <= static.
-    Appends conditions to ``fail`` (status -> list of conditions); returns log2 of the element size."""
+    Appends conditions to ``fail`` (status -> list of conditions); returns log2 of the element size.
+    The static extent's multiply is registered (:func:`stage`) before the add and compare."""
     esz = elem_log2(m, tile.dtype)
-    size = Signal(35)
-    m.d.comb += size.eq((tile.rows * tile.cols) << esz)
+    size = stage(m, (tile.rows * tile.cols) << esz)
     fail[Status.UB_MISALIGNED].append(enable & (tile.base[:UB_ALIGN.bit_length() - 1] != 0))
     fail[Status.UB_OUT_OF_RANGE].append(enable & (tile.base + size > config.ub_bytes))
     fail[Status.VALID_EXCEEDS_STATIC].append(
@@ -33,7 +44,7 @@ def tile_checks(m, config, fail, tile, enable):
 
 
 class Checker(wiring.Component):
-    """Combinational instruction checker.
+    """Pipelined instruction checker.
 
     Parameters: ``config``; ``engines``, the engine classes of this configuration. Their ``opcodes``
     are supported (others answer ``UNSUPPORTED``). The checks common to every instruction come from the
@@ -42,18 +53,27 @@ class Checker(wiring.Component):
     slots that must be row-major. The per-tile checks are built once per operand slot, enabled for every
     supported opcode that uses the slot (not once per engine). Each engine adds only its instructions'
     own constraints through a static method ``add_checks(m, config, cmd, fail)`` that appends, per
-    status, conditions that are true when the constraint fails (gated by its own opcodes).
+    status, conditions that are true when the constraint fails (gated by its own opcodes); it cuts long
+    arithmetic with :func:`stage`.
 
-    Ports: ``cmd`` (in, :data:`Command`), ``status`` (out): ``OK`` or the first failing check in
-    :data:`CHECK_ORDER`. Latency: 0 (the front end registers the command before it and the status after).
+    Ports: ``cmd`` (in, :data:`Command`, held stable while it is checked); ``status`` (out): ``OK`` or the
+    first failing check in :data:`CHECK_ORDER`; ``ok`` (out): ``status == OK``.
+
+    Latency: :attr:`LATENCY` = 2. ``status`` and ``ok`` are valid from the second clock edge after
+    ``cmd`` took its value (the checker keeps no other state: while ``cmd`` holds they stay valid).
+    Stage 1 registers the products (:func:`stage`), stage 2 every failing condition; ``status`` is the
+    priority encoding of those registers and ``ok`` their NOR, both a few LUT levels after a register.
     """
+
+    #: Clock edges from a new ``cmd`` to a valid ``status``.
+    LATENCY = 2
 
     def __init__(self, config, engines):
         self._config = config
         self._engines = tuple(engines)
         self._supported = tuple(sorted({op for engine in self._engines for op in engine.opcodes},
                                        key=lambda op: op.value))
-        super().__init__({"cmd": In(Command), "status": Out(Status)})
+        super().__init__({"cmd": In(Command), "status": Out(Status), "ok": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -72,11 +92,18 @@ class Checker(wiring.Component):
         for engine in self._engines:
             engine.add_checks(m, self._config, cmd, fail)
 
+        # stage 2: one register per status (the OR of its conditions), then the priority encoder
+        failing = {}
+        for status in CHECK_ORDER:
+            if fail[status]:
+                failing[status] = Signal(name=f"fail_{status.name.lower()}")
+                m.d.sync += failing[status].eq(Cat(fail[status]).any())
         m.d.comb += self.status.eq(Status.OK)
         for status in reversed(CHECK_ORDER):   # last assignment wins: walk from lowest priority up
-            if fail[status]:
-                with m.If(Cat(fail[status]).any()):
+            if status in failing:
+                with m.If(failing[status]):
                     m.d.comb += self.status.eq(status)
+        m.d.comb += self.ok.eq(~Cat(failing.values()).any())
         return m
 
     def _common_checks(self, m, cmd, is_op, fail):

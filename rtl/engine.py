@@ -14,15 +14,24 @@ __all__ = ["EngineSignature"]
 class EngineSignature(wiring.Signature):
     """What every engine exposes, as seen from the engine.
 
-    ``cmd`` is the accepted, already-checked instruction, held stable from ``start`` until ``done``.
-    ``start`` is a one-cycle pulse; the engine answers with a one-cycle ``done`` pulse and ``status``
-    valid in that cycle. ``ub_rd``/``ub_wr`` and ``axi`` reach the shared resources, which the front end
-    hands to one engine at a time, from the ``start`` cycle on (so a UB read may be issued with
-    ``start``); an engine's UB write enables must be zero while it is idle.
+    ``cmd`` is the accepted instruction, held stable from ``start`` until ``done``. ``start`` is a
+    one-cycle pulse; the engine answers with a one-cycle ``done`` pulse and ``status`` valid in that
+    cycle. ``ub_rd``/``ub_wr`` and ``axi`` reach the shared resources, which the front end hands to one
+    engine at a time, from the ``start`` cycle on (so a UB read may be issued with ``start``); an
+    engine's UB write enables must be zero while it is idle.
+
+    Speculative start: ``start`` comes while the checker is still deciding (it needs
+    ``Checker.LATENCY`` cycles), so that the engine's first UB reads and address arithmetic overlap the
+    check. ``go`` rises when the checker has passed the command and stays high until ``done``. Before
+    ``go`` an engine may read the UB and compute, but must not write the UB or raise ``arvalid`` /
+    ``awvalid`` / ``wvalid`` (the engine bench in tests/rtl checks this on every command). If the
+    checker rejects the command, the front end resets the engine (a synchronous reset of its whole
+    domain, ``ResetInserter``) instead of raising ``go``. An engine may also finish (``done``) before
+    ``go``, e.g. on an empty region, provided it wrote nothing.
     """
 
     def __init__(self, config, *, ub_read_ports=0, ub_write=False, axi=False):
-        members = {"cmd": In(Command), "start": In(1), "done": Out(1), "status": Out(Status)}
+        members = {"cmd": In(Command), "start": In(1), "go": In(1), "done": Out(1), "status": Out(Status)}
         if ub_read_ports:
             members["ub_rd"] = Out(UbReadSignature(config)).array(ub_read_ports)
         if ub_write:

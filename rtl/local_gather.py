@@ -207,7 +207,16 @@ class LocalGatherEngine(wiring.Component):
                         last = (r + 1 >= kcnt) & (r >= 1)
                     # at least two cycles: an index read in cycle t is in its register from t + 2
                     with m.If(last):
-                        m.next = "RUN"
+                        # no write before the checker has passed the command (``go``): wait for it (only
+                        # the first block can get here before ``go``)
+                        with m.If(self.go):
+                            m.next = "RUN"
+                        with m.Else():
+                            m.next = "WAIT"
+
+            with m.State("WAIT"):
+                with m.If(self.go):
+                    m.next = "RUN"
 
             with m.State("RUN"):
                 with m.If(~stall):

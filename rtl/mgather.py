@@ -4,6 +4,7 @@ from amaranth import *
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .checker import stage
 from .isa import Command, OobMode, Opcode
 from .status import Status
 from .tile import elem_log2
@@ -53,15 +54,15 @@ def mgather_checks(m, config, cmd, fail):
     elem_shape = ((idx.rows != dst.rows) | (idx.cols != dst.cols) | (idx.valid_rows != dst.valid_rows) |
                   (idx.valid_cols != dst.valid_cols))
     fail[Status.SHAPE_MISMATCH].append(enable & Mux(row, row_shape, elem_shape))
-    entries = Signal(64)
-    m.d.comb += entries.eq(Mux(row, gm.rows, gm.rows * gm.cols))
+    entries = stage(m, Mux(row, gm.rows, gm.rows * gm.cols), "mgather_entries")   # multiplies registered
+    span = stage(m, (gm.rows - 1) * gm.row_stride, "mgather_span")
     nonempty = (dst.valid_rows != 0) & (dst.valid_cols != 0)
     fail[Status.DIM_OUT_OF_RANGE].append(enable & nonempty & (entries == 0))
     mask = Signal(2)
     m.d.comb += mask.eq((1 << esz) - 1)
     fail[Status.GM_MISALIGNED].append(enable & (((gm.base & mask) != 0) | (row & ((gm.row_stride & mask) != 0))))
     end = Signal(64 + 66)   # one past the last table byte
-    m.d.comb += end.eq(Mux(row, gm.base + (gm.rows - 1) * gm.row_stride + (gm.cols << esz),
+    m.d.comb += end.eq(Mux(row, gm.base + span + (gm.cols << esz),
                            gm.base + (entries << esz)))
     fail[Status.GM_OUT_OF_RANGE].append(enable & (entries != 0) & (end > (1 << config.gm_addr_bits)))
 

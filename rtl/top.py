@@ -88,8 +88,6 @@ class VectorUnit(wiring.Component):
         m = Module()
         cfg = self.config
         engines = [cls(cfg) for cls in ENGINES]
-        for engine in engines:
-            m.submodules[type(engine).__name__.lower()] = engine
         m.submodules.ub = ub = UnifiedBuffer(cfg)
         m.submodules.checker = checker = Checker(cfg, ENGINES)
 
@@ -98,42 +96,61 @@ class VectorUnit(wiring.Component):
         status = Signal(Status)
         cycles = Signal(32)
         active = Signal(range(len(engines) + 1))    # len(engines) = none
+        start_pending = Signal()                     # start the active engine in the first CHECK cycle
+        wait = Signal(range(Checker.LATENCY + 1))    # CHECK cycles so far
+        early_done = Signal()                        # the engine finished before the verdict
+        early_status = Signal(Status)
+        go = Signal()                                # the checker passed the command: side effects allowed
+        abort = Signal()                             # the checker failed it: reset the started engine
         m.d.comb += checker.cmd.eq(cmd)
         for engine in engines:
-            m.d.comb += engine.cmd.eq(cmd)
+            m.d.comb += [engine.cmd.eq(cmd), engine.go.eq(go)]
+            # An engine started on a command the checker then rejects is reset: it has only read the UB.
+            m.submodules[type(engine).__name__.lower()] = ResetInserter(abort)(engine)
+        engine_done = Signal()
+        engine_status = Signal(Status)
+        for index, engine in enumerate(engines):
+            with m.If(active == index):
+                m.d.comb += [engine_done.eq(engine.done), engine_status.eq(engine.status)]
 
         with m.FSM(name="frontend"):
             with m.State("IDLE"):
                 m.d.comb += self.s_axis_cmd.tready.eq(1)
-                m.d.sync += active.eq(len(engines))
+                m.d.sync += [active.eq(len(engines)), start_pending.eq(0), wait.eq(0), early_done.eq(0)]
                 with m.If(self.s_axis_cmd.tvalid):
                     m.d.sync += [cmd.eq(self.s_axis_cmd.tdata), cycles.eq(0)]
-                    # The engine gets the shared ports already in CHECK, so that it may read the UB
-                    # (never write) while the checker decides: MGATHER fetches its first index there.
+                    # The engine starts in the first CHECK cycle, while the checker decides (speculatively:
+                    # it may read the UB, but it holds its UB writes and AXI requests until ``go``).
+                    # MGATHER fetches its first index there.
                     opcode = Command(self.s_axis_cmd.tdata).opcode
                     for index, engine in enumerate(engines):
                         with m.If(Cat(opcode == op for op in engine.opcodes).any()):
-                            m.d.sync += active.eq(index)
+                            m.d.sync += [active.eq(index), start_pending.eq(1)]
                     m.next = "CHECK"
             with m.State("CHECK"):
-                m.d.sync += [cycles.eq(cycles + 1), tag.eq(cmd.tag), status.eq(checker.status)]
-                with m.If(checker.status != Status.OK):
-                    m.next = "RESPOND"
-                with m.Else():
-                    for index, engine in enumerate(engines):
-                        with m.If(active == index):
-                            m.d.comb += engine.start.eq(1)
-                    m.next = "RUN"
-                    for engine in engines:          # an empty transfer is done as it starts
-                        with m.If(engine.start & engine.done):
-                            m.d.sync += status.eq(engine.status)
+                m.d.sync += [cycles.eq(cycles + 1), tag.eq(cmd.tag), wait.eq(wait + 1), start_pending.eq(0)]
+                for index, engine in enumerate(engines):
+                    with m.If(active == index):
+                        m.d.comb += engine.start.eq(start_pending)
+                with m.If(engine_done):                 # e.g. an empty transfer is done as it starts
+                    m.d.sync += [early_done.eq(1), early_status.eq(engine_status)]
+                with m.If(wait == Checker.LATENCY):     # the checker's verdict
+                    with m.If(~checker.ok):
+                        m.d.comb += abort.eq(1)
+                        m.d.sync += status.eq(checker.status)
+                        m.next = "RESPOND"
+                    with m.Else():
+                        m.d.comb += go.eq(1)
+                        m.next = "RUN"
+                        with m.If(early_done | engine_done):
+                            m.d.sync += status.eq(Mux(early_done, early_status, engine_status))
                             m.next = "RESPOND"
             with m.State("RUN"):
+                m.d.comb += go.eq(1)
                 m.d.sync += cycles.eq(cycles + 1)
-                for index, engine in enumerate(engines):
-                    with m.If((active == index) & engine.done):
-                        m.d.sync += status.eq(engine.status)
-                        m.next = "RESPOND"
+                with m.If(engine_done):
+                    m.d.sync += status.eq(engine_status)
+                    m.next = "RESPOND"
             with m.State("RESPOND"):
                 rsp = Signal(Response)
                 m.d.comb += [

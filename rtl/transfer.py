@@ -4,6 +4,7 @@ from amaranth import *
 from amaranth.lib import fifo, wiring
 
 from .axi import Burst, Resp
+from .checker import stage
 from .engine import EngineSignature
 from .isa import Opcode
 from .realign import Realigner
@@ -73,7 +74,8 @@ class TransferEngine(wiring.Component):
         fail[Status.GM_MISALIGNED].append(enable & (((gm.base | gm.row_stride) & mask) != 0))
         lines, line_elems, _ = tile_geometry(m, tile, esz)
         end = Signal(64 + 49)   # one past the last byte touched
-        m.d.comb += end.eq(gm.base + (lines - 1) * gm.row_stride + (line_elems << esz))
+        span = stage(m, (lines - 1) * gm.row_stride, "transfer_span")     # cut the multiply's path
+        m.d.comb += end.eq(gm.base + span + (line_elems << esz))
         touches = (lines != 0) & (line_elems != 0)
         fail[Status.GM_OUT_OF_RANGE].append(enable & touches & (end > (1 << config.gm_addr_bits)))
         mgather_checks(m, config, cmd, fail)
@@ -159,9 +161,12 @@ class TransferEngine(wiring.Component):
         line_valid = Signal()
         line_ready = Signal()
         m.d.comb += line_ready.eq(Mux(store, reader.lines.ready, realign.line.ready))
+        # MGATHER's lines and runs reach the data side only with ``go``: a zero line or run writes the UB
+        # without any AXI read, and nothing may be written before the checker has passed the command.
+        data_valid = index.data.valid & self.go
         with m.If(gath & ~gath_elem):
-            m.d.comb += [line.eq(index.data.payload), line_valid.eq(index.data.valid),
-                         index.data.ready.eq(line_ready)]
+            m.d.comb += [line.eq(index.data.payload), line_valid.eq(data_valid),
+                         index.data.ready.eq(line_ready & self.go)]
         with m.Elif(~gath):
             m.d.comb += [line.ub_addr.eq(walk_data.lines.payload.ub_addr),
                          line.gm_addr.eq(walk_data.lines.payload.gm_addr),
@@ -195,7 +200,7 @@ class TransferEngine(wiring.Component):
 
         # ---- TLOAD: AR issue, R buffer, realign into UB words ----------------------------------------
         rd_outstanding = Signal(range(cfg.max_outstanding_reads + 1))
-        ar_ok = running & ~store & (rd_outstanding < cfg.max_outstanding_reads)
+        ar_ok = running & ~store & (rd_outstanding < cfg.max_outstanding_reads) & self.go
         m.d.comb += axi.arvalid.eq(bursts.bursts.valid & ar_ok)
         ar_fire = axi.arvalid & axi.arready
         r_last = axi.rvalid & axi.rready & axi.rlast
@@ -238,12 +243,12 @@ class TransferEngine(wiring.Component):
         m.submodules.placer = placer = ElementPlacer(cfg)
         run = index.data.payload
         run_beat_ok = run.zero | run.reuse | rbuf.r_rdy
-        run_fire = gath_elem & index.data.valid & run_beat_ok
+        run_fire = gath_elem & data_valid & run_beat_ok
         run_bad = ~run.zero & ~run.reuse & rbuf.r_data[8 * W]     # this beat answered an error
         m.d.comb += [placer.line.eq(run), placer.esz.eq(esz),
                      placer.beat.eq(Mux(run.zero, 0, Mux(run.reuse, last_beat, rbuf.r_data[:8 * W])))]
         with m.If(gath_elem):
-            m.d.comb += [index.data.ready.eq(run_beat_ok),
+            m.d.comb += [index.data.ready.eq(run_beat_ok & self.go),
                          rbuf.r_en.eq(run_fire & ~run.zero & ~run.reuse)]
 
         # TLOAD / MGATHER_ROW output: the realigner's words through the UB writer (latency 0: written in
@@ -270,7 +275,7 @@ class TransferEngine(wiring.Component):
         m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=8, depth=max(2, cfg.max_outstanding_writes))
         wr_outstanding = Signal(range(cfg.max_outstanding_writes + 1))
         aw_all = Signal()        # every AW of the transfer is out
-        m.d.comb += axi.awvalid.eq(running & store & bursts.bursts.valid & wlen.w_rdy &
+        m.d.comb += axi.awvalid.eq(running & store & self.go & bursts.bursts.valid & wlen.w_rdy &
                                    (wr_outstanding < cfg.max_outstanding_writes))
         aw_fire = axi.awvalid & axi.awready
         m.d.comb += [wlen.w_data.eq(b.len), wlen.w_en.eq(aw_fire)]

@@ -50,6 +50,7 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from golden.machine import Machine
+from rtl.checker import Checker
 from rtl.instructions import EXEC_STATUSES
 from rtl.isa import Command
 from rtl.status import Status
@@ -124,6 +125,9 @@ class EngineBench:
     seed, stall, latency : the AXI slave's stall RNG seed, stall probability per channel and cycle, and
         read latency in cycles (``rtl_axi_slave.AxiSlaveModel``)
     timeout : cycles after ``start`` without ``done`` before the bench declares a hang
+    go_delay : cycles from ``start`` to ``go`` (the unit's checker latency by default, as the front end
+        does it); before ``go`` the bench asserts that the engine writes nothing and requests no AXI
+        transfer (``rtl.engine.EngineSignature``, "Speculative start")
     gm_windows : [(address, bytes)] of GM compared with the golden machine after every command
     on_undefined : ``"raise"`` or ``"mask"``, passed to ``Machine.execute`` (see the module docstring)
 
@@ -132,7 +136,7 @@ class EngineBench:
     """
 
     def __init__(self, config, engine, *, seed=0, stall=0.3, latency=3, timeout=20_000, gm_windows=(),
-                 on_undefined="raise"):
+                 on_undefined="raise", go_delay=Checker.LATENCY):
         self.config = config
         self.engine = engine(config) if isinstance(engine, type) else engine
         self.golden = Machine(config)
@@ -141,6 +145,7 @@ class EngineBench:
             self.axi = AxiSlaveModel(self.engine.axi, config.axi_data_bytes, seed=seed, stall=stall,
                                      latency=latency, max_burst=config.max_burst_beats)
         self.timeout, self.gm_windows, self.on_undefined = timeout, list(gm_windows), on_undefined
+        self.go_delay = go_delay
         self.results = []
         self._ub = _BenchUb(config)
         self._ctx = None        # the testbench context while the simulation runs
@@ -187,16 +192,23 @@ class EngineBench:
         n_ar, n_aw = (len(self.axi.ar), len(self.axi.aw)) if self.axi else (0, 0)
         ctx.set(eng.cmd, Command.const(cmd))
         ctx.set(eng.start, 1)
+        ctx.set(eng.go, self.go_delay == 0)
         cycles = 0
-        while not ctx.get(eng.done):        # done may come in the start cycle (e.g. an empty tile)
+        while True:
+            if cycles < self.go_delay:      # speculative start: no side effect before ``go``
+                self._assert_no_side_effects(f"{name}, cycle {cycles} after start, before go{detail}")
+            if ctx.get(eng.done):           # done may come in the start cycle (e.g. an empty tile)
+                break
             await ctx.tick()
             ctx.set(eng.start, 0)
             cycles += 1
+            ctx.set(eng.go, cycles >= self.go_delay)
             if cycles > self.timeout:
                 raise AssertionError(f"{name}: engine hangs, no done {self.timeout} cycles after start{detail}")
         status = ctx.get(eng.status)
         await ctx.tick()
         ctx.set(eng.start, 0)
+        ctx.set(eng.go, 0)
         result = Result(status, cycles, self.axi.ar[n_ar:] if self.axi else [],
                         self.axi.aw[n_aw:] if self.axi else [])
         self.results.append(result)
@@ -217,6 +229,15 @@ class EngineBench:
         assert diff is None, f"{name} ({statuses}): {diff}{detail}"
         gold[:] = got       # adopt the bytes the golden model left undefined
         return result
+
+    def _assert_no_side_effects(self, where):
+        eng, ctx = self.engine, self._ctx
+        members = eng.signature.members
+        if "ub_wr" in members:
+            assert not ctx.get(eng.ub_wr.be), f"UB write before go: {where}"
+        if "axi" in members:
+            for valid in ("arvalid", "awvalid", "wvalid"):
+                assert not ctx.get(getattr(eng.axi, valid)), f"{valid} before go: {where}"
 
     def run(self, stimulus):
         """Simulate: preload the UB, then await ``stimulus(self)`` (an async function) or execute each

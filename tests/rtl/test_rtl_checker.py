@@ -175,11 +175,14 @@ def _compare(dut, cmds, want_of):
     async def bench(ctx):
         for cmd in cmds:
             ctx.set(dut.cmd.as_value(), encode(Command, cmd))
-            got, want = ctx.get(dut.status), want_of(cmd)
+            await ctx.tick().repeat(Checker.LATENCY)        # the checker's pipeline
+            got, ok, want = ctx.get(dut.status), ctx.get(dut.ok), want_of(cmd)
             assert got == want, f"checker {got}, golden {want} for {cmd}"
+            assert ok == (want == Status.OK)
             seen.add(want)
 
     sim = Simulator(dut)
+    sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
     return seen

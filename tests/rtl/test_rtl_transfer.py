@@ -21,11 +21,12 @@ def _lines(base, stride, lines, line_bytes):
     return [(base + l * stride, line_bytes) for l in range(lines)]
 
 
-@pytest.mark.parametrize("seed", [1, 2])
-def test_transfer_engine_block(seed):
+@pytest.mark.parametrize("seed,go_delay", [(1, 2), (2, 2), (3, 7)])
+def test_transfer_engine_block(seed, go_delay):
+    """``go_delay`` 7: the checker's verdict comes late; nothing may be written or requested before it."""
     cfg = preset("small")
     rng = random.Random(seed)
-    bench = EngineBench(cfg, TransferEngine, seed=seed, gm_windows=[(0, GM_BYTES)])
+    bench = EngineBench(cfg, TransferEngine, seed=seed, gm_windows=[(0, GM_BYTES)], go_delay=go_delay)
     bench.gm_write(0, bytes(rng.randrange(256) for _ in range(GM_BYTES)))
     slave = bench.axi
     expected = bytearray(slave.mem)
