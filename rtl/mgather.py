@@ -164,14 +164,19 @@ class IndexLines(wiring.Component):
         room = (q_data.level + inflight < self._depth - 1) & (q_ar.level + inflight < self._depth - 1)
 
         # ---- stage 0: walk segments (i, j .. j + n - 1) and read their index word -----------------
+        # Running pointers, no multiply: ``idx_ptr``/``dst_ptr`` are the byte addresses of element (i, j)
+        # in the index tile and in dst (same cols), ``*_row`` those of (i, 0); strides are shifts of the
+        # held command. In the ``start`` cycle (walk idle) the element is (0, 0): the tiles' bases.
         busy = Signal()
         i = Signal(16)           # (i, j) is back at (0, 0) whenever the walk is idle
         j = Signal(16)
         ncols = Mux(row, 1, dst.valid_cols)
-        flat = Signal(32)        # element (i, j) in storage order (index and destination: same cols)
-        m.d.comb += flat.eq(i * idx.cols + j)
-        idx_addr, dst_off = Signal(24), Signal(sh)
-        m.d.comb += [idx_addr.eq(idx.base + (flat << 2)), dst_off.eq(dst.base + (flat << esz))]
+        idx_row, idx_ptr, dst_row, dst_ptr = Signal(24), Signal(24), Signal(24), Signal(24)
+        idx_stride, dst_stride = Signal(18), Signal(18)
+        m.d.comb += [idx_stride.eq(idx.cols << 2), dst_stride.eq(dst.cols << esz)]
+        idx_addr, dst_addr = Signal(24), Signal(24)
+        m.d.comb += [idx_addr.eq(Mux(busy, idx_ptr, idx.base)), dst_addr.eq(Mux(busy, dst_ptr, dst.base))]
+        dst_off = dst_addr[:sh]
         lo = idx_addr[2:sh]
         n = Signal(range(L + 1))
         fit_idx = Signal(range(L + 1))
@@ -191,20 +196,26 @@ class IndexLines(wiring.Component):
         issue = (busy | (self.start & nonempty)) & s1_free & (~wrap | room)
         m.d.comb += [self.ub_rd.addr.eq(idx_addr >> sh), self.ub_rd.en.eq(issue)]
         with m.If(self.start):
-            m.d.sync += busy.eq(nonempty)
+            m.d.sync += [busy.eq(nonempty), idx_row.eq(idx.base), idx_ptr.eq(idx.base),
+                         dst_row.eq(dst.base), dst_ptr.eq(dst.base)]
         with m.If(issue):
             with m.If(j + n == ncols):
-                m.d.sync += [j.eq(0), i.eq(i + 1)]
+                m.d.sync += [j.eq(0), i.eq(i + 1), idx_ptr.eq(idx_row + idx_stride),
+                             idx_row.eq(idx_row + idx_stride), dst_ptr.eq(dst_row + dst_stride),
+                             dst_row.eq(dst_row + dst_stride)]
+                with m.If(~busy):            # the start cycle: the rows are the bases
+                    m.d.sync += [idx_ptr.eq(idx.base + idx_stride), idx_row.eq(idx.base + idx_stride),
+                                 dst_ptr.eq(dst.base + dst_stride), dst_row.eq(dst.base + dst_stride)]
                 with m.If(i == dst.valid_rows - 1):
                     m.d.sync += [busy.eq(0), i.eq(0)]
             with m.Else():
-                m.d.sync += j.eq(j + n)
+                m.d.sync += [j.eq(j + n), idx_ptr.eq(idx_addr + (n << 2)), dst_ptr.eq(dst_addr + (n << esz))]
 
         # ---- stage 1: the index word arrives (and stays on the port while the segment waits) --------
         s1_lo, s1_n = Signal(range(L)), Signal(range(L + 1))
-        s1_i, s1_j = Signal(16), Signal(16)
+        s1_dst = Signal(24)      # dst byte address of the segment's first element
         with m.If(issue):
-            m.d.sync += [s1_valid.eq(1), s1_lo.eq(lo), s1_n.eq(n), s1_i.eq(i), s1_j.eq(j)]
+            m.d.sync += [s1_valid.eq(1), s1_lo.eq(lo), s1_n.eq(n), s1_dst.eq(dst_addr)]
         with m.Elif(s1_move):
             m.d.sync += s1_valid.eq(0)
         m.d.comb += s1_move.eq(s1_valid & (wrap | ~s2_valid | s2_done))
@@ -212,15 +223,15 @@ class IndexLines(wiring.Component):
         u = [word.word_select(k, 32) for k in range(L)]
 
         # ---- stage 2: out-of-bounds resolution of every lane (WRAP: one lane, through the pipeline) --
-        m.submodules.mod = mod = ModuloPipeline(32, 16 + 16 + len(s1_lo))
+        m.submodules.mod = mod = ModuloPipeline(32, 24 + len(s1_lo))
         m.d.comb += [mod.i_valid.eq(s1_valid & wrap), mod.i_u.eq(u[0]), mod.i_s.eq(size),
-                     mod.i_tag.eq(Cat(s1_i, s1_j, s1_lo))]
+                     mod.i_tag.eq(Cat(s1_dst, s1_lo))]
         with m.If(wrap):
             m.d.comb += mod.i_u.eq(word.word_select(s1_lo, 32))
         r = [Signal(32, name=f"r{k}") for k in range(L)]        # resolved table entry per lane
         zero = [Signal(name=f"zero{k}") for k in range(L)]
         pend = Signal(L)                                        # lanes not yet sent out
-        s2_i, s2_j, s2_lo = Signal(16), Signal(16), Signal(range(L))
+        s2_dst, s2_lo = Signal(24), Signal(range(L))
         run = Signal(L)                                         # lanes of the run leaving now
         emit = Signal()
         with m.If(emit):                                        # (a segment loading now overrides)
@@ -228,10 +239,10 @@ class IndexLines(wiring.Component):
         with m.If(s2_done):
             m.d.sync += s2_valid.eq(0)
         with m.If(wrap & mod.o_valid):
-            m.d.sync += [s2_valid.eq(1), Cat(s2_i, s2_j, s2_lo).eq(mod.o_tag), pend.eq(C(1, L) << mod.o_tag[32:])]
+            m.d.sync += [s2_valid.eq(1), Cat(s2_dst, s2_lo).eq(mod.o_tag), pend.eq(C(1, L) << mod.o_tag[24:])]
             m.d.sync += [x.eq(mod.o_r) for x in r] + [z.eq(0) for z in zero]
         with m.Elif(~wrap & s1_move):
-            m.d.sync += [s2_valid.eq(1), s2_i.eq(s1_i), s2_j.eq(s1_j), s2_lo.eq(s1_lo),
+            m.d.sync += [s2_valid.eq(1), s2_dst.eq(s1_dst), s2_lo.eq(s1_lo),
                          pend.eq(((C(1, L + 1) << s1_n) - 1) << s1_lo)]
             for k in range(L):
                 inside = u[k] < size
@@ -263,7 +274,7 @@ class IndexLines(wiring.Component):
         m.d.comb += gm_addr.eq(Mux(row, gm.base + r_first * gm.row_stride, ea_first))
         m.d.comb += [
             line.gm_addr.eq(gm_addr),
-            line.ub_addr.eq(dst.base + ((s2_i * dst.cols + s2_j + first - s2_lo) << esz)),
+            line.ub_addr.eq(s2_dst + ((first - s2_lo) << esz)),
             line.length.eq(Mux(row, dst.valid_cols << esz, count << esz)),
             line.zero.eq(zero_first),
             line.first.eq(first),
