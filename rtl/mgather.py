@@ -118,8 +118,10 @@ class IndexLines(wiring.Component):
     Ports: ``cmd`` (held), ``start`` (pulse), ``ub_rd`` (a UB read port, which must not be used by anyone
     else while the walk runs: its data is held while a segment waits), ``ar``/``data`` (streams out).
     Throughput: one line per cycle. Latency: the first index is read in the ``start`` cycle; its line is
-    on ``ar`` 2 cycles later (34 with WRAP; ``ar`` bypasses its FIFO when that is empty) and on ``data``
-    3 cycles later (35).
+    on ``ar`` 3 cycles later (35 with WRAP; ``ar`` bypasses its FIFO when that is empty) and on ``data``
+    4 cycles later (36). Stages: 0 walk and index read (running pointers), 1 index word, 2 resolved
+    indices and run selection, 3 the run registered (row mode: row x stride multiplied on the way in,
+    added to the table base on the way out), then the FIFOs.
     """
 
     def __init__(self, config, depth=64):
@@ -161,7 +163,9 @@ class IndexLines(wiring.Component):
         s2_valid, s2_done = Signal(), Signal()
         # WRAP only: the modulo pipeline cannot stall, so issue waits for room for every index in it.
         inflight = Signal(range(2 + 32 + 2 + 1))
-        room = (q_data.level + inflight < self._depth - 1) & (q_ar.level + inflight < self._depth - 1)
+        s3_valid = Signal()      # a run in stage 3 (below), not yet in the FIFOs
+        room = ((q_data.level + inflight + s3_valid < self._depth - 1) &
+                (q_ar.level + inflight + s3_valid < self._depth - 1))
 
         # ---- stage 0: walk segments (i, j .. j + n - 1) and read their index word -----------------
         # Running pointers, no multiply: ``idx_ptr``/``dst_ptr`` are the byte addresses of element (i, j)
@@ -269,11 +273,18 @@ class IndexLines(wiring.Component):
         m.d.comb += [r_first.eq(Array(r)[first]), ea_first.eq(Array(ea)[first]),
                      zero_first.eq(Array(zero)[first])]
 
+        # Stage 3: the run leaves stage 2 into a register (``s3``), then into the FIFOs. Row mode's table
+        # offset (row index x row stride, a 32 x 32 multiply) is computed on the way into s3 and added to
+        # the table base on the way out, so no path holds the multiply and an add and the address logic.
+        s3_line = Signal(layout)
+        s3_prod = Signal(cfg.gm_addr_bits)          # row mode: r x gm.row_stride
+        s3_out = Signal()                           # s3 leaves into the FIFOs (or straight to ``ar``)
+        m.d.comb += [s3_out.eq(s3_valid & q_ar.w_rdy & q_data.w_rdy),
+                     emit.eq(s2_valid & (~s3_valid | s3_out))]
+
         line = Signal(layout)
-        gm_addr = Signal(cfg.gm_addr_bits)
-        m.d.comb += gm_addr.eq(Mux(row, gm.base + r_first * gm.row_stride, ea_first))
         m.d.comb += [
-            line.gm_addr.eq(gm_addr),
+            line.gm_addr.eq(ea_first),              # element mode; row mode adds the product in s3
             line.ub_addr.eq(s2_dst + ((first - s2_lo) << esz)),
             line.length.eq(Mux(row, dst.valid_cols << esz, count << esz)),
             line.zero.eq(zero_first),
@@ -283,30 +294,37 @@ class IndexLines(wiring.Component):
         last_beat = Signal(cfg.gm_addr_bits - sh)
         have_beat = Signal()
         m.d.comb += [
-            emit.eq(s2_valid & q_ar.w_rdy & q_data.w_rdy),
             s2_done.eq(emit & ((pend & ~run) == 0)),
-            line.reuse.eq(~row & ~zero_first & have_beat & (last_beat == (gm_addr >> sh))),
+            line.reuse.eq(~row & ~zero_first & have_beat & (last_beat == (ea_first >> sh))),
         ]
         with m.If(self.start):
             m.d.sync += have_beat.eq(0)
         with m.Elif(emit & ~zero_first):
-            m.d.sync += [last_beat.eq(gm_addr >> sh), have_beat.eq(1)]
+            m.d.sync += [last_beat.eq(ea_first >> sh), have_beat.eq(1)]
+        with m.If(emit):
+            m.d.sync += [s3_valid.eq(1), s3_line.eq(line), s3_prod.eq(r_first * gm.row_stride)]
+        with m.Elif(s3_out):
+            m.d.sync += s3_valid.eq(0)
+        with m.If(self.start):
+            m.d.sync += s3_valid.eq(0)
 
+        out = Signal(layout)
+        m.d.comb += [out.eq(s3_line), out.gm_addr.eq(Mux(row, gm.base + s3_prod, s3_line.gm_addr))]
         read = Signal(GatherRead(cfg))
         m.d.comb += [
-            read.gm_addr.eq(gm_addr),
+            read.gm_addr.eq(out.gm_addr),
             # an element run's bytes all lie in the beat of its first element
-            read.length.eq(Mux(row, line.length, 1)),
-            read.skip.eq(line.zero | line.reuse),
+            read.length.eq(Mux(row, out.length, 1)),
+            read.skip.eq(out.zero | out.reuse),
         ]
         # The address side bypasses its FIFO when that is empty (the FIFO's write-to-read cycle would
         # delay every instruction's first AR); the data side has the memory latency to hide its own.
         with m.If(q_ar.r_rdy):
-            m.d.comb += [self.ar.valid.eq(1), self.ar.payload.eq(q_ar.r_data), q_ar.w_en.eq(emit)]
+            m.d.comb += [self.ar.valid.eq(1), self.ar.payload.eq(q_ar.r_data), q_ar.w_en.eq(s3_out)]
         with m.Else():
-            m.d.comb += [self.ar.valid.eq(emit), self.ar.payload.eq(read),
-                         q_ar.w_en.eq(emit & ~self.ar.ready)]
-        m.d.comb += [q_ar.w_data.eq(read), q_data.w_data.eq(line), q_data.w_en.eq(emit)]
+            m.d.comb += [self.ar.valid.eq(s3_valid), self.ar.payload.eq(read),
+                         q_ar.w_en.eq(s3_out & ~self.ar.ready)]
+        m.d.comb += [q_ar.w_data.eq(read), q_data.w_data.eq(out), q_data.w_en.eq(s3_out)]
 
         m.d.sync += inflight.eq(inflight + issue - s2_done)
         return m
