@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rtl.config import preset
+from rtl.isa import DTYPE_BYTES, DType
 
 from .runner import BUILD, run
 
@@ -41,10 +42,15 @@ def case_work(case):
 
 
 def axi_bound(record, config):
-    """Bytes moved over the AXI data bus: one beat per cycle. Elements: one per cycle, the bound when
-    every element needs its own beat (random indices); neighbours sharing a beat go beyond it."""
+    """Bytes moved over the AXI data bus: one beat per cycle. Elements (MGATHER_ELEM): one UB write per
+    cycle, holding at most one index word's indices (``W / 4``) and at most a word of elements
+    (``W / size``): ``min(W / 4, W / size)`` elements per cycle. (Random indices need a bus beat per
+    element, so they stay near one per cycle; neighbours that share a beat approach the bound.)"""
     if case_work(record["label"][len("bench:"):])[1] == "elem":
-        return 1, "1 element/cycle (a bus beat per element, as for random indices)"
+        W = config.ub_word_bytes
+        size = DTYPE_BYTES[DType[record["dtype"]]]
+        n = min(W // 4, W // size)
+        return n, f"{n} elements/cycle (one UB write of <= {W // 4} indices, <= {W // size} elements)"
     return config.axi_data_bytes, f"AXI {config.axi_data_bits}-bit, 1 beat/cycle"
 
 

@@ -12,3 +12,10 @@ def test_bench_runs(tmp_path, capsys):
     assert bench.main(["--config", "small"]) == 0
     out = capsys.readouterr().out
     assert "TLOAD" in out and "TSTORE" in out
+    # A figure above 100% of its bound means the bound is wrong (the hardware cannot beat its bound).
+    lines = [l for l in out.splitlines() if l.count(" | ") > 4]
+    head = [c.strip() for c in lines[0].split(" | ")]
+    col = head.index("of bound")
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.split(" | ")]
+        assert float(cells[col].rstrip("%")) <= 100.0, f"above its bound: {line}"
