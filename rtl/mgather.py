@@ -118,10 +118,12 @@ class IndexLines(wiring.Component):
     Ports: ``cmd`` (held), ``start`` (pulse), ``ub_rd`` (a UB read port, which must not be used by anyone
     else while the walk runs: its data is held while a segment waits), ``ar``/``data`` (streams out).
     Throughput: one line per cycle. Latency: the first index is read in the ``start`` cycle; its line is
-    on ``ar`` 3 cycles later (35 with WRAP; ``ar`` bypasses its FIFO when that is empty) and on ``data``
-    4 cycles later (36). Stages: 0 walk and index read (running pointers), 1 index word, 2 resolved
-    indices and run selection, 3 the run registered (row mode: row x stride multiplied on the way in,
-    added to the table base on the way out), then the FIFOs.
+    on ``ar`` 4 cycles later (36 with WRAP; ``ar`` bypasses its FIFO when that is empty) and on ``data``
+    5 cycles later (37). Stages, each behind a register so that the unit keeps its clock: 0 walk and
+    index read (running pointers, no multiply), 1 index word, 2a resolved indices (out of bounds), 2b
+    table addresses and same-beat flags of every lane, then run selection over registers only, 3 the
+    run (row mode: row x stride multiplied on the way in, added to the table base on the way out), then
+    the FIFOs.
     """
 
     def __init__(self, config, depth=64):
@@ -222,11 +224,12 @@ class IndexLines(wiring.Component):
             m.d.sync += [s1_valid.eq(1), s1_lo.eq(lo), s1_n.eq(n), s1_dst.eq(dst_addr)]
         with m.Elif(s1_move):
             m.d.sync += s1_valid.eq(0)
-        m.d.comb += s1_move.eq(s1_valid & (wrap | ~s2_valid | s2_done))
+        s2a_valid, s2a_move = Signal(), Signal()
+        m.d.comb += s1_move.eq(s1_valid & (wrap | ~s2a_valid | s2a_move))
         word = self.ub_rd.data
         u = [word.word_select(k, 32) for k in range(L)]
 
-        # ---- stage 2: out-of-bounds resolution of every lane (WRAP: one lane, through the pipeline) --
+        # ---- stage 2a: out-of-bounds resolution of every lane (WRAP: one lane, through the pipeline) -
         m.submodules.mod = mod = ModuloPipeline(32, 24 + len(s1_lo))
         m.d.comb += [mod.i_valid.eq(s1_valid & wrap), mod.i_u.eq(u[0]), mod.i_s.eq(size),
                      mod.i_tag.eq(Cat(s1_dst, s1_lo))]
@@ -234,44 +237,62 @@ class IndexLines(wiring.Component):
             m.d.comb += mod.i_u.eq(word.word_select(s1_lo, 32))
         r = [Signal(32, name=f"r{k}") for k in range(L)]        # resolved table entry per lane
         zero = [Signal(name=f"zero{k}") for k in range(L)]
-        pend = Signal(L)                                        # lanes not yet sent out
-        s2_dst, s2_lo = Signal(24), Signal(range(L))
-        run = Signal(L)                                         # lanes of the run leaving now
-        emit = Signal()
-        with m.If(emit):                                        # (a segment loading now overrides)
-            m.d.sync += pend.eq(pend & ~run)
-        with m.If(s2_done):
-            m.d.sync += s2_valid.eq(0)
+        pend_a = Signal(L)
+        s2a_dst, s2a_lo = Signal(24), Signal(range(L))
+        with m.If(s2a_move):
+            m.d.sync += s2a_valid.eq(0)
         with m.If(wrap & mod.o_valid):
-            m.d.sync += [s2_valid.eq(1), Cat(s2_dst, s2_lo).eq(mod.o_tag), pend.eq(C(1, L) << mod.o_tag[24:])]
+            m.d.sync += [s2a_valid.eq(1), Cat(s2a_dst, s2a_lo).eq(mod.o_tag),
+                         pend_a.eq(C(1, L) << mod.o_tag[24:])]
             m.d.sync += [x.eq(mod.o_r) for x in r] + [z.eq(0) for z in zero]
         with m.Elif(~wrap & s1_move):
-            m.d.sync += [s2_valid.eq(1), s2_dst.eq(s1_dst), s2_lo.eq(s1_lo),
-                         pend.eq(((C(1, L + 1) << s1_n) - 1) << s1_lo)]
+            m.d.sync += [s2a_valid.eq(1), s2a_dst.eq(s1_dst), s2a_lo.eq(s1_lo),
+                         pend_a.eq(((C(1, L + 1) << s1_n) - 1) << s1_lo)]
             for k in range(L):
                 inside = u[k] < size
                 m.d.sync += [r[k].eq(Mux(inside, u[k], size - 1)),
                              zero[k].eq((cmd.oob == OobMode.ZERO) & ~inside)]
 
-        # ---- stage 2, out: the next run of the segment into both FIFOs ------------------------------
+        # ---- stage 2b: every lane's table address, and which lanes share a beat with the lane before -
+        # (registered, so that choosing a run below is logic over registers only)
         ea = [Signal(cfg.gm_addr_bits, name=f"ea{k}") for k in range(L)]    # element-mode byte address
-        m.d.comb += [ea[k].eq(gm.base + (r[k] << esz)) for k in range(L)]
-        beat = [x[sh:] for x in ea]
+        zero_b = [Signal(name=f"zero_b{k}") for k in range(L)]
+        same = [Signal(name=f"same{k}") for k in range(L)]                   # lane k joins lane k - 1's run
+        r_row = Signal(32)                                                  # row mode: the row's index
+        pend = Signal(L)                                                    # lanes not yet sent out
+        s2_dst, s2_lo = Signal(24), Signal(range(L))
+        m.d.comb += s2a_move.eq(s2a_valid & (~s2_valid | s2_done))
+        run = Signal(L)                                                     # lanes of the run leaving now
+        emit = Signal()
+        with m.If(emit):                                        # (a segment loading now overrides)
+            m.d.sync += pend.eq(pend & ~run)
+        with m.If(s2_done):
+            m.d.sync += s2_valid.eq(0)
+        with m.If(s2a_move):
+            ea_a = [gm.base + (x << esz) for x in r]
+            m.d.sync += [s2_valid.eq(1), s2_dst.eq(s2a_dst), s2_lo.eq(s2a_lo), pend.eq(pend_a),
+                         r_row.eq(Array(r)[s2a_lo])]
+            m.d.sync += [ea[k].eq(ea_a[k]) for k in range(L)] + [zero_b[k].eq(zero[k]) for k in range(L)]
+            m.d.sync += [same[k].eq((zero[k] == zero[k - 1]) &
+                                    (zero[k] | (ea_a[k][sh:] == ea_a[k - 1][sh:]))) for k in range(1, L)]
+
+        # ---- stage 2b, out: the next run of the segment ----------------------------------------------
         chain = C(0, 1)
         for k in range(L):
             head = pend[k] if k == 0 else pend[k] & ~pend[k - 1]
-            same = C(0, 1) if k == 0 else (zero[k] == zero[k - 1]) & (zero[k] | (beat[k] == beat[k - 1]))
-            chain = head | (chain & pend[k] & same)
+            chain = head | ((chain & pend[k] & same[k]) if k else C(0, 1))
             m.d.comb += run[k].eq(chain)
+        # the pending lanes are contiguous: this run is the segment's last when no neighbouring pending
+        # lanes break (two levels of logic, not the run's ripple: it reaches back to the index read)
+        last_run = ~Cat(pend[k] & pend[k - 1] & ~same[k] for k in range(1, L)).any() if L > 1 else C(1, 1)
         first = Signal(range(L))
         for k in reversed(range(L)):
             with m.If(pend[k]):
                 m.d.comb += first.eq(k)
         count = Signal(range(L + 1))
         m.d.comb += count.eq(sum(run[k] for k in range(L)))
-        r_first, ea_first, zero_first = Signal(32), Signal(cfg.gm_addr_bits), Signal()
-        m.d.comb += [r_first.eq(Array(r)[first]), ea_first.eq(Array(ea)[first]),
-                     zero_first.eq(Array(zero)[first])]
+        ea_first, zero_first = Signal(cfg.gm_addr_bits), Signal()
+        m.d.comb += [ea_first.eq(Array(ea)[first]), zero_first.eq(Array(zero_b)[first])]
 
         # Stage 3: the run leaves stage 2 into a register (``s3``), then into the FIFOs. Row mode's table
         # offset (row index x row stride, a 32 x 32 multiply) is computed on the way into s3 and added to
@@ -294,7 +315,7 @@ class IndexLines(wiring.Component):
         last_beat = Signal(cfg.gm_addr_bits - sh)
         have_beat = Signal()
         m.d.comb += [
-            s2_done.eq(emit & ((pend & ~run) == 0)),
+            s2_done.eq(emit & last_run),
             line.reuse.eq(~row & ~zero_first & have_beat & (last_beat == (ea_first >> sh))),
         ]
         with m.If(self.start):
@@ -302,7 +323,7 @@ class IndexLines(wiring.Component):
         with m.Elif(emit & ~zero_first):
             m.d.sync += [last_beat.eq(ea_first >> sh), have_beat.eq(1)]
         with m.If(emit):
-            m.d.sync += [s3_valid.eq(1), s3_line.eq(line), s3_prod.eq(r_first * gm.row_stride)]
+            m.d.sync += [s3_valid.eq(1), s3_line.eq(line), s3_prod.eq(r_row * gm.row_stride)]
         with m.Elif(s3_out):
             m.d.sync += s3_valid.eq(0)
         with m.If(self.start):
