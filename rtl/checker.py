@@ -9,7 +9,7 @@ from .isa import Command, DType, Layout, Opcode, UB_ALIGN
 from .status import Status
 from .tile import dtype_valid, elem_log2
 
-__all__ = ["Checker", "CHECK_ORDER", "tile_checks", "dtype_in", "stage"]
+__all__ = ["Checker", "CHECK_ORDER", "tile_checks", "dtype_in", "stage", "exceeds"]
 
 
 def dtype_in(dtype, allowed):
@@ -30,6 +30,29 @@ def stage(m, value, name=None):
     return reg
 
 
+def exceeds(m, terms, limit, name=None):
+    """``sum(terms) > limit`` for non-negative ``terms``, with short carry chains: every term is first
+    saturated to ``2 * 2**ceil(log2(limit + 1))`` (if one term alone is that large the sum exceeds the
+    limit anyway), so the add is only a few bits wider than ``limit`` instead of as wide as the widest
+    term (a 64-bit GM base plus a 48-bit span would be a 113-bit chain)."""
+    bits = max(1, int(limit).bit_length())      # 2**bits > limit
+    cap = 1 << (bits + 1)
+    sat = []
+    for t in terms:
+        t = Value.cast(t)
+        if t.shape().signed:
+            t = t.as_unsigned()
+        if len(t) <= bits:
+            sat.append(t)
+            continue
+        clipped = Signal(bits + 2, name=None if name is None else f"{name}_sat{len(sat)}")
+        m.d.comb += clipped.eq(Mux(t[bits + 1:].any(), cap, t[:bits + 1]))
+        sat.append(clipped)
+    total = Signal(bits + 2 + len(terms).bit_length(), name=name)
+    m.d.comb += total.eq(sum(sat))
+    return total > limit
+
+
 def tile_checks(m, config, fail, tile, enable):
     """Checks every tile operand gets: base alignment, UB range of the static extent, valid <= static.
     Appends conditions to ``fail`` (status -> list of conditions); returns log2 of the element size.
@@ -37,7 +60,7 @@ def tile_checks(m, config, fail, tile, enable):
     esz = elem_log2(m, tile.dtype)
     size = stage(m, (tile.rows * tile.cols) << esz)
     fail[Status.UB_MISALIGNED].append(enable & (tile.base[:UB_ALIGN.bit_length() - 1] != 0))
-    fail[Status.UB_OUT_OF_RANGE].append(enable & (tile.base + size > config.ub_bytes))
+    fail[Status.UB_OUT_OF_RANGE].append(enable & exceeds(m, [tile.base, size], config.ub_bytes))
     fail[Status.VALID_EXCEEDS_STATIC].append(
         enable & ((tile.valid_rows > tile.rows) | (tile.valid_cols > tile.cols)))
     return esz

@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .checker import stage
+from .checker import exceeds, stage
 from .isa import Command, OobMode, Opcode
 from .status import Status
 from .tile import elem_log2
@@ -61,10 +61,12 @@ def mgather_checks(m, config, cmd, fail):
     mask = Signal(2)
     m.d.comb += mask.eq((1 << esz) - 1)
     fail[Status.GM_MISALIGNED].append(enable & (((gm.base & mask) != 0) | (row & ((gm.row_stride & mask) != 0))))
-    end = Signal(64 + 66)   # one past the last table byte
-    m.d.comb += end.eq(Mux(row, gm.base + span + (gm.cols << esz),
-                           gm.base + (entries << esz)))
-    fail[Status.GM_OUT_OF_RANGE].append(enable & (entries != 0) & (end > (1 << config.gm_addr_bits)))
+    # one past the last table byte > 2**gm_addr_bits; row: base + (rows - 1) * stride + cols * size,
+    # element: base + entries * size (saturating adds: short carry chains)
+    limit = 1 << config.gm_addr_bits
+    row_end = exceeds(m, [gm.base, span, gm.cols << esz], limit, "mgather_row_end")
+    elem_end = exceeds(m, [gm.base, entries << esz], limit, "mgather_elem_end")
+    fail[Status.GM_OUT_OF_RANGE].append(enable & (entries != 0) & Mux(row, row_end, elem_end))
 
 
 class ModuloPipeline(wiring.Component):

@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import fifo, wiring
 
 from .axi import Burst, Resp
-from .checker import stage
+from .checker import exceeds, stage
 from .engine import EngineSignature
 from .isa import Opcode
 from .realign import Realigner
@@ -73,11 +73,11 @@ class TransferEngine(wiring.Component):
         m.d.comb += mask.eq((1 << esz) - 1)
         fail[Status.GM_MISALIGNED].append(enable & (((gm.base | gm.row_stride) & mask) != 0))
         lines, line_elems, _ = tile_geometry(m, tile, esz)
-        end = Signal(64 + 49)   # one past the last byte touched
+        # one past the last byte touched: base + (lines - 1) * stride + line bytes > 2**gm_addr_bits
         span = stage(m, (lines - 1) * gm.row_stride, "transfer_span")     # cut the multiply's path
-        m.d.comb += end.eq(gm.base + span + (line_elems << esz))
         touches = (lines != 0) & (line_elems != 0)
-        fail[Status.GM_OUT_OF_RANGE].append(enable & touches & (end > (1 << config.gm_addr_bits)))
+        beyond = exceeds(m, [gm.base, span[:48], line_elems << esz], 1 << config.gm_addr_bits, "transfer_end")
+        fail[Status.GM_OUT_OF_RANGE].append(enable & touches & beyond)
         mgather_checks(m, config, cmd, fail)
 
     def elaborate(self, platform):

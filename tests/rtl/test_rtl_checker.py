@@ -303,3 +303,31 @@ def test_checker_local_gather_edges():
                    Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC, Status.LAYOUT_UNSUPPORTED,
                    Status.SHAPE_MISMATCH, Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE} - seen
         assert not missing, f"statuses never produced: {missing}"
+
+
+def test_exceeds_saturating_sum():
+    """``rtl.checker.exceeds`` (the range checks' short-chain compare) equals ``sum(terms) > limit`` at and
+    around the limit and for terms far beyond it."""
+    from amaranth import Module, Signal
+    from rtl.checker import exceeds
+    limit = 1 << 32
+    m = Module()
+    a, b, c = Signal(64), Signal(48), Signal(20)
+    out = Signal()
+    m.d.comb += out.eq(exceeds(m, [a, b, c], limit))
+    rng = random.Random(5)
+    near = [0, 1, limit - 1, limit, limit + 1, (1 << 33) - 1, 1 << 33, (1 << 34) + 5]
+    cases = [(rng.choice(near + [rng.randrange(1 << 64)]) % (1 << 64), rng.choice(near) % (1 << 48),
+              rng.randrange(1 << 20)) for _ in range(400)]
+    cases += [(limit - 10, 4, 6), (limit - 10, 4, 7), (0, 0, 0), ((1 << 64) - 1, (1 << 48) - 1, (1 << 20) - 1)]
+
+    async def bench(ctx):
+        for x, y, z in cases:
+            ctx.set(a, x)
+            ctx.set(b, y)
+            ctx.set(c, z)
+            assert ctx.get(out) == (x + y + z > limit), (x, y, z)
+
+    sim = Simulator(m)
+    sim.add_testbench(bench)
+    sim.run()
