@@ -345,7 +345,8 @@ class IndexLines(wiring.Component):
         with m.If(q_ar.r_rdy):
             m.d.comb += [self.ar.valid.eq(1), self.ar.payload.eq(q_ar.r_data), q_ar.w_en.eq(s3_out)]
         with m.Else():
-            m.d.comb += [self.ar.valid.eq(s3_valid), self.ar.payload.eq(read),
+            # (only a run that also enters the data FIFO now may leave: else its AR would go out twice)
+            m.d.comb += [self.ar.valid.eq(s3_out), self.ar.payload.eq(read),
                          q_ar.w_en.eq(s3_out & ~self.ar.ready)]
         m.d.comb += [q_ar.w_data.eq(read), q_data.w_data.eq(out), q_data.w_en.eq(s3_out)]
 
