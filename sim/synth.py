@@ -321,8 +321,8 @@ def summary(r):
     for n, g in enumerate(p["groups"]):
         if "worst_path" in g:
             wp = g["worst_path"]
-            lines.append(f"  [{n + 1}] {g['start']} -> {g['end']}, {wp['delay_ns']} ns, {wp['comb_cells']} comb cells: "
-                         f"{wp['via']}")
+            lines.append(f"  [{n + 1}] {g['start']} -> {g['end']}, {wp['delay_ns']} ns ({wp['routing_ns']} routing), "
+                         f"{wp['comb_cells']} comb cells: {wp['via']}")
             if wp["sources"]:
                 lines.append(f"      sources: {', '.join(wp['sources'])}")
     return "\n".join(lines)

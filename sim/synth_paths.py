@@ -227,12 +227,13 @@ def analyse(sdf, period_ns, module, top_groups=12, path_groups=5, src_of=None):
         for step in steps:
             del step["_last"]
         levels = sum(n for st in steps for k, n in st["cells"].items() if k in ("TRELLIS_COMB", "LUT4"))
+        routing = sum(arrival[b] - arrival[a] for a, b in zip(pins, pins[1:]) if names[a][0] != names[b][0])
         sources = []
         for st in steps:
             if st.get("src") and st["src"] not in sources:
                 sources.append(st["src"])
         return {"delay_ns": round(delay, 3), "start": names[pins[0]][0][:200], "end": names[i][0][:200],
-                "end_port": names[i][1], "comb_cells": levels,
+                "end_port": names[i][1], "comb_cells": levels, "routing_ns": round(routing, 3),
                 "via": " > ".join(_short(st) for st in steps), "sources": sources, "steps": steps}
 
     ordered = sorted(groups.values(), key=lambda g: -g["worst_ns"])

@@ -95,6 +95,7 @@ def test_sdf_worst_paths_grouped(tmp_path):
     assert [(st["signal"], st["module"]) for st in steps] == \
         [("unit.x.ff_a", "unit.x"), ("unit.x.lut$1", "unit.x"), ("unit.y.lut2", "unit.y"), ("unit.y.ff_b", "unit.y")]
     assert res["worst"]["comb_cells"] == 2 and steps[-1]["at_ns"] == pytest.approx(3.95)
+    assert res["worst"]["routing_ns"] == pytest.approx(2.0 + 0.7 + 0.3)
     assert res["endpoints"] == 2 and res["failing"] == 1
     groups = [(g["start"], g["end"], g["worst_ns"], g["failing"]) for g in res["groups"]]
     assert groups == [("unit.x", "unit.y", pytest.approx(4.05), 1), ("unit.x", "unit.x", pytest.approx(0.7), 0)]
