@@ -3,6 +3,7 @@
 from amaranth import *
 from amaranth.lib import wiring
 
+from .checker import stage
 from .engine import EngineSignature
 from .instructions import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2
 from .isa import Opcode
@@ -73,9 +74,9 @@ class LocalGatherEngine(wiring.Component):
         nv = cmd.num_valid
         per_group = Signal(21)       # 16 x index valid cols
         n = Signal(21)
-        width = Signal(28)           # n x nepi, with nepi = 1 << nepi_log2 as encoded
-        m.d.comb += [per_group.eq(idx.valid_cols << 4), n.eq(Mux(nv != 0, nv, per_group)),
-                     width.eq(n << cmd.nepi_log2)]
+        m.d.comb += [per_group.eq(idx.valid_cols << 4), n.eq(Mux(nv != 0, nv, per_group))]
+        # n x nepi (nepi = 1 << nepi_log2 as encoded): a variable shift, registered before its compare
+        width = stage(m, n << cmd.nepi_log2, "lg_width")
         fail[Status.SHAPE_MISMATCH].append(
             en & ((idx.valid_rows != src.valid_rows) | (dst.valid_rows != src.valid_rows) |
                   (dst.valid_cols != width)))
