@@ -7,7 +7,7 @@ from amaranth import *
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature"]
+__all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "relax_ub_collisions"]
 
 
 class UbReadSignature(wiring.Signature):
@@ -56,6 +56,14 @@ class UnifiedBuffer(wiring.Component):
 
     Latency: 1 cycle read, writes visible to reads issued the cycle after the write.
     Contents are not cleared by reset (as in an SRAM).
+
+    Collisions: the simulated and exported model returns the old word when a word is read in the cycle
+    it is written. The ECP5 synthesis flow (``sim/synth.py``) may declare that case undefined with
+    :func:`relax_ub_collisions`, so that the block RAMs need no "read old data" emulation (bypass
+    registers and multiplexers in front of every bank). That is safe because no engine reads a word in
+    the cycle it writes it except in the operand overlaps the golden model already calls undefined; it
+    is not applied to the exported Verilog (where Yosys would write X for those reads, which a
+    testbench cannot adopt as an undefined result).
     """
 
     def __init__(self, config):
@@ -89,3 +97,20 @@ class UnifiedBuffer(wiring.Component):
             m.d.comb += [port.data.eq(Mux(odd_word, po.data, pe.data)),
                          port.next.eq(Mux(odd_word, pe.data, po.data))]
         return m
+
+
+def relax_ub_collisions(rtlil_text):
+    """The RTLIL of a design with the UB's read ports marked "undefined on a same-cycle write to the same
+    word" (``COLLISION_X_MASK`` all ones on the ``$memrd_v2`` cells of the ``mem_even`` / ``mem_odd``
+    banks). Amaranth 0.5 always emits ``COLLISION_X_MASK`` 0, i.e. read-old-data, which Yosys can only
+    honour on ECP5 block RAMs with emulation logic. Simulation is unchanged (a clocked read of a
+    register array returns the old word)."""
+    import re
+
+    def relax(match):
+        cell = match.group(0)
+        if re.search(r'parameter \\MEMID "\\\\mem_(even|odd)"', cell):
+            cell = re.sub(r"(parameter \\COLLISION_X_MASK )1'0", r"\g<1>1'1", cell)
+        return cell
+
+    return re.sub(r"cell \$memrd_v2 .*?\n  end\n", relax, rtlil_text, flags=re.S)

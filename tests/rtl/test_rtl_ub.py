@@ -99,3 +99,19 @@ def test_ub_banked_window(preset_name, ports):
     sim.run()
     want = {(i, k) for i in range(ports) for k in ("even", "odd", "first", "last")}
     assert want <= seen, f"read cases not covered: {want - seen}"
+
+
+def test_relax_ub_collisions_marks_only_the_ub_banks():
+    """The synthesis flow's RTLIL: every read port of the UB banks is undefined on a same-cycle write,
+    every other memory (the FIFOs) keeps Amaranth's read-old-data semantics."""
+    import re
+    from amaranth.back import rtlil
+    from rtl.top import VectorUnit
+    from rtl.ub import relax_ub_collisions
+    cfg = preset("small")
+    text = relax_ub_collisions(rtlil.convert(VectorUnit(cfg), name="top", emit_src=False))
+    cells = re.findall(r"cell \$memrd_v2 .*?\n  end\n", text, flags=re.S)
+    ub = [c for c in cells if re.search(r'MEMID "\\\\mem_(even|odd)"', c)]
+    assert len(ub) == 2 * cfg.ub_read_ports
+    assert all("COLLISION_X_MASK 1'1" in c for c in ub)
+    assert all("COLLISION_X_MASK 1'0" in c for c in cells if c not in ub)
