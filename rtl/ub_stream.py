@@ -20,6 +20,12 @@ from .walker import LINE_BYTES_BITS
 __all__ = ["UbReader", "UbWriter"]
 
 
+def _line_lanes(W, first, last, lo, end):
+    """The lanes of a line's word that hold line bytes: from ``lo`` in its first word, below ``end`` in
+    its last (``end`` 0: all ``W``), every lane in between. Reader and writer share it."""
+    return Cat((~first | (k >= lo)) & (~last | (end == 0) | (k < end)) for k in range(W))
+
+
 class UbReader(wiring.Component):
     """Reads lines from the UB as a stream of words aligned for their destination.
 
@@ -125,7 +131,7 @@ class UbReader(wiring.Component):
         if elements:
             m.d.comb += be.eq(ebe)
         else:
-            m.d.comb += be.eq(Cat((~first | (k >= lo)) & (~last | (end == 0) | (k < end)) for k in lanes))
+            m.d.comb += be.eq(_line_lanes(W, first, last, lo, end))
 
         s_off, s_be, s_last = Signal(sh), Signal(W), Signal()
         m.d.sync += s_valid.eq(read)
@@ -219,8 +225,7 @@ class UbWriter(wiring.Component):
             self.ub_wr.data.eq(self.words.payload),
         ]
         with m.If(take):
-            m.d.comb += self.ub_wr.be.eq(
-                Cat((~first | (k >= lo)) & (~last | (end == 0) | (k < end)) for k in range(W)))
+            m.d.comb += self.ub_wr.be.eq(_line_lanes(W, first, last, lo, end))
             m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), first.eq(0)]
             with m.If(last):
                 m.d.sync += active.eq(0)
