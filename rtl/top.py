@@ -65,11 +65,13 @@ class VectorUnit(wiring.Component):
     returns ``rdata`` with ``rvalid`` one cycle after the transfer. Tie ``valid`` low when unused.
 
     Behaviour: one instruction at a time. A command is accepted (``tready`` high) only when the unit
-    is idle. The cycle after acceptance the checker decides; an illegal instruction answers its status
-    the cycle after that, having touched nothing; a legal one starts its engine in that same cycle
-    (``start``), and the engine already owns the shared UB and AXI ports then, so it may issue its first
-    UB read with ``start``. ``cycles`` in the response counts clock cycles from the acceptance edge to
-    the edge that raises ``tvalid``.
+    is idle. The engine for its opcode gets ``start`` in the next cycle (speculatively) and owns the
+    shared UB and AXI ports from then on, so it may read the UB at once; the checker
+    (:class:`rtl.checker.Checker`, ``LATENCY`` register stages) decides meanwhile. A passing verdict
+    raises the engine's ``go`` (its first UB write or AXI request may follow); a failing one resets
+    the engine, which has touched nothing, and answers the checker's status (``cycles`` =
+    ``LATENCY + 1``). ``cycles`` in the response counts clock cycles from the acceptance edge to the
+    edge that raises ``tvalid``.
     """
 
     def __init__(self, config):
