@@ -19,7 +19,7 @@ from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY
 
 __all__ = [
     "FLOAT_TYPES", "INT_TYPES", "CANONICAL_NAN", "UINT_OF_SIZE", "is_float", "np_dtype", "dtype_of",
-    "bits", "from_bits", "canonicalize_nan", "add", "mul", "widening_product",
+    "bits", "from_bits", "canonicalize_nan", "add", "sub", "mul", "maximum", "minimum", "widening_product",
 ]
 
 FLOAT_TYPES = frozenset({DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2})
@@ -89,6 +89,53 @@ def add(a, b, dt):
         else:
             r = (_to32(a) + _to32(b)).astype(np_dtype(dt))
         return canonicalize_nan(r, dt)
+
+
+def sub(a, b, dt):
+    """Elementwise a - b in type ``dt``: integers wrap, floats round to nearest even, NaN canonical.
+
+    For floats this is exactly ``add(a, -b)`` (IEEE: ``a - b`` is ``a + (-b)`` with one rounding; the sign
+    of an exact zero follows from that, e.g. ``(+0) - (+0) = +0`` and ``(-0) - (+0) = -0``)."""
+    with np.errstate(all="ignore"):
+        if not is_float(dt):
+            return (np.asarray(a, np_dtype(dt)) - np.asarray(b, np_dtype(dt))).astype(np_dtype(dt))
+        if dt == DType.FP32:
+            r = np.subtract(np.asarray(a, np.float32), np.asarray(b, np.float32))
+        else:
+            r = (_to32(a) - _to32(b)).astype(np_dtype(dt))
+        return canonicalize_nan(r, dt)
+
+
+def _extremum(a, b, dt, larger):
+    a = np.asarray(a, np_dtype(dt))
+    b = np.asarray(b, np_dtype(dt))
+    a, b = np.broadcast_arrays(a, b)
+    if not is_float(dt):
+        return np.where(a >= b, a, b) if larger else np.where(a <= b, a, b)
+    fa, fb = _to32(a), _to32(b)
+    ba, bb = bits(a), bits(b)
+    sign = 1 << (8 * a.dtype.itemsize - 1)
+    pick_a = fa > fb if larger else fa < fb
+    # equal values: only +0 / -0 differ in bits; max prefers +0, min prefers -0 (IEEE 754-2019 maximum /
+    # minimum); otherwise the two operands have identical bits
+    a_neg = (ba & sign) != 0
+    pick_a |= (fa == fb) & (~a_neg if larger else a_neg)
+    out = np.where(pick_a, ba, bb).astype(ba.dtype)
+    nan = np.isnan(fa) | np.isnan(fb)
+    out[nan] = CANONICAL_NAN[dt]
+    return out.view(np_dtype(dt))
+
+
+def maximum(a, b, dt):
+    """Elementwise maximum in type ``dt``. Integers: signed or unsigned by type. Floats: a NaN in either
+    operand gives the canonical NaN; ``max(-0, +0) = max(+0, -0) = +0``; otherwise the larger operand's bits
+    unchanged (subnormals kept). Commutative."""
+    return _extremum(a, b, dt, True)
+
+
+def minimum(a, b, dt):
+    """Elementwise minimum in type ``dt``: as :func:`maximum`, with ``min(-0, +0) = -0``. Commutative."""
+    return _extremum(a, b, dt, False)
 
 
 def mul(a, b, dt):
