@@ -48,7 +48,7 @@ LOCAL_GATHER_GROUP = 16             #: local_gather: rows (partitions) per group
 LOCAL_GATHER_MAX_INDICES = 4096     #: local_gather: indices per group (num_valid_indices and 16 x index cols)
 LOCAL_GATHER_MAX_NEPI_LOG2 = 5      #: local_gather: num_elem_per_idx in 1, 2, 4, ..., 32
 GEMV_MAX_DIM = 4095                 #: TGEMV*: K and N in [1, 4095]
-EXPAND_BLOCK_BYTES = 32             #: TROWEXPANDMUL mode 2: one 32-byte block per row
+EXPAND_BLOCK_BYTES = 32             #: TROWEXPAND* mode 2: one 32-byte block per row
 
 _ALL = frozenset(DType)
 _BOTH = frozenset(Profile)
@@ -173,6 +173,41 @@ _MGATHER = dict(
 )
 _MG_SLOTS = (Slot("dst", "dst", writes=True), Slot("src0", "index tile", "index"))
 _EW_SLOTS = (Slot("dst", "dst", writes=True), Slot("src0", "src0"), Slot("src1", "src1"))
+#: TROWEXPANDMUL and its siblings (TROWEXPANDADD/SUB/MAX/MIN): the same slots, types, rules and limits.
+_TROWEXPAND = dict(
+    # dst must be row-major; the full operand's layout rule depends on which source it is (special)
+    slots=(Slot("dst", "dst", writes=True), Slot("src0", "src0", row_major=frozenset()),
+           Slot("src1", "src1", row_major=frozenset())),
+    family="elementwise",
+    # the seed gives half, float, int16, int32 (A2/A3/A5) + uint16, uint32 (A5); bf16, int8, uint8 added for A5
+    types={Profile.A2A3: frozenset({DType.FP16, DType.FP32, DType.INT16, DType.INT32}),
+           Profile.A5: frozenset({DType.FP16, DType.FP32, DType.BF16, DType.INT8, DType.INT16, DType.INT32,
+                                  DType.UINT8, DType.UINT16, DType.UINT32})},
+    special=(Status.LAYOUT_UNSUPPORTED, Status.SHAPE_MISMATCH),
+    limits={"block_bytes": EXPAND_BLOCK_BYTES}, seed="TROWEXPANDMUL.txt",
+    note="the source with dst's valid shape is the full operand (row-major); if both have it, src1 is the "
+         "expanded one; the expanded operand: column-major (R, 1) mode 1, row-major (R, 32 / size) mode 2",
+)
+#: TPARTADD and its siblings (TPARTMUL/MAX/MIN).
+_TPART = dict(
+    # A5 accepts row- and column-major tiles; A2/A3 row-major only
+    slots=tuple(Slot(s.name, s.role, s.kind, frozenset({Profile.A2A3}), s.writes) for s in _EW_SLOTS),
+    family="elementwise",
+    types={Profile.A2A3: frozenset({DType.INT32, DType.INT16, DType.FP16, DType.FP32}),
+           Profile.A5: frozenset({DType.UINT8, DType.INT8, DType.UINT16, DType.INT16, DType.UINT32,
+                                  DType.INT32, DType.FP16, DType.FP32, DType.BF16})},
+    special=(Status.VALIDITY_PATTERN,), seed="TPARTADD.txt",
+    note="one source has dst's valid shape, the other does not exceed it",
+)
+
+
+def _sibling(opcode, summary, base):
+    """An elementwise sibling of TROWEXPANDMUL / TPARTADD: the base entry's everything, its own operation.
+    The siblings are beyond the seeds (the base's seed is the nearest); the note says so."""
+    rest = dict(base, note=base["note"] + f"; not in the seeds: {base['seed'].removesuffix('.txt')}'s rules")
+    return Instruction(opcode, summary, golden=opcode.name.lower(), **rest)
+
+
 _TRANSFER = dict(family="transfer", gm_typed=True,
                  special=(Status.SHAPE_MISMATCH, Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE),
                  note="gm rows x cols = the tile's valid shape; either layout")
@@ -200,31 +235,18 @@ INSTRUCTIONS = {ins.opcode: ins for ins in (
         note=f"source valid rows a multiple of {LOCAL_GATHER_GROUP}; up to {LOCAL_GATHER_MAX_INDICES} indices "
              f"per group; num_elem_per_idx = 1 << nepi_log2 <= {1 << LOCAL_GATHER_MAX_NEPI_LOG2}",
         seed="nki_local_gather.txt"),
-    Instruction(
-        Opcode.TROWEXPANDMUL, "dst = full operand x row-broadcast operand (mode 1 scalar, mode 2 32-byte block)",
-        # dst must be row-major; the full operand's layout rule depends on which source it is (special)
-        (Slot("dst", "dst", writes=True), Slot("src0", "src0", row_major=frozenset()),
-         Slot("src1", "src1", row_major=frozenset())),
-        family="elementwise", golden="trowexpandmul",
-        # the seed gives half, float, int16, int32 (A2/A3/A5) + uint16, uint32 (A5); bf16, int8, uint8 added
-        # for A5
-        types={Profile.A2A3: frozenset({DType.FP16, DType.FP32, DType.INT16, DType.INT32}),
-               Profile.A5: frozenset({DType.FP16, DType.FP32, DType.BF16, DType.INT8, DType.INT16, DType.INT32,
-                                      DType.UINT8, DType.UINT16, DType.UINT32})},
-        special=(Status.LAYOUT_UNSUPPORTED, Status.SHAPE_MISMATCH),
-        limits={"block_bytes": EXPAND_BLOCK_BYTES}, seed="TROWEXPANDMUL.txt",
-        note="the source with dst's valid shape is the full operand (row-major); the other is expanded: "
-             "column-major (R, 1) mode 1, row-major (R, 32 / size) mode 2"),
-    Instruction(
-        Opcode.TPARTADD, "dst = src0 + src1 over dst's valid region, with partial validity",
-        # A5 accepts row- and column-major tiles; A2/A3 row-major only
-        tuple(Slot(s.name, s.role, s.kind, frozenset({Profile.A2A3}), s.writes) for s in _EW_SLOTS),
-        family="elementwise", golden="tpartadd",
-        types={Profile.A2A3: frozenset({DType.INT32, DType.INT16, DType.FP16, DType.FP32}),
-               Profile.A5: frozenset({DType.UINT8, DType.INT8, DType.UINT16, DType.INT16, DType.UINT32,
-                                      DType.INT32, DType.FP16, DType.FP32, DType.BF16})},
-        special=(Status.VALIDITY_PATTERN,), seed="TPARTADD.txt",
-        note="one source has dst's valid shape, the other does not exceed it"),
+    Instruction(Opcode.TROWEXPANDMUL,
+                "dst = full operand x row-broadcast operand (mode 1 scalar, mode 2 32-byte block)",
+                golden="trowexpandmul", **_TROWEXPAND),
+    Instruction(Opcode.TPARTADD, "dst = src0 + src1 over dst's valid region, with partial validity",
+                golden="tpartadd", **_TPART),
+    _sibling(Opcode.TROWEXPANDADD, "dst = full operand + row-broadcast operand", _TROWEXPAND),
+    _sibling(Opcode.TROWEXPANDSUB, "dst = src0 - src1, one of them the row-broadcast operand", _TROWEXPAND),
+    _sibling(Opcode.TROWEXPANDMAX, "dst = max(full operand, row-broadcast operand)", _TROWEXPAND),
+    _sibling(Opcode.TROWEXPANDMIN, "dst = min(full operand, row-broadcast operand)", _TROWEXPAND),
+    _sibling(Opcode.TPARTMUL, "dst = src0 x src1 over dst's valid region, with partial validity", _TPART),
+    _sibling(Opcode.TPARTMAX, "dst = max(src0, src1) over dst's valid region, with partial validity", _TPART),
+    _sibling(Opcode.TPARTMIN, "dst = min(src0, src1) over dst's valid region, with partial validity", _TPART),
     _gemv(Opcode.TGEMV, "C = A x B (from +0)"),
     _gemv(Opcode.TGEMV_ACC, "C_out = C_in + A x B", "C_in"),
     _gemv(Opcode.TGEMV_BIAS, "C = bias + A x B", "bias"),

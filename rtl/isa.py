@@ -34,6 +34,13 @@ class Opcode(enum.Enum, shape=8):
     LOCAL_GATHER  = 0x12  #: NKI local_gather inside the UB          (seed nki_local_gather.txt)
     TROWEXPANDMUL = 0x20  #: row-broadcast multiply                  (seed TROWEXPANDMUL.txt)
     TPARTADD      = 0x21  #: add with partial validity               (seed TPARTADD.txt)
+    TROWEXPANDADD = 0x22  #: row-broadcast add                       (TROWEXPANDMUL's sibling, beyond the seeds)
+    TROWEXPANDSUB = 0x23  #: row-broadcast subtract, src0 - src1     (TROWEXPANDMUL's sibling, beyond the seeds)
+    TROWEXPANDMAX = 0x24  #: row-broadcast maximum                   (TROWEXPANDMUL's sibling, beyond the seeds)
+    TROWEXPANDMIN = 0x25  #: row-broadcast minimum                   (TROWEXPANDMUL's sibling, beyond the seeds)
+    TPARTMUL      = 0x26  #: multiply with partial validity          (TPARTADD's sibling, beyond the seeds)
+    TPARTMAX      = 0x27  #: maximum with partial validity           (TPARTADD's sibling, beyond the seeds)
+    TPARTMIN      = 0x28  #: minimum with partial validity           (TPARTADD's sibling, beyond the seeds)
     TGEMV         = 0x30  #: C = A x B                               (seed TGEMV_ACC.txt)
     TGEMV_ACC     = 0x31  #: C_out = C_in + A x B
     TGEMV_BIAS    = 0x32  #: C = bias + A x B
