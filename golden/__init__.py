@@ -8,7 +8,8 @@
 
 from .errors import IsaError, UndefinedResult
 from .numerics import CANONICAL_NAN
-from .ops import (tload, tstore, mgather_row, mgather_elem, local_gather, trowexpandmul, tpartadd, tgemv,
+from .ops import (tload, tstore, mgather_row, mgather_elem, local_gather, trowexpandmul, trowexpandadd,
+                  trowexpandsub, trowexpandmax, trowexpandmin, tpartadd, tpartmul, tpartmax, tpartmin, tgemv,
                   tgemv_acc, tgemv_bias, gemv_reduce)
 from .check import check, check_strict, CHECKING_ORDER
 from .machine import Machine, SparseMemory
@@ -16,6 +17,7 @@ from .profiles import TYPES, GEMV_TRIPLES
 
 __all__ = [
     "IsaError", "UndefinedResult", "CANONICAL_NAN", "tload", "tstore", "mgather_row", "mgather_elem",
-    "local_gather", "trowexpandmul", "tpartadd", "tgemv", "tgemv_acc", "tgemv_bias", "gemv_reduce",
+    "local_gather", "trowexpandmul", "trowexpandadd", "trowexpandsub", "trowexpandmax", "trowexpandmin",
+    "tpartadd", "tpartmul", "tpartmax", "tpartmin", "tgemv", "tgemv_acc", "tgemv_bias", "gemv_reduce",
     "check", "check_strict", "CHECKING_ORDER", "Machine", "SparseMemory", "TYPES", "GEMV_TRIPLES",
 ]

@@ -19,13 +19,14 @@ Within one step, operands are examined in slot order dst, src0, src1, src2, gm (
 
 from collections import namedtuple
 
-from rtl.instructions import CHECK_ORDER, INSTRUCTIONS, TILE_SLOTS, EXPAND_BLOCK_BYTES
+from rtl.instructions import CHECK_ORDER, INSTRUCTIONS, TILE_SLOTS
 from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Profile, UB_ALIGN
 from rtl.status import Status
 
 from .errors import IsaError
-from .ops import (GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, trowexpandmul_roles,
-                  tpartadd_pattern_ok)
+from .ops import (GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, TPART_FUNCTIONS,
+                  TROWEXPAND_FUNCTIONS, trowexpand_expanded_shape, trowexpand_roles,
+                  tpart_pattern_ok)
 
 __all__ = ["check", "check_strict", "SLOTS", "tile_view", "gm_view", "normalize", "Tile", "Gm",
            "CHECKING_ORDER"]
@@ -253,28 +254,31 @@ def _rules_local_gather(op, t, gm, cmd, config):
                                         f"{LOCAL_GATHER_MAX_INDICES}")
 
 
-def _rules_trowexpandmul(op, t, gm, cmd, config):
+def _rules_trowexpand(op, t, gm, cmd, config):
+    """TROWEXPAND*: the full operand is the source with dst's valid shape (src0 when both have it), row-major
+    [9]; the expanded operand's valid shape is its mode's (its layout picks the mode) [10]."""
     dst, s0, s1 = t["dst"], t["src0"], t["src1"]
-    role = trowexpandmul_roles((dst.vr, dst.vc), (s0.vr, s0.vc), (s1.vr, s1.vc))
+    role = trowexpand_roles((dst.vr, dst.vc), (s0.vr, s0.vc), (s1.vr, s1.vc))
     if role is not None:
         full = (s0, s1)[role]
         if full.layout != Layout.ROW_MAJOR:
             yield Status.LAYOUT_UNSUPPORTED, f"{op.name}: full operand {full.slot} must be ROW_MAJOR"
     if role is None:
-        yield Status.SHAPE_MISMATCH, (f"{op.name}: exactly one of src0 valid ({s0.vr}, {s0.vc}) / src1 valid "
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: one of src0 valid ({s0.vr}, {s0.vc}) / src1 valid "
                                       f"({s1.vr}, {s1.vc}) must equal dst valid ({dst.vr}, {dst.vc})")
         return
     exp = (s1, s0)[role]
-    mode1 = exp.layout == Layout.COL_MAJOR
-    want = (dst.vr, 1) if mode1 else (dst.vr, EXPAND_BLOCK_BYTES // DTYPE_BYTES[dst.dtype])
+    mode, want = trowexpand_expanded_shape((dst.vr, dst.vc), exp.layout, dst.dtype)
     if (exp.vr, exp.vc) != want:
-        yield Status.SHAPE_MISMATCH, (f"{op.name}: expanded operand {exp.slot} (mode {1 if mode1 else 2}, "
-                                      f"{exp.layout.name}) valid shape ({exp.vr}, {exp.vc}) must be {want}")
+        both = (" (both sources have dst's valid shape: src1 is the expanded one)"
+                if (s0.vr, s0.vc) == (s1.vr, s1.vc) else "")
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: expanded operand {exp.slot} (mode {mode}, {exp.layout.name}) "
+                                      f"valid shape ({exp.vr}, {exp.vc}) must be {want}{both}")
 
 
-def _rules_tpartadd(op, t, gm, cmd, config):
+def _rules_tpart(op, t, gm, cmd, config):
     dst, s0, s1 = t["dst"], t["src0"], t["src1"]
-    if not tpartadd_pattern_ok((dst.vr, dst.vc), (s0.vr, s0.vc), (s1.vr, s1.vc)):
+    if not tpart_pattern_ok((dst.vr, dst.vc), (s0.vr, s0.vc), (s1.vr, s1.vc)):
         yield Status.VALIDITY_PATTERN, (f"{op.name}: validity pattern src0 ({s0.vr}, {s0.vc}), src1 ({s1.vr}, "
                                         f"{s1.vc}), dst ({dst.vr}, {dst.vc}): one source must equal dst's valid "
                                         f"shape and the other must not exceed it")
@@ -308,7 +312,8 @@ _RULES = {
     Opcode.TLOAD: _rules_transfer, Opcode.TSTORE: _rules_transfer,
     Opcode.MGATHER_ROW: _rules_mgather, Opcode.MGATHER_ELEM: _rules_mgather,
     Opcode.LOCAL_GATHER: _rules_local_gather,
-    Opcode.TROWEXPANDMUL: _rules_trowexpandmul, Opcode.TPARTADD: _rules_tpartadd,
+    **{op: _rules_trowexpand for op in TROWEXPAND_FUNCTIONS},
+    **{op: _rules_tpart for op in TPART_FUNCTIONS},
     Opcode.TGEMV: _rules_gemv, Opcode.TGEMV_ACC: _rules_gemv, Opcode.TGEMV_BIAS: _rules_gemv,
 }
 

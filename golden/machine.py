@@ -114,9 +114,10 @@ def _ub_view(ub, t):
 
 #: Source slots that may be the *identical* tile as the destination (same base, static shape, layout,
 #: type): elementwise instructions read element (i, j) only to produce element (i, j).
+#: ``"full"``: the TROWEXPAND* full operand (``ops.trowexpand_roles``), never the expanded one.
 _IDENTICAL_OK = {
-    Opcode.TPARTADD: {"src0", "src1"},
-    Opcode.TROWEXPANDMUL: {"full"},
+    **{op: {"src0", "src1"} for op in ops.TPART_FUNCTIONS},
+    **{op: {"full"} for op in ops.TROWEXPAND_FUNCTIONS},
     Opcode.TGEMV_ACC: {"src2"},
     Opcode.TGEMV_BIAS: {"src2"},
 }
@@ -233,8 +234,8 @@ class Machine:
         written = self.footprint(dst)
         ok = set(_IDENTICAL_OK.get(op, ()))
         if "full" in ok:
-            role = ops.trowexpandmul_roles((dst.vr, dst.vc), (t["src0"].vr, t["src0"].vc),
-                                           (t["src1"].vr, t["src1"].vc))
+            role = ops.trowexpand_roles((dst.vr, dst.vc), (t["src0"].vr, t["src0"].vc),
+                                        (t["src1"].vr, t["src1"].vc))
             ok = {f"src{role}"}
         for slot, src in t.items():
             if slot == "dst" or not src.vr or not src.vc:
@@ -264,12 +265,13 @@ class Machine:
         if op == Opcode.LOCAL_GATHER:
             return ops.local_gather(rd("dst"), v("dst"), rd("src0"), v("src0"), rd("src1"), v("src1"),
                                     1 << cmd["nepi_log2"], cmd["num_valid"], profile=prof)
-        if op == Opcode.TROWEXPANDMUL:
-            return ops.trowexpandmul(rd("dst"), v("dst"), rd("src0"), v("src0"), t["src0"].layout,
-                                     rd("src1"), v("src1"), t["src1"].layout, dst_layout=t["dst"].layout,
-                                     profile=prof)
-        if op == Opcode.TPARTADD:
-            return ops.tpartadd(rd("dst"), v("dst"), rd("src0"), v("src0"), rd("src1"), v("src1"), profile=prof)
+        if op in ops.TROWEXPAND_FUNCTIONS:
+            return ops.TROWEXPAND_FUNCTIONS[op](rd("dst"), v("dst"), rd("src0"), v("src0"), t["src0"].layout,
+                                                rd("src1"), v("src1"), t["src1"].layout,
+                                                dst_layout=t["dst"].layout, profile=prof)
+        if op in ops.TPART_FUNCTIONS:
+            return ops.TPART_FUNCTIONS[op](rd("dst"), v("dst"), rd("src0"), v("src0"), rd("src1"), v("src1"),
+                                           profile=prof)
         P = self.config.gemv_partial_sums
         if op == Opcode.TGEMV:
             return ops.tgemv(rd("dst"), v("dst"), rd("src0"), v("src0"), rd("src1"), v("src1"),

@@ -15,17 +15,19 @@ import numpy as np
 
 from rtl.instructions import (EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES,
                               LOCAL_GATHER_MAX_NEPI_LOG2)
-from rtl.isa import DType, Layout, OobMode, Profile, Opcode
+from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Profile, Opcode
 from rtl.status import Status
 
 from .errors import IsaError, UndefinedResult
 from .numerics import add, bits, from_bits, mul, widening_product, dtype_of, is_float, np_dtype
-from .numerics import canonicalize_nan
+from .numerics import canonicalize_nan, maximum, minimum, sub
 from .profiles import TYPES, INDEX_TYPES, GEMV_TRIPLES, gemv_roles
 
 __all__ = [
-    "tload", "tstore", "mgather_row", "mgather_elem", "local_gather", "trowexpandmul", "tpartadd",
-    "tgemv", "tgemv_acc", "tgemv_bias", "gemv_reduce", "resolve_indices",
+    "tload", "tstore", "mgather_row", "mgather_elem", "local_gather", "trowexpandmul", "trowexpandadd",
+    "trowexpandsub", "trowexpandmax", "trowexpandmin", "tpartadd", "tpartmul", "tpartmax", "tpartmin",
+    "trowexpand_roles", "tpart_pattern_ok", "TROWEXPAND_FUNCTIONS", "TPART_FUNCTIONS", "tgemv", "tgemv_acc",
+    "tgemv_bias", "gemv_reduce", "resolve_indices",
     "GEMV_MAX_DIM", "LOCAL_GATHER_GROUP", "LOCAL_GATHER_MAX_INDICES",
 ]
 
@@ -295,7 +297,7 @@ def local_gather(dst, dst_valid, src, src_valid, idx, idx_valid, num_elem_per_id
     return out
 
 
-# ------------------------------------------------------------------------------------------------ TROWEXPANDMUL
+# ------------------------------------------------------------------------------------------------ TROWEXPAND*
 
 def _elementwise_operands(op, profile, dst, dst_valid, src0, src0_valid, src1, src1_valid):
     """The common prologue of the two-source elementwise instructions: arrays, the element type (types
@@ -310,8 +312,9 @@ def _elementwise_operands(op, profile, dst, dst_valid, src0, src0_valid, src1, s
     return dst, src0, src1, dt, (R, C), v0, v1
 
 
-def trowexpandmul_roles(dst_valid, src0_valid, src1_valid):
-    """Which operand is the full one: 0 or 1, or None when not exactly one has dst's valid shape."""
+def trowexpand_roles(dst_valid, src0_valid, src1_valid):
+    """Which source is the full operand of a TROWEXPAND* instruction: 0 or 1, or None when neither has dst's
+    valid shape. When both have it, src0 is the full operand and src1 the expanded one (0)."""
     m0 = tuple(src0_valid) == tuple(dst_valid)
     m1 = tuple(src1_valid) == tuple(dst_valid)
     if m0 == m1:
@@ -319,48 +322,98 @@ def trowexpandmul_roles(dst_valid, src0_valid, src1_valid):
     return 0 if m0 else 1
 
 
+#: The former name of :func:`trowexpand_roles` (the rule is the whole family's).
+trowexpandmul_roles = trowexpand_roles
+
+
+def trowexpand_expanded_shape(dst_valid, layout, dtype):
+    """(mode, valid shape) the expanded operand must have: COL_MAJOR -> mode 1, ``(R, 1)``; ROW_MAJOR ->
+    mode 2, ``(R, 32 / size)`` (``dtype`` a ``DType``)."""
+    R = int(dst_valid[0])
+    if Layout(layout) == Layout.COL_MAJOR:
+        return 1, (R, 1)
+    return 2, (R, EXPAND_BLOCK_BYTES // DTYPE_BYTES[dtype])
+
+
+def _trowexpand(op, fn, dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid, src1_layout, dst_layout,
+                profile):
+    name = op.name
+    dst, src0, src1, dt, (R, C), v0, v1 = _elementwise_operands(op, profile, dst, dst_valid, src0, src0_valid,
+                                                                src1, src1_valid)
+    if Layout(dst_layout) != Layout.ROW_MAJOR:
+        _fail(Status.LAYOUT_UNSUPPORTED, f"{name}: dst must be ROW_MAJOR")
+    role = trowexpand_roles((R, C), v0, v1)
+    layouts = (Layout(src0_layout), Layout(src1_layout))
+    if role is not None and layouts[role] != Layout.ROW_MAJOR:
+        _fail(Status.LAYOUT_UNSUPPORTED, f"{name}: full operand src{role} must be ROW_MAJOR")
+    if role is None:
+        _fail(Status.SHAPE_MISMATCH, f"{name}: one of src0 valid {v0} / src1 valid {v1} must equal dst valid "
+                                     f"({R}, {C})")
+    full, exp = (src0, src1) if role == 0 else (src1, src0)
+    ev, elay = (v1, layouts[1]) if role == 0 else (v0, layouts[0])
+    mode, want = trowexpand_expanded_shape((R, C), elay, dt)
+    if ev != want:
+        both = " (both sources have dst's valid shape: src1 is the expanded one)" if v0 == v1 else ""
+        _fail(Status.SHAPE_MISMATCH, f"{name}: expanded operand src{1 - role} (mode {mode}) valid shape {ev} "
+                                     f"must be {want}{both}")
+    if mode == 1:
+        e = np.repeat(exp[:R, :1], C, axis=1)
+    else:
+        e = exp[:R, np.arange(C) % want[1]] if C else exp[:R, :0]
+    f = full[:R, :C]
+    res = fn(f, e, dt) if role == 0 else fn(e, f, dt)
+    return _write_valid(dst, res)
+
+
 def trowexpandmul(dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid, src1_layout, *,
                   dst_layout=Layout.ROW_MAJOR, profile=Profile.A5):
-    """Row-broadcast multiply. Exactly one of src0 / src1 (the *full* operand, row-major) has dst's valid
-    shape (R, C); the other is the *expanded* operand:
+    """Row-broadcast multiply. One of src0 / src1 (the *full* operand, row-major) has dst's valid shape
+    (R, C); the other is the *expanded* operand (when both have it, src1 is the expanded one):
 
     * mode 1, expanded operand COL_MAJOR with valid shape (R, 1): ``dst[i, j] = full[i, j] * e[i, 0]``;
     * mode 2, expanded operand ROW_MAJOR with valid shape (R, 32 / size):
       ``dst[i, j] = full[i, j] * e[i, j mod (32 / size)]``.
 
-    Integers wrap; floats RNE with canonical NaN.
+    Integers wrap; floats RNE with canonical NaN. The siblings (``trowexpandadd``, ``trowexpandsub``,
+    ``trowexpandmax``, ``trowexpandmin``) take the same arguments; the result is always
+    ``op(src0 value, src1 value)``.
     """
-    op = Opcode.TROWEXPANDMUL
-    dst, src0, src1, dt, (R, C), v0, v1 = _elementwise_operands(op, profile, dst, dst_valid, src0, src0_valid,
-                                                                src1, src1_valid)
-    if Layout(dst_layout) != Layout.ROW_MAJOR:
-        _fail(Status.LAYOUT_UNSUPPORTED, "TROWEXPANDMUL: dst must be ROW_MAJOR")
-    role = trowexpandmul_roles((R, C), v0, v1)
-    layouts = (Layout(src0_layout), Layout(src1_layout))
-    if role is not None and layouts[role] != Layout.ROW_MAJOR:
-        _fail(Status.LAYOUT_UNSUPPORTED, f"TROWEXPANDMUL: full operand src{role} must be ROW_MAJOR")
-    if role is None:
-        _fail(Status.SHAPE_MISMATCH, f"TROWEXPANDMUL: exactly one of src0 valid {v0} / src1 valid {v1} must "
-                                     f"equal dst valid ({R}, {C})")
-    full, exp = (src0, src1) if role == 0 else (src1, src0)
-    ev, elay = (v1, layouts[1]) if role == 0 else (v0, layouts[0])
-    block = EXPAND_BLOCK_BYTES // np.dtype(dst.dtype).itemsize
-    want = (R, 1) if elay == Layout.COL_MAJOR else (R, block)
-    if ev != want:
-        mode = 1 if elay == Layout.COL_MAJOR else 2
-        _fail(Status.SHAPE_MISMATCH, f"TROWEXPANDMUL: expanded operand src{1 - role} (mode {mode}) valid shape "
-                                     f"{ev} must be {want}")
-    if elay == Layout.COL_MAJOR:
-        scal = np.repeat(exp[:R, :1], C, axis=1)
-    else:
-        scal = exp[:R, np.arange(C) % block] if C else exp[:R, :0]
-    res = mul(full[:R, :C], scal, dt)
-    return _write_valid(dst, res)
+    return _trowexpand(Opcode.TROWEXPANDMUL, mul, dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid,
+                       src1_layout, dst_layout, profile)
 
 
-# ------------------------------------------------------------------------------------------------ TPARTADD
+def trowexpandadd(dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid, src1_layout, *,
+                  dst_layout=Layout.ROW_MAJOR, profile=Profile.A5):
+    """Row-broadcast add: as :func:`trowexpandmul` with ``full + e`` (``numerics.add``)."""
+    return _trowexpand(Opcode.TROWEXPANDADD, add, dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid,
+                       src1_layout, dst_layout, profile)
 
-def tpartadd_pattern_ok(dst_valid, src0_valid, src1_valid):
+
+def trowexpandsub(dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid, src1_layout, *,
+                  dst_layout=Layout.ROW_MAJOR, profile=Profile.A5):
+    """Row-broadcast subtract, always src0 - src1 (``numerics.sub``): ``dst[i, j] = src0[i, j] - e[i, .]``
+    when src1 is expanded, ``dst[i, j] = e[i, .] - src1[i, j]`` when src0 is."""
+    return _trowexpand(Opcode.TROWEXPANDSUB, sub, dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid,
+                       src1_layout, dst_layout, profile)
+
+
+def trowexpandmax(dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid, src1_layout, *,
+                  dst_layout=Layout.ROW_MAJOR, profile=Profile.A5):
+    """Row-broadcast maximum (``numerics.maximum``)."""
+    return _trowexpand(Opcode.TROWEXPANDMAX, maximum, dst, dst_valid, src0, src0_valid, src0_layout, src1,
+                       src1_valid, src1_layout, dst_layout, profile)
+
+
+def trowexpandmin(dst, dst_valid, src0, src0_valid, src0_layout, src1, src1_valid, src1_layout, *,
+                  dst_layout=Layout.ROW_MAJOR, profile=Profile.A5):
+    """Row-broadcast minimum (``numerics.minimum``)."""
+    return _trowexpand(Opcode.TROWEXPANDMIN, minimum, dst, dst_valid, src0, src0_valid, src0_layout, src1,
+                       src1_valid, src1_layout, dst_layout, profile)
+
+
+# ------------------------------------------------------------------------------------------------ TPART*
+
+def tpart_pattern_ok(dst_valid, src0_valid, src1_valid):
     """The seed's supported validity patterns: one source's valid shape equals dst's, the other's does not
     exceed dst's in either dimension. (A zero dst valid region is always accepted: early return.)"""
     R, C = dst_valid
@@ -371,14 +424,15 @@ def tpartadd_pattern_ok(dst_valid, src0_valid, src1_valid):
     return (v0 == (R, C) and fits(v1)) or (v1 == (R, C) and fits(v0))
 
 
-def tpartadd(dst, dst_valid, src0, src0_valid, src1, src1_valid, *, profile=Profile.A5):
-    """Partial add over dst's valid region: both sources valid at (i, j) -> sum (wrapping / RNE, canonical
-    NaN); only one valid -> a bit-exact copy of it."""
-    op = Opcode.TPARTADD
+#: The former name of :func:`tpart_pattern_ok` (the rule is the whole family's).
+tpartadd_pattern_ok = tpart_pattern_ok
+
+
+def _tpart(op, fn, dst, dst_valid, src0, src0_valid, src1, src1_valid, profile):
     dst, src0, src1, dt, (R, C), v0, v1 = _elementwise_operands(op, profile, dst, dst_valid, src0, src0_valid,
                                                                 src1, src1_valid)
-    if not tpartadd_pattern_ok((R, C), v0, v1):
-        _fail(Status.VALIDITY_PATTERN, f"TPARTADD: validity pattern src0 {v0}, src1 {v1}, dst ({R}, {C}): one "
+    if not tpart_pattern_ok((R, C), v0, v1):
+        _fail(Status.VALIDITY_PATTERN, f"{op.name}: validity pattern src0 {v0}, src1 {v1}, dst ({R}, {C}): one "
                                        f"source must equal dst's valid shape, the other must not exceed it")
     out = np.array(dst, copy=True)
     if R == 0 or C == 0:
@@ -390,10 +444,40 @@ def tpartadd(dst, dst_valid, src0, src0_valid, src1, src1_valid, *, profile=Prof
     b = np.zeros((R, C), dst.dtype)
     bits(a)[: v0[0], : v0[1]] = bits(src0)[: v0[0], : v0[1]]
     bits(b)[: v1[0], : v1[1]] = bits(src1)[: v1[0], : v1[1]]
-    s = add(a, b, dt)
+    s = fn(a, b, dt)
     region = np.where(in0 & in1, bits(s), np.where(in0, bits(a), bits(b)))
     bits(out)[:R, :C] = region
     return out
+
+
+def tpartadd(dst, dst_valid, src0, src0_valid, src1, src1_valid, *, profile=Profile.A5):
+    """Partial add over dst's valid region: both sources valid at (i, j) -> sum (wrapping / RNE, canonical
+    NaN); only one valid -> a bit-exact copy of it. The siblings (``tpartmul``, ``tpartmax``, ``tpartmin``)
+    take the same arguments."""
+    return _tpart(Opcode.TPARTADD, add, dst, dst_valid, src0, src0_valid, src1, src1_valid, profile)
+
+
+def tpartmul(dst, dst_valid, src0, src0_valid, src1, src1_valid, *, profile=Profile.A5):
+    """Partial multiply: as :func:`tpartadd` with ``src0 x src1`` (``numerics.mul``) where both are valid."""
+    return _tpart(Opcode.TPARTMUL, mul, dst, dst_valid, src0, src0_valid, src1, src1_valid, profile)
+
+
+def tpartmax(dst, dst_valid, src0, src0_valid, src1, src1_valid, *, profile=Profile.A5):
+    """Partial maximum: as :func:`tpartadd` with ``max(src0, src1)`` (``numerics.maximum``)."""
+    return _tpart(Opcode.TPARTMAX, maximum, dst, dst_valid, src0, src0_valid, src1, src1_valid, profile)
+
+
+def tpartmin(dst, dst_valid, src0, src0_valid, src1, src1_valid, *, profile=Profile.A5):
+    """Partial minimum: as :func:`tpartadd` with ``min(src0, src1)`` (``numerics.minimum``)."""
+    return _tpart(Opcode.TPARTMIN, minimum, dst, dst_valid, src0, src0_valid, src1, src1_valid, profile)
+
+
+#: The array function of every TROWEXPAND* / TPART* opcode (same arguments within a family).
+TROWEXPAND_FUNCTIONS = {Opcode.TROWEXPANDMUL: trowexpandmul, Opcode.TROWEXPANDADD: trowexpandadd,
+                        Opcode.TROWEXPANDSUB: trowexpandsub, Opcode.TROWEXPANDMAX: trowexpandmax,
+                        Opcode.TROWEXPANDMIN: trowexpandmin}
+TPART_FUNCTIONS = {Opcode.TPARTADD: tpartadd, Opcode.TPARTMUL: tpartmul, Opcode.TPARTMAX: tpartmax,
+                   Opcode.TPARTMIN: tpartmin}
 
 
 # ------------------------------------------------------------------------------------------------ TGEMV
