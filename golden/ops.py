@@ -317,7 +317,7 @@ def trowexpand_roles(dst_valid, src0_valid, src1_valid):
     valid shape. When both have it, src0 is the full operand and src1 the expanded one (0)."""
     m0 = tuple(src0_valid) == tuple(dst_valid)
     m1 = tuple(src1_valid) == tuple(dst_valid)
-    if m0 == m1:
+    if not (m0 or m1):
         return None
     return 0 if m0 else 1
 
