@@ -104,12 +104,67 @@ def fadd(a, b, dt):
     return round_exact(s, dt)
 
 
+SIGN_BIT = {DType.FP32: 1 << 31, DType.FP16: 1 << 15, DType.BF16: 1 << 15}
+
+
+def fsub(a, b, dt):
+    """Bits of a - b: IEEE subtraction is a + (-b) with one rounding (-b: b with its sign bit flipped)."""
+    return fadd(a, b ^ SIGN_BIT[dt], dt)
+
+
+def _order(v):
+    """A sortable key of a non-NaN value: (-inf) < numbers < (+inf); zeros compare equal."""
+    if v[0] == "inf":
+        return (1 if not v[1] else -1, 0)
+    return (0, v[1])
+
+
+def fext(a, b, dt, larger):
+    """Bits of max (``larger``) / min of a and b: any NaN -> canonical NaN; +0 is larger than -0; otherwise
+    the chosen operand's bits."""
+    va, vb = value(a, dt), value(b, dt)
+    if va[0] == "nan" or vb[0] == "nan":
+        return NAN_BITS[dt]
+    ka, kb = _order(va), _order(vb)
+    if ka == kb:
+        if va[0] == "num" and va[1] == 0:              # +0 / -0 (either order)
+            neg_a, neg_b = va[2], vb[2]
+            if larger:
+                return b if neg_a else a
+            return a if neg_a else b
+        assert a == b
+        return a
+    return a if (ka > kb) == larger else b
+
+
+def fmax(a, b, dt):
+    return fext(a, b, dt, True)
+
+
+def fmin(a, b, dt):
+    return fext(a, b, dt, False)
+
+
 def iop(a, b, dt, op):
+    """a op b for integers of type dt: add / sub / mul wrap; max / min compare as signed or unsigned."""
     nbits, signed = INT_BITS[dt]
-    r = (int(a) * int(b) if op == "mul" else int(a) + int(b)) % (1 << nbits)
+    a, b = int(a), int(b)
+    if op in ("max", "min"):
+        return (max if op == "max" else min)(a, b)
+    r = {"mul": a * b, "add": a + b, "sub": a - b}[op] % (1 << nbits)
     if signed and r >= 1 << (nbits - 1):
         r -= 1 << nbits
     return r
+
+
+FLOAT_OPS = {"add": fadd, "sub": fsub, "mul": fmul, "max": fmax, "min": fmin}
+
+
+def elementwise(x, y, dt, op):
+    """Bits of ``x op y`` for two numpy scalars of type ``dt`` (op: add, sub, mul, max, min)."""
+    if dt in FORMATS:
+        return FLOAT_OPS[op](to_bits(x, dt), to_bits(y, dt), dt)
+    return to_bits(iop(x, y, dt, op), dt)
 
 
 def gemv_float(a_bits, b_bits, init_bits, at, bt, P):

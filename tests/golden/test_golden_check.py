@@ -81,6 +81,33 @@ CASES = [
     ("trowexpandmul mode1 rows", O.TROWEXPANDMUL, {"src1.valid_rows": 2}, A5, S.SHAPE_MISMATCH),
     ("trowexpandmul mode2 block", O.TROWEXPANDMUL, {"src1.layout": ROW, "src1.cols": 16, "src1.valid_cols": 8},
      A5, S.SHAPE_MISMATCH),
+    ("trowexpandmul both full mode1 C > 1", O.TROWEXPANDMUL, {"src1.cols": 16, "src1.valid_cols": 10}, A5,
+     S.SHAPE_MISMATCH),
+    ("trowexpandmul both full src0 col-major", O.TROWEXPANDMUL, {"dst.valid_cols": 1, "src0.valid_cols": 1,
+                                                                 "src0.layout": COL}, A5, S.LAYOUT_UNSUPPORTED),
+    ("trowexpandadd fp8", O.TROWEXPANDADD, {"dst.dtype": D.FP8E5M2, "src0.dtype": D.FP8E5M2,
+                                            "src1.dtype": D.FP8E5M2}, A5, S.DTYPE_UNSUPPORTED),
+    ("trowexpandadd uint32 in a2a3", O.TROWEXPANDADD, {"dst.dtype": D.UINT32, "src0.dtype": D.UINT32,
+                                                       "src1.dtype": D.UINT32}, A2, S.DTYPE_UNSUPPORTED),
+    ("trowexpandadd mode2 block", O.TROWEXPANDADD, {"src1.valid_cols": 7}, A5, S.SHAPE_MISMATCH),
+    ("trowexpandadd both full mode2 C != block", O.TROWEXPANDADD, {"src1.cols": 16, "src1.valid_cols": 10},
+     A5, S.SHAPE_MISMATCH),
+    ("trowexpandsub type mismatch", O.TROWEXPANDSUB, {"src0.dtype": D.FP32}, A5, S.DTYPE_MISMATCH),
+    ("trowexpandsub full src1 col-major", O.TROWEXPANDSUB, {"src1.layout": COL}, A5, S.LAYOUT_UNSUPPORTED),
+    ("trowexpandsub expanded src0 rows", O.TROWEXPANDSUB, {"src0.valid_rows": 2}, A5, S.SHAPE_MISMATCH),
+    ("trowexpandsub none full", O.TROWEXPANDSUB, {"src1.valid_cols": 9}, A5, S.SHAPE_MISMATCH),
+    ("trowexpandmax dst col-major", O.TROWEXPANDMAX, {"dst.layout": COL}, A5, S.LAYOUT_UNSUPPORTED),
+    ("trowexpandmax mode1 rows", O.TROWEXPANDMAX, {"src1.valid_rows": 4}, A5, S.SHAPE_MISMATCH),
+    ("trowexpandmin misaligned", O.TROWEXPANDMIN, {"src0.base": 0x210}, A5, S.UB_MISALIGNED),
+    ("trowexpandmin expanded src0 block", O.TROWEXPANDMIN, {"src0.valid_cols": 8}, A5, S.SHAPE_MISMATCH),
+    ("tpartmul col-major in a2a3", O.TPARTMUL, {"dst.layout": COL}, A2, S.LAYOUT_UNSUPPORTED),
+    ("tpartmul pattern", O.TPARTMUL, {"src1.valid_rows": 3}, A5, S.VALIDITY_PATTERN),
+    ("tpartmax bf16 in a2a3", O.TPARTMAX, {"dst.dtype": D.BF16, "src0.dtype": D.BF16, "src1.dtype": D.BF16}, A2,
+     S.DTYPE_UNSUPPORTED),
+    ("tpartmax pattern exceeds", O.TPARTMAX, {"src1.valid_cols": 7, "src1.valid_rows": 2}, A5,
+     S.VALIDITY_PATTERN),
+    ("tpartmin fp8", O.TPARTMIN, {"src1.dtype": D.FP8E4M3}, A5, S.DTYPE_UNSUPPORTED),
+    ("tpartmin pattern", O.TPARTMIN, {"src0.valid_cols": 5, "src1.valid_rows": 3}, A5, S.VALIDITY_PATTERN),
     ("tpartadd uint8 in a2a3", O.TPARTADD, {"dst.dtype": D.UINT8, "src0.dtype": D.UINT8, "src1.dtype": D.UINT8},
      A2, S.DTYPE_UNSUPPORTED),
     ("tpartadd type mismatch", O.TPARTADD, {"src1.dtype": D.INT32}, A5, S.DTYPE_MISMATCH),
@@ -194,3 +221,48 @@ def test_profiles_type_sets():
     for dt in DType:
         c = cmd(O.MGATHER_ELEM, **{"dst.dtype": dt, "gm.dtype": dt})
         assert check(c, A5) == S.OK and check(c, A2) == S.DTYPE_UNSUPPORTED
+
+
+EW_SIBLINGS = [O.TROWEXPANDADD, O.TROWEXPANDSUB, O.TROWEXPANDMAX, O.TROWEXPANDMIN, O.TPARTMUL, O.TPARTMAX,
+               O.TPARTMIN]
+
+
+@pytest.mark.parametrize("op", [O.TROWEXPANDMUL, *EW_SIBLINGS[:4]], ids=lambda o: o.name)
+def test_trowexpand_both_full_legal(op):
+    """Both sources at dst's valid shape: src1 is the expanded operand; legal in mode 1 with C == 1 (src1
+    column-major) and in mode 2 with C == 32 / size (src1 row-major); src0 must be row-major."""
+    F32, I8 = D.FP32, D.INT8
+    mode1 = {"opcode": op, "dst": {"base": 0x000, "rows": 4, "cols": 1, "valid_rows": 3, "valid_cols": 1,
+                                   "dtype": F32, "layout": ROW},
+             "src0": {"base": 0x100, "rows": 4, "cols": 1, "valid_rows": 3, "valid_cols": 1, "dtype": F32,
+                      "layout": ROW},
+             "src1": {"base": 0x200, "rows": 4, "cols": 1, "valid_rows": 3, "valid_cols": 1, "dtype": F32,
+                      "layout": COL}}
+    assert check(mode1, A5) == S.OK and check(mode1, A2) == S.OK
+    mode1["src1"]["layout"] = ROW          # now src1 is a mode-2 block: (3, 8) wanted
+    assert check(mode1, A5) == S.SHAPE_MISMATCH
+    mode2 = cmd(op, **{"dst.dtype": F32, "dst.valid_cols": 8, "src0.dtype": F32, "src0.valid_cols": 8,
+                       "src0.layout": ROW, "src1.dtype": F32, "src1.rows": 4, "src1.cols": 8, "src1.valid_rows": 3,
+                       "src1.valid_cols": 8, "src1.layout": ROW, "src0.rows": 4, "src0.cols": 16, "src0.base": 0x100,
+                       "src1.base": 0x200})
+    assert check(mode2, A5) == S.OK
+    int8 = cmd(op, **{f"{s}.{f}": v for s in ("dst", "src0", "src1")
+                      for f, v in (("dtype", I8), ("cols", 32), ("valid_cols", 32), ("layout", ROW))})
+    assert check(int8, A5) == S.OK
+    assert check(int8, A2) == S.DTYPE_UNSUPPORTED
+    int8["src1"]["valid_cols"] = int8["src0"]["valid_cols"] = int8["dst"]["valid_cols"] = 16   # not the block
+    with pytest.raises(IsaError) as e:
+        check_strict(int8, A5)
+    assert e.value.status == S.SHAPE_MISMATCH and op.name in str(e.value) and "both" in str(e.value)
+
+
+@pytest.mark.parametrize("op", EW_SIBLINGS, ids=lambda o: o.name)
+def test_sibling_messages_name_the_opcode(op):
+    bad = {"src0.valid_rows": 3, "src1.valid_rows": 3} if op.name.startswith("TPART") else \
+        {"src1.valid_rows": 2, "src0.valid_rows": 2}
+    c = cmd(op, **bad)
+    with pytest.raises(IsaError) as e:
+        check_strict(c, A5)
+    assert e.value.status in (S.VALIDITY_PATTERN, S.SHAPE_MISMATCH)
+    assert str(e.value).count(op.name) >= 1 and "TROWEXPANDMUL" not in str(e.value) and \
+        "TPARTADD" not in str(e.value)

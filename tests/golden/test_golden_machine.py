@@ -10,6 +10,7 @@ from golden import Machine, UndefinedResult, ops
 
 from golden_cmds import cmd, gm, tile, base_cmds
 from golden_helpers import rand_tile, ubits, same_bits
+import golden_oracle as oracle
 
 CFG = preset("small")
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
@@ -106,6 +107,48 @@ def test_execute_equals_array_function_and_touches_only_dst_valid(op):
         assert same_bits(m.read_tile(dst), want)
 
 
+EW_OPNAME = {O.TROWEXPANDMUL: "mul", O.TROWEXPANDADD: "add", O.TROWEXPANDSUB: "sub", O.TROWEXPANDMAX: "max",
+             O.TROWEXPANDMIN: "min", O.TPARTADD: "add", O.TPARTMUL: "mul", O.TPARTMAX: "max", O.TPARTMIN: "min"}
+
+
+@pytest.mark.parametrize("op", list(EW_OPNAME), ids=lambda o: o.name)
+def test_elementwise_execute_per_element(op):
+    """Every TROWEXPAND* / TPART* base command (types, modes, placements differ) against a per-element loop
+    over the tiles as they were: dst[i, j] = op(src0 value, src1 value), the expanded operand broadcast; a
+    TPART* element with one valid source is that source's bits."""
+    m = fresh(op.value + 100)
+    c = cmd(op)
+    t = {s: c[s] for s in ("dst", "src0", "src1")}
+    before = {s: m.read_tile(t[s]) for s in t}
+    ub = m.ub.copy()
+    assert m.execute(c) == Status.OK
+    got = ubits(m.read_tile(t["dst"]))
+    dt = t["dst"]["dtype"]
+    R, C = t["dst"]["valid_rows"], t["dst"]["valid_cols"]
+    v = {s: (t[s]["valid_rows"], t[s]["valid_cols"]) for s in t}
+    want = ubits(before["dst"]).copy()
+    for i in range(R):
+        for j in range(C):
+            if op.name.startswith("TPART"):
+                in0 = i < v["src0"][0] and j < v["src0"][1]
+                in1 = i < v["src1"][0] and j < v["src1"][1]
+                if not (in0 and in1):
+                    want[i, j] = ubits(before["src0" if in0 else "src1"])[i, j]
+                    continue
+                x, y = before["src0"][i, j], before["src1"][i, j]
+            else:
+                full = "src0" if v["src0"] == (R, C) else "src1"
+                exp = "src1" if full == "src0" else "src0"
+                k = 0 if t[exp]["layout"] == COL else j % t[exp]["valid_cols"]
+                x, y = before[full][i, j], before[exp][i, k]
+                if full == "src1":
+                    x, y = y, x
+            want[i, j] = oracle.elementwise(x, y, dt, EW_OPNAME[op])
+    assert np.array_equal(got, want)
+    fp = m.footprint(t["dst"])
+    assert (m.ub[~fp] == ub[~fp]).all()
+
+
 def test_tgemv_acc_in_place():
     m = Machine(CFG)
     c = cmd(O.TGEMV_ACC)
@@ -144,6 +187,44 @@ def test_overlap_is_undefined_except_identical_elementwise():
     c = cmd(O.TGEMV, **{"src0.base": 0x000})             # A overlaps C
     with pytest.raises(UndefinedResult):
         m.execute(c)
+
+
+@pytest.mark.parametrize("op", [O.TROWEXPANDMUL, O.TROWEXPANDADD, O.TROWEXPANDSUB, O.TROWEXPANDMAX,
+                                O.TROWEXPANDMIN], ids=lambda o: o.name)
+def test_trowexpand_identical_full_operand_only(op):
+    """The full operand may be the destination tile itself, the expanded one never (even when both sources
+    have dst's valid shape: src1 is then the expanded one)."""
+    c = cmd(op)
+    full = "src0" if (c["src0"]["valid_rows"], c["src0"]["valid_cols"]) == \
+        (c["dst"]["valid_rows"], c["dst"]["valid_cols"]) else "src1"
+    exp = "src1" if full == "src0" else "src0"
+    m = fresh(2)
+    c[full] = dict(c["dst"])
+    assert m.execute(c) == Status.OK
+    c = cmd(op)
+    c[exp] = dict(c[exp], base=c["dst"]["base"])            # expanded operand overlaps dst
+    with pytest.raises(UndefinedResult):
+        fresh(2).execute(c)
+    # both full (mode 2, fp32, 8 columns): src0 identical is fine, src1 identical is not
+    t8 = tile(0x000, 4, 8, D.FP32, 3, 8)
+    both = {"opcode": op, "dst": t8, "src0": tile(0x100, 4, 8, D.FP32, 3, 8), "src1": tile(0x200, 4, 8, D.FP32, 3, 8)}
+    assert fresh(3).execute(both) == Status.OK
+    m = fresh(3)
+    assert m.execute(dict(both, src0=dict(t8))) == Status.OK
+    with pytest.raises(UndefinedResult):
+        fresh(3).execute(dict(both, src1=dict(t8)))
+
+
+@pytest.mark.parametrize("op", [O.TPARTADD, O.TPARTMUL, O.TPARTMAX, O.TPARTMIN], ids=lambda o: o.name)
+def test_tpart_identical_sources(op):
+    c = cmd(op)
+    for slot in ("src0", "src1"):
+        c2 = dict(c, **{slot: dict(c[slot], base=c["dst"]["base"], rows=c["dst"]["rows"], cols=c["dst"]["cols"],
+                                   layout=c["dst"]["layout"])})
+        assert fresh(5).execute(c2) == Status.OK
+    c2 = dict(c, src1=dict(c["src1"], base=c["dst"]["base"], cols=2 * c["dst"]["cols"]))   # overlap, not identical
+    with pytest.raises(UndefinedResult):
+        fresh(5).execute(c2)
 
 
 def test_wire_format_round_trip_executes_the_same():

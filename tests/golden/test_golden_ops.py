@@ -23,11 +23,14 @@ def expect_unchanged_outside(new, old, valid):
 
 
 def elementwise_ref(dt, x, y, opname):
-    """Bits of x op y for one element pair by the oracle."""
-    if dt in FLOATS:
-        f = oracle.fadd if opname == "add" else oracle.fmul
-        return f(oracle.to_bits(x, dt), oracle.to_bits(y, dt), dt)
-    return oracle.to_bits(oracle.iop(x, y, dt, opname), dt)
+    """Bits of x op y for one element pair by the oracle (op: add, sub, mul, max, min)."""
+    return oracle.elementwise(x, y, dt, opname)
+
+
+#: The TROWEXPAND* / TPART* array functions by element operation.
+TROWEXPAND = {"mul": ops.trowexpandmul, "add": ops.trowexpandadd, "sub": ops.trowexpandsub,
+              "max": ops.trowexpandmax, "min": ops.trowexpandmin}
+TPART = {"add": ops.tpartadd, "mul": ops.tpartmul, "max": ops.tpartmax, "min": ops.tpartmin}
 
 
 # ------------------------------------------------------------------------------------------------ TLOAD / TSTORE
@@ -272,6 +275,140 @@ def test_trowexpandmul_loop(dt, mode, expanded):
     assert np.array_equal(ubits(got), want)
 
 
+@pytest.mark.parametrize("opname", ["add", "sub", "max", "min"])
+@pytest.mark.parametrize("dt", A5_REM)
+@pytest.mark.parametrize("mode", [1, 2])
+@pytest.mark.parametrize("expanded", [0, 1])
+def test_trowexpand_siblings_loop(opname, dt, mode, expanded):
+    """dst[i, j] = op(src0 value, src1 value), the expanded one broadcast, for both placements."""
+    rng = np.random.default_rng(dt.value * 5 + mode + 17 * expanded)
+    R, C = 4, 21
+    blk = 32 // DTYPE_BYTES[dt]
+    full = rand_tile(rng, dt, (5, 22))
+    if mode == 1:
+        exp, ev, el = rand_tile(rng, dt, (6, 1)), (R, 1), COL
+    else:
+        exp, ev, el = rand_tile(rng, dt, (4, blk)), (R, blk), ROW
+    dst = rand_tile(rng, dt, (4, 23))
+    if expanded == 1:
+        got = TROWEXPAND[opname](dst, (R, C), full, (R, C), ROW, exp, ev, el)
+    else:
+        got = TROWEXPAND[opname](dst, (R, C), exp, ev, el, full, (R, C), ROW)
+    want = ubits(dst).copy()
+    for i in range(R):
+        for j in range(C):
+            e = exp[i, 0] if mode == 1 else exp[i, j % blk]
+            x, y = (full[i, j], e) if expanded == 1 else (e, full[i, j])
+            want[i, j] = elementwise_ref(dt, x, y, opname)
+    assert np.array_equal(ubits(got), want)
+
+
+def test_trowexpandsub_operand_order_hand_written():
+    """TROWEXPANDSUB is src0 - src1 whichever source is expanded."""
+    full = np.array([[10.0, 20.0, 30.0], [1.0, 2.0, 3.0]], np.float32)
+    e = np.array([[1.0], [0.5]], np.float32)
+    d = np.zeros((2, 3), np.float32)
+    got = ops.trowexpandsub(d, (2, 3), full, (2, 3), ROW, e, (2, 1), COL)          # src1 expanded
+    assert got.tolist() == [[9.0, 19.0, 29.0], [0.5, 1.5, 2.5]]
+    got = ops.trowexpandsub(d, (2, 3), e, (2, 1), COL, full, (2, 3), ROW)          # src0 expanded
+    assert got.tolist() == [[-9.0, -19.0, -29.0], [-0.5, -1.5, -2.5]]
+    # mode 2, int16: block of 16 per row, repeating
+    full = np.arange(40, dtype=np.int16).reshape(2, 20)
+    blk = np.arange(100, 132, dtype=np.int16).reshape(2, 16)
+    got = ops.trowexpandsub(np.zeros((2, 20), np.int16), (2, 20), blk, (2, 16), ROW, full, (2, 20), ROW)
+    assert got[0].tolist() == [100 + (j % 16) - j for j in range(20)]
+    assert got[1].tolist() == [116 + (j % 16) - (20 + j) for j in range(20)]
+    # signed zeros: (+0) - (+0) = +0, (-0) - (+0) = -0 and (+0) - (-0) = +0
+    z = np.array([[0.0, -0.0]], np.float32)
+    got = ops.trowexpandsub(np.ones((1, 2), np.float32), (1, 2), z, (1, 2), ROW, np.zeros((1, 1), np.float32),
+                            (1, 1), COL)
+    assert ubits(got)[0].tolist() == [0x00000000, 0x80000000]
+    got = ops.trowexpandsub(np.ones((1, 2), np.float32), (1, 2), np.zeros((1, 1), np.float32), (1, 1), COL,
+                            z, (1, 2), ROW)
+    assert ubits(got)[0].tolist() == [0x00000000, 0x00000000]
+
+
+def test_trowexpand_max_min_specials_fp32():
+    nan_p = 0x7F800123                                   # signalling NaN with a payload
+    full = np.array([[0x00000000, 0x80000000, nan_p, 0x00000001, 0xFF800000, 0x3F800000]], np.uint32)
+    full = full.view(np.float32)
+    e = np.array([[0x80000000]], np.uint32).view(np.float32)            # -0 in every row
+    d = np.zeros((1, 6), np.float32)
+    mx = ops.trowexpandmax(d, (1, 6), full, (1, 6), ROW, e, (1, 1), COL)
+    mn = ops.trowexpandmin(d, (1, 6), e, (1, 1), COL, full, (1, 6), ROW)
+    assert ubits(mx)[0].tolist() == [0x00000000, 0x80000000, 0x7FC00000, 0x00000001, 0x80000000, 0x3F800000]
+    assert ubits(mn)[0].tolist() == [0x80000000, 0x80000000, 0x7FC00000, 0x80000000, 0xFF800000, 0x80000000]
+
+
+def test_trowexpand_both_full_mode1_one_column():
+    """Both sources have dst's valid shape (R, 1): src1 (column-major) is the expanded operand, mode 1."""
+    a = np.array([[5], [7], [-3]], np.int32)
+    b = np.array([[2], [10], [4]], np.int32)
+    d = np.zeros((3, 1), np.int32)
+    assert ops.trowexpandsub(d, (3, 1), a, (3, 1), ROW, b, (3, 1), COL).tolist() == [[3], [-3], [-7]]
+    assert ops.trowexpandmul(d, (3, 1), a, (3, 1), ROW, b, (3, 1), COL).tolist() == [[10], [70], [-12]]
+    assert ops.trowexpandmax(d, (3, 1), a, (3, 1), ROW, b, (3, 1), COL).tolist() == [[5], [10], [4]]
+    # src0 is then the full operand and must be row-major
+    with pytest.raises(IsaError) as e:
+        ops.trowexpandadd(d, (3, 1), a, (3, 1), COL, b, (3, 1), COL)
+    assert e.value.status == Status.LAYOUT_UNSUPPORTED and "TROWEXPANDADD" in str(e.value)
+
+
+def test_trowexpand_both_full_mode2_eight_fp32_columns():
+    """An 8-column fp32 multiply (R, 8) x (R, 8), both row-major: src1 is the expanded mode-2 block, so
+    dst[i, j] = src0[i, j] op src1[i, j mod 8] = src0[i, j] op src1[i, j]."""
+    a = np.arange(16, dtype=np.float32).reshape(2, 8)
+    b = np.array([[1, 2, 3, 4, 5, 6, 7, 8], [-1, -2, -3, -4, -5, -6, -7, -8]], np.float32)
+    d = np.full((2, 9), 99, np.float32)
+    got = ops.trowexpandmul(d, (2, 8), a, (2, 8), ROW, b, (2, 8), ROW)
+    assert got[0].tolist() == [0, 2, 6, 12, 20, 30, 42, 56, 99]
+    assert got[1].tolist() == [-8, -18, -30, -44, -60, -78, -98, -120, 99]
+    got = ops.trowexpandsub(d, (2, 8), a, (2, 8), ROW, b, (2, 8), ROW)
+    assert got[0].tolist() == [-1, -1, -1, -1, -1, -1, -1, -1, 99]
+    assert got[1].tolist() == [9, 11, 13, 15, 17, 19, 21, 23, 99]
+    # int8: the block is 32 values
+    a8 = np.full((1, 32), 3, np.int8)
+    b8 = np.arange(32, dtype=np.int8).reshape(1, 32)
+    got = ops.trowexpandmin(np.zeros((1, 32), np.int8), (1, 32), a8, (1, 32), ROW, b8, (1, 32), ROW)
+    assert got[0].tolist() == [min(3, j) for j in range(32)]
+
+
+@pytest.mark.parametrize("fn", list(TROWEXPAND.values()), ids=list(TROWEXPAND))
+@pytest.mark.parametrize("shape,layout1", [((2, 5), ROW), ((2, 5), COL), ((2, 1), ROW), ((2, 16), ROW)])
+def test_trowexpand_both_full_not_the_mode_shape(fn, shape, layout1):
+    """Both sources at dst's valid shape, but src1's shape is not its mode's ((R, 1) col-major, (R, 8) fp32
+    row-major): SHAPE_MISMATCH."""
+    a = np.zeros((2, 16), np.float32)
+    with pytest.raises(IsaError) as e:
+        fn(np.zeros((2, 16), np.float32), shape, a, shape, ROW, a, shape, layout1)
+    assert e.value.status == Status.SHAPE_MISMATCH
+    assert fn.__name__.upper() in str(e.value)
+
+
+@pytest.mark.parametrize("fn", list(TROWEXPAND.values()), ids=list(TROWEXPAND))
+def test_trowexpand_siblings_errors(fn):
+    a = np.zeros((4, 8), np.float32)
+    cases = [  # (src0 valid, src0 layout, src1 valid, src1 layout, dst layout, status)
+        ((3, 5), ROW, (3, 1), COL, COL, Status.LAYOUT_UNSUPPORTED),        # dst column-major
+        ((3, 1), COL, (3, 5), COL, ROW, Status.LAYOUT_UNSUPPORTED),        # full operand src1 column-major
+        ((3, 4), ROW, (3, 1), COL, ROW, Status.SHAPE_MISMATCH),            # no source at dst's valid shape
+        ((3, 5), ROW, (2, 1), COL, ROW, Status.SHAPE_MISMATCH),            # mode 1 rows
+        ((3, 5), ROW, (3, 4), ROW, ROW, Status.SHAPE_MISMATCH),            # mode 2 block
+    ]
+    for v0, l0, v1, l1, ld, status in cases:
+        with pytest.raises(IsaError) as e:
+            fn(a, (3, 5), a, v0, l0, a, v1, l1, dst_layout=ld)
+        assert e.value.status == status, (v0, v1)
+        assert fn.__name__.upper() in str(e.value)
+    with pytest.raises(IsaError) as e:
+        fn(a, (3, 5), a, (3, 5), ROW, a.astype(np.float16), (3, 1), COL)
+    assert e.value.status == Status.DTYPE_MISMATCH
+    with pytest.raises(IsaError) as e:
+        fn(a.astype(np.int8), (3, 5), a.astype(np.int8), (3, 5), ROW, a.astype(np.int8), (3, 1), COL,
+           profile=Profile.A2A3)
+    assert e.value.status == Status.DTYPE_UNSUPPORTED
+
+
 def test_trowexpandmul_specials_fp16():
     full = np.array([[0.0, -0.0, np.inf, 65504.0, 6e-8, np.nan, 1.0, -2.0]], np.float16)
     s = np.array([[-2.0]], np.float16)
@@ -285,20 +422,21 @@ TPA_A5 = [DType.UINT8, DType.INT8, DType.UINT16, DType.INT16, DType.UINT32, DTyp
           DType.BF16]
 
 
+@pytest.mark.parametrize("opname", list(TPART))
 @pytest.mark.parametrize("dt", TPA_A5)
 @pytest.mark.parametrize("v0,v1", [((4, 6), (4, 6)), ((4, 6), (2, 3)), ((1, 6), (4, 6)), ((4, 6), (4, 0)),
                                    ((4, 6), (0, 0)), ((3, 6), (4, 6)), ((4, 6), (4, 5))])
-def test_tpartadd_loop(dt, v0, v1):
+def test_tpart_loop(opname, dt, v0, v1):
     rng = np.random.default_rng(dt.value)
     a, b, dst = rand_tile(rng, dt, (5, 7)), rand_tile(rng, dt, (4, 8)), rand_tile(rng, dt, (4, 6))
-    got = ops.tpartadd(dst, (4, 6), a, v0, b, v1)
+    got = TPART[opname](dst, (4, 6), a, v0, b, v1)
     want = ubits(dst).copy()
     for i in range(4):
         for j in range(6):
             in0 = i < v0[0] and j < v0[1]
             in1 = i < v1[0] and j < v1[1]
             if in0 and in1:
-                want[i, j] = elementwise_ref(dt, a[i, j], b[i, j], "add")
+                want[i, j] = elementwise_ref(dt, a[i, j], b[i, j], opname)
             elif in0:
                 want[i, j] = ubits(a)[i, j]
             else:
@@ -313,15 +451,42 @@ def test_tpartadd_copy_keeps_payload_sum_canonicalizes():
     assert list(ubits(got)[0]) == [0x7FC00000, 0xFF800002]
 
 
+@pytest.mark.parametrize("fn", list(TPART.values()), ids=list(TPART))
 @pytest.mark.parametrize("v0,v1", [((3, 6), (4, 5)), ((5, 6), (4, 6)), ((4, 6), (4, 7)), ((2, 2), (2, 2))])
-def test_tpartadd_bad_patterns(v0, v1):
+def test_tpart_bad_patterns(fn, v0, v1):
     a = np.zeros((8, 8), np.int32)
     with pytest.raises(IsaError) as e:
-        ops.tpartadd(np.zeros((8, 8), np.int32), (4, 6), a, v0, a, v1)
+        fn(np.zeros((8, 8), np.int32), (4, 6), a, v0, a, v1)
     assert e.value.status == Status.VALIDITY_PATTERN
+    assert fn.__name__.upper() in str(e.value)
 
 
-def test_tpartadd_zero_dst_region_returns_early():
+@pytest.mark.parametrize("fn", list(TPART.values()), ids=list(TPART))
+def test_tpart_zero_dst_region_returns_early(fn):
     a = np.ones((4, 4), np.int32)
-    got = ops.tpartadd(np.zeros((4, 4), np.int32), (0, 4), a, (3, 3), a, (1, 1))
+    got = fn(np.zeros((4, 4), np.int32), (0, 4), a, (3, 3), a, (1, 1))
     assert not got.any()
+
+
+def test_tpart_siblings_hand_written():
+    a = np.array([[0x00000000, 0x7F800001, 0x00000001, 0xC0000000],
+                  [0xFFC00005, 0x80000000, 0x3F800000, 0x40400000]], np.uint32).view(np.float32)
+    b = np.array([[0x80000000, 0x3F800000, 0x80000001, 0x40000000],
+                  [0x00000000, 0x00000000, 0x00000000, 0x00000000]], np.uint32).view(np.float32)
+    d = np.zeros((2, 4), np.float32)
+    # row 0: both valid; row 1: only src0 valid (src1 valid shape (1, 4)) -> bit-exact copies of src0
+    mx = ops.tpartmax(d, (2, 4), a, (2, 4), b, (1, 4))
+    mn = ops.tpartmin(d, (2, 4), a, (2, 4), b, (1, 4))
+    ml = ops.tpartmul(d, (2, 4), a, (2, 4), b, (1, 4))
+    assert ubits(mx)[0].tolist() == [0x00000000, 0x7FC00000, 0x00000001, 0x40000000]
+    assert ubits(mn)[0].tolist() == [0x80000000, 0x7FC00000, 0x80000001, 0xC0000000]
+    assert ubits(ml)[0].tolist() == [0x80000000, 0x7FC00000, 0x80000000, 0xC0800000]
+    for got in (mx, mn, ml):
+        assert ubits(got)[1].tolist() == [0xFFC00005, 0x80000000, 0x3F800000, 0x40400000]
+    # unsigned compare for unsigned types, signed for signed ones
+    u = np.array([[200, 5]], np.uint8)
+    v = np.array([[100, 250]], np.uint8)
+    assert ops.tpartmax(np.zeros((1, 2), np.uint8), (1, 2), u, (1, 2), v, (1, 2)).tolist() == [[200, 250]]
+    assert ops.tpartmin(np.zeros((1, 2), np.int8), (1, 2), u.view(np.int8), (1, 2), v.view(np.int8),
+                        (1, 2)).tolist() == [[-56, -6]]
+    assert ops.tpartmul(np.zeros((1, 2), np.uint8), (1, 2), u, (1, 2), v, (1, 2)).tolist() == [[32, 226]]

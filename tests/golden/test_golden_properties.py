@@ -42,24 +42,24 @@ def test_tload_tstore_round_trip(dt, layout, rows, cols, data, seed):
         assert m.gm.read(0x9000 + l * stride, line_len * size) == ubits(img[l]).tobytes()
 
 
+TPART = {"add": ops.tpartadd, "mul": ops.tpartmul, "max": ops.tpartmax, "min": ops.tpartmin}
+
+
 @SET
 @given(dt=st.sampled_from([DType.INT8, DType.UINT16, DType.INT32, DType.FP16, DType.BF16, DType.FP32]),
-       R=st.integers(0, 5), C=st.integers(0, 5), data=st.data(), seed=seeds)
-def test_tpartadd_patterns(dt, R, C, data, seed):
+       opname=st.sampled_from(list(TPART)), R=st.integers(0, 5), C=st.integers(0, 5), data=st.data(), seed=seeds)
+def test_tpart_patterns(dt, opname, R, C, data, seed):
     full = (R, C)
     other = (data.draw(st.integers(0, R)), data.draw(st.integers(0, C)))
     v0, v1 = (full, other) if data.draw(st.booleans()) else (other, full)
     rng = np.random.default_rng(seed)
     a, b, d = (rand_tile(rng, dt, (R + 1, C + 1)) for _ in range(3))
-    got = ops.tpartadd(d, full, a, v0, b, v1)
+    got = TPART[opname](d, full, a, v0, b, v1)
     for i in range(R):
         for j in range(C):
             in0, in1 = i < v0[0] and j < v0[1], i < v1[0] and j < v1[1]
             if in0 and in1:
-                if dt in (DType.FP16, DType.BF16, DType.FP32):
-                    want = oracle.fadd(int(ubits(a)[i, j]), int(ubits(b)[i, j]), dt)
-                else:
-                    want = oracle.to_bits(oracle.iop(a[i, j], b[i, j], dt, "add"), dt)
+                want = oracle.elementwise(a[i, j], b[i, j], dt, opname)
             else:
                 want = int(ubits(a if in0 else b)[i, j])
             assert int(ubits(got)[i, j]) == want
@@ -185,12 +185,16 @@ def _legal(op, d):
         return {"opcode": op, "nepi_log2": nepi_log2, "num_valid": n,
                 "dst": tile(0, rows, n_eff << nepi_log2, dt), "src0": tile(0x400, rows, cols, dt),
                 "src1": tile(0x800, rows, X, DType.UINT16)}
-    if op == Opcode.TROWEXPANDMUL:
+    if op in ops.TROWEXPAND_FUNCTIONS:
         dt = d(st.sampled_from(sorted(TYPES[op][Profile.A5], key=lambda x: x.value)))
         vr, vc = I(1, R), I(1, C)
         blk = 32 // DTYPE_NUMPY[dt].itemsize
         mode1 = d(st.booleans())
         exp = tile(0x800, R, 1, dt, vr, 1, Layout.COL_MAJOR) if mode1 else tile(0x800, R, blk, dt, vr, blk)
+        if d(st.booleans()):                   # both at dst's valid shape: src1 is the expanded operand
+            vc = exp["valid_cols"]
+            return {"opcode": op, "dst": tile(0, R, exp["cols"], dt, vr, vc),
+                    "src0": tile(0x400, R, exp["cols"], dt, vr, vc), "src1": exp}
         full = tile(0x400, R, C, dt, vr, vc)
         if (exp["valid_rows"], exp["valid_cols"]) == (vr, vc):
             full["valid_cols"] = vc = 0 if vc else 1
@@ -198,7 +202,7 @@ def _legal(op, d):
                 return None
         s0, s1 = (full, exp) if d(st.booleans()) else (exp, full)
         return {"opcode": op, "dst": tile(0, R, C, dt, vr, vc), "src0": s0, "src1": s1}
-    if op == Opcode.TPARTADD:
+    if op in ops.TPART_FUNCTIONS:
         dt = d(st.sampled_from(sorted(TYPES[op][Profile.A5], key=lambda x: x.value)))
         vr, vc = I(1, R), I(1, C)
         o = (I(0, vr), I(0, vc))
