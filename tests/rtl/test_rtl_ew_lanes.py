@@ -4,7 +4,7 @@ One stream per test, dtype / op / keep_a changing every cycle: every (dtype, op)
 the float special-class pairs (zeros, subnormals, largest finite, infinities, NaNs with payloads and both
 signs), weighted random float pairs (ties, cancellation, overflow, underflow) and integer extremes.
 ``out_valid`` and the exact ``LATENCY`` are checked on every cycle. word_bytes=16 keeps it fast
-(~200 cycles/s); the bulk float sweeps run on Verilator (tests/fp/test_ew_lanes.py).
+(~200 cycles/s); the bulk float sweeps run on Verilator (tests/fp/test_ew_lanes_verilator.py, test_ew_lanes_exhaustive.py).
 """
 
 import numpy as np
