@@ -137,9 +137,9 @@ def _pauses(rng, probability):
 class Harness:
     def __init__(self, dut, config, driver, gm, seed):
         from golden.machine import Machine
-        from rtl.top import ENGINES
+        from rtl.top import engines_for
         self.dut, self.config, self.driver, self.gm = dut, config, driver, gm
-        self.golden = Machine(config, supported=[op for engine in ENGINES for op in engine.opcodes])
+        self.golden = Machine(config, supported=[op for engine in engines_for(config) for op in engine.opcodes])
         self.rng = random.Random(seed)
         self.params = Params()
         self.has_debug_port = config.ub_debug_port and hasattr(dut, "ub_dbg__valid")

@@ -31,7 +31,7 @@ def _bad(name):
     if name == "UNKNOWN_OPCODE":
         cmd["opcode"] = 0x7F
     elif name == "UNSUPPORTED":
-        cmd = {"opcode": Opcode.TPARTADD, "dst": t, "src0": t, "src1": t}
+        cmd = {"opcode": Opcode.TGEMV, "dst": t, "src0": t, "src1": t}
     elif name == "DTYPE_INVALID":
         d["dtype"] = g["dtype"] = 13
     elif name == "DTYPE_MISMATCH":

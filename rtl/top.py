@@ -6,16 +6,25 @@ from amaranth.lib.wiring import In, Out
 
 from .axi import Axi4Signature, AxiStreamSignature
 from .checker import Checker
+from .elementwise import ElementwiseEngine
 from .transfer import TransferEngine
 from .local_gather import LocalGatherEngine
 from .isa import COMMAND_BITS, RESPONSE_BITS, Command, Response
 from .status import Status
 from .ub import UnifiedBuffer
 
-__all__ = ["VectorUnit", "ENGINES", "UbDebugSignature"]
+__all__ = ["VectorUnit", "ENGINES", "engines_for", "UbDebugSignature"]
 
-#: Engine classes in the unit, in dispatch order. Each has an ``opcodes`` tuple and takes ``config``.
-ENGINES = (TransferEngine, LocalGatherEngine)
+#: Engine classes in the unit, in dispatch order. Each has an ``opcodes`` tuple and takes ``config``;
+#: one that cannot be built in every configuration has ``available(config)`` (see :func:`engines_for`).
+ENGINES = (TransferEngine, LocalGatherEngine, ElementwiseEngine)
+
+
+def engines_for(config):
+    """The engines a unit of ``config`` has: those of :data:`ENGINES` whose ``available(config)`` (if they
+    define it) is true. The opcodes of the others answer UNSUPPORTED (e.g. the elementwise engine needs
+    two UB read ports)."""
+    return tuple(cls for cls in ENGINES if getattr(cls, "available", lambda config: True)(config))
 
 
 class UbDebugSignature(wiring.Signature):
@@ -89,9 +98,10 @@ class VectorUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
-        engines = [cls(cfg) for cls in ENGINES]
+        classes = engines_for(cfg)
+        engines = [cls(cfg) for cls in classes]
         m.submodules.ub = ub = UnifiedBuffer(cfg)
-        m.submodules.checker = checker = Checker(cfg, ENGINES)
+        m.submodules.checker = checker = Checker(cfg, classes)
 
         cmd = Signal(Command)
         tag = Signal(16)

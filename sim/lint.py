@@ -17,6 +17,9 @@ Waived warnings (all stem from how Yosys writes Amaranth's netlist, not from des
   last lane (``lane <= 15`` on a 4-bit operand); Yosys narrows the operand, the result is exact.
 - ``UNDRIVEN``: outputs of ports that Yosys optimized away because nothing reads them (the FIFOs'
   ``level`` where unused, the second UB read port until an engine uses it). Nothing reads them.
+- ``VARHIDDEN``: Yosys writes each parallel case as a Verilog ``function`` whose inputs are always named
+  ``a``, ``b``, ``s``; in a module that has its own signals ``a`` / ``b`` (the elementwise lanes' operand
+  ports) those function inputs shadow them. Scoping makes that exact.
 - ``UNOPTFLAT``: Verilator's scheduling note on bit-level paths through wide packed signals that are
   not combinational loops at the bit level (Amaranth's own netlist check rejects real loops).
 
@@ -33,7 +36,7 @@ from .export import export
 from .runner import BUILD, TOPLEVEL, verilator_env
 
 WAIVED = ("UNUSEDSIGNAL", "UNUSEDPARAM", "DECLFILENAME", "WIDTHEXPAND", "WIDTHTRUNC", "PROCASSINIT",
-          "CASEOVERLAP", "CMPCONST", "UNDRIVEN", "UNOPTFLAT")
+          "CASEOVERLAP", "CMPCONST", "UNDRIVEN", "UNOPTFLAT", "VARHIDDEN")
 
 __all__ = ["lint", "main", "WAIVED"]
 

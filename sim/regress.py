@@ -14,6 +14,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from rtl.instructions import INSTRUCTIONS
 from rtl.isa import DType
 
 from .runner import BUILD, build, list_testcases, run, testcase_label
@@ -48,6 +49,10 @@ def _regression():
     entries += [Entry("test_mgather", t) for t in list_testcases("test_mgather") if t != "mgather_random"]
     entries += [Entry("test_local_gather", "lg_dtype", (("dtype", d.name),), f"lg_{d.name}") for d in DType]
     entries += [Entry("test_local_gather", t) for t in list_testcases("test_local_gather") if t != "lg_dtype"]
+    ew_types = sorted({d for op, ins in INSTRUCTIONS.items() if ins.family == "elementwise"
+                       for types in ins.types.values() for d in types}, key=lambda d: d.value)
+    entries += [Entry("test_elementwise", "ew_dtype", (("dtype", d.name),), f"ew_{d.name}") for d in ew_types]
+    entries += [Entry("test_elementwise", t) for t in list_testcases("test_elementwise") if t != "ew_dtype"]
     entries += [Entry("test_gm_model", "gm_latency_exact", (("latency", n),), f"gm_latency_{n}") for n in (32, 3)]
     entries += [Entry("test_ub_debug", t) for t in list_testcases("test_ub_debug")]
     return entries

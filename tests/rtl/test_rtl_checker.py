@@ -71,7 +71,7 @@ def _legal(rng, op, profile):
         b = _place(rng, [(R, width, dt), (R, 12, dt), (R, X, DType.UINT16)])
         cmd.update(nepi_log2=nepi_log2, num_valid=nv, dst=_tile(b[0], R, width, dt),
                    src0=_tile(b[1], R, 12, dt), src1=_tile(b[2], R, X, DType.UINT16))
-    elif op == Opcode.TROWEXPANDMUL:
+    elif INSTRUCTIONS[op].golden.startswith("trowexpand"):
         dt = _types(rng, ins, profile)
         mode1 = rng.random() < 0.5
         e = (r, 1) if mode1 else (r, EXPAND_BLOCK_BYTES // DTYPE_BYTES[dt])
@@ -80,7 +80,7 @@ def _legal(rng, op, profile):
         full, exp = _tile(b[1], r, c, dt), _tile(b[2], r, e[1], dt, e, lay)
         first, second = (full, exp) if rng.random() < 0.5 else (exp, full)
         cmd.update(dst=_tile(b[0], r, c, dt), src0=first, src1=second)
-    elif op == Opcode.TPARTADD:
+    elif INSTRUCTIONS[op].golden.startswith("tpart"):
         dt = _types(rng, ins, profile)
         lay = rng.choice(list(Layout)) if profile == Profile.A5 else Layout.ROW_MAJOR
         b = _place(rng, [(r, c, dt)] * 3)

@@ -1,0 +1,125 @@
+"""ElementwiseEngine in Amaranth's simulator against the golden machine (rtl_engine_bench: real UB, whole UB
+compared after every command): every opcode of the family, every type, both TROWEXPAND modes and operand
+placements, every TPART validity pattern and layout combination, in-place destinations, 16- and 32-byte
+words; and the cycle counts of the streaming datapath."""
+
+import random
+
+import pytest
+
+from rtl.config import preset
+from rtl.elementwise import ElementwiseEngine
+from rtl.ew_lanes import ElementwiseLanes
+from rtl.instructions import INSTRUCTIONS
+from rtl.isa import DTYPE_BYTES, DType, Layout, Opcode
+from rtl.status import Status
+
+from cocotb_tests.ew_commands import EW_OPS, PART_OPS, ROWEXPAND_OPS, part_command, random_command, rowexpand_command
+from rtl_engine_bench import run_engine
+
+ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
+
+
+def _types(op, config):
+    return sorted(INSTRUCTIONS[op].types[config.profile], key=lambda d: d.value)
+
+
+def _run(config, cmds, seed):
+    rng = random.Random(seed)
+    return run_engine(config, ElementwiseEngine, cmds, ub_init=rng.randbytes(config.ub_bytes), seed=seed)
+
+
+@pytest.mark.parametrize("op", EW_OPS, ids=lambda o: o.name)
+def test_every_type(op):
+    """Each type of the op, both modes / placements (TROWEXPAND*) or a random validity pattern and layouts
+    (TPART*), on the small configuration."""
+    config = preset("small")
+    rng = random.Random(op.value)
+    cmds = []
+    for dtype in _types(op, config):
+        for k in range(2):
+            if op in ROWEXPAND_OPS:
+                cmd = rowexpand_command(rng, config, op, dtype, mode=1 + k, expanded=rng.randrange(2),
+                                        R=rng.randrange(1, 6), C=rng.randrange(1, 20))
+            else:
+                R, C = rng.randrange(1, 6), rng.randrange(1, 20)
+                lay = tuple(rng.choice([ROW, COL]) for _ in range(3)) if k else (ROW,) * 3
+                cmd = part_command(rng, config, op, dtype, R=R, C=C, partial=(rng.randrange(R + 1), rng.randrange(C + 1)),
+                                   full_slot=rng.randrange(2), layouts=lay)
+            if cmd:
+                cmds.append(cmd)
+    results = _run(config, cmds, op.value)
+    assert all(r.status == Status.OK for r in results)
+
+
+@pytest.mark.parametrize("word", [16, 32])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random(word, seed):
+    config = preset("small") if word == 16 else preset("default", ub_bytes=8192)
+    rng = random.Random(seed * 100 + word)
+    cmds = [c for c in (random_command(rng, config) for _ in range(40)) if c][:24]
+    results = _run(config, cmds, seed)
+    assert all(r.status == Status.OK for r in results)
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+def test_both_sources_full(mode):
+    """Both sources have dst's valid shape: src1 is the expanded operand (mode 1: one column, src1
+    column-major; mode 2: exactly 32 / size columns, src1 row-major), e.g. an 8-column fp32 mode-2 multiply."""
+    config = preset("small")
+    rng = random.Random(mode)
+    cmds = []
+    for op in ROWEXPAND_OPS:
+        for dtype in (DType.FP32, DType.FP16, DType.INT8):
+            C = 1 if mode == 1 else 32 // DTYPE_BYTES[dtype]
+            cmd = rowexpand_command(rng, config, op, dtype, mode=mode, expanded=1, R=4, C=C)
+            cmds.append(cmd)
+    assert all(r.status == Status.OK for r in _run(config, cmds, 5))
+
+
+def test_empty_and_in_place():
+    config = preset("small")
+    rng = random.Random(9)
+    cmds = [
+        part_command(rng, config, Opcode.TPARTADD, DType.FP32, R=0, C=4, partial=(0, 0), full_slot=0, layouts=(ROW,) * 3),
+        part_command(rng, config, Opcode.TPARTADD, DType.INT16, R=6, C=9, partial=(2, 3), full_slot=1,
+                     layouts=(ROW,) * 3, in_place=1),
+        part_command(rng, config, PART_OPS[-1], DType.FP16, R=5, C=11, partial=(5, 0), full_slot=0,
+                     layouts=(COL,) * 3, in_place=0),
+        rowexpand_command(rng, config, Opcode.TROWEXPANDMUL, DType.BF16, mode=2, expanded=1, R=7, C=21, in_place=True),
+        rowexpand_command(rng, config, ROWEXPAND_OPS[-1], DType.UINT8, mode=1, expanded=0, R=7, C=40, in_place=True),
+    ]
+    results = _run(config, cmds, 9)
+    assert results[0].cycles == 0                # empty dst region: done in the start cycle
+    assert all(r.status == Status.OK for r in results)
+
+
+def dst_words(cmd, W):
+    """Destination words of a line-path command: the bound of one word per cycle."""
+    d = cmd["dst"]
+    size = DTYPE_BYTES[d["dtype"]]
+    col = d["layout"] == COL
+    lines, n = (d["valid_cols"], d["valid_rows"]) if col else (d["valid_rows"], d["valid_cols"])
+    pitch = (d["rows"] if col else d["cols"]) * size
+    return sum(((d["base"] + i * pitch) % W + n * size + W - 1) // W for i in range(lines))
+
+
+def test_throughput():
+    """One destination word per cycle: a 16-row tile of word-multiple rows takes words + a fixed overhead,
+    the same for both modes, both placements and TPART with a partial source, at any row alignment."""
+    config = preset("default", ub_bytes=16384)
+    W = config.ub_word_bytes
+    rng = random.Random(3)
+    cases = []
+    for dtype in (DType.FP32, DType.FP16, DType.INT8):
+        C = 2 * W // DTYPE_BYTES[dtype]                  # two words per row
+        cases.append(rowexpand_command(rng, config, Opcode.TROWEXPANDMUL, dtype, mode=1, expanded=1, R=16, C=C, pad=False))
+        cases.append(rowexpand_command(rng, config, Opcode.TROWEXPANDMUL, dtype, mode=2, expanded=0, R=16, C=C, pad=False))
+        cases.append(part_command(rng, config, Opcode.TPARTADD, dtype, R=16, C=C, partial=(9, C - 3), full_slot=1,
+                                  layouts=(ROW,) * 3))
+    results = _run(config, cases, 3)
+    lat = ElementwiseEngine.FIXED + ElementwiseLanes(W).LATENCY
+    for r, c in zip(results, cases):
+        src1 = c["src1"]
+        extra = 0 if c["opcode"] in PART_OPS else 2 if src1["layout"] == COL or c["src0"]["layout"] == COL else 1
+        assert r.cycles == dst_words(c, W) + lat + extra, (c["opcode"].name, c["dst"]["dtype"].name, r.cycles)

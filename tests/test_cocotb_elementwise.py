@@ -1,0 +1,26 @@
+"""The elementwise-family cocotb runs of the regression, on Icarus (one simulator run each), plus the seed
+examples and two data types on the default configuration (64 KiB UB, 32-byte words)."""
+
+import pytest
+
+from sim.regress import REGRESSION, Entry, run_entry
+
+pytestmark = pytest.mark.cocotb
+
+
+@pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == "test_elementwise"], ids=lambda e: e.name)
+def test_elementwise(entry):
+    result = run_entry(entry)
+    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
+
+
+DEFAULT_CONFIG = [Entry("test_elementwise", "ew_seed_examples"),
+                  Entry("test_elementwise", "ew_dtype", (("dtype", "FP32"),), "ew_FP32"),
+                  Entry("test_elementwise", "ew_dtype", (("dtype", "INT8"),), "ew_INT8")]
+
+
+@pytest.mark.slow          # Icarus build of the default unit: make test-slow
+@pytest.mark.parametrize("entry", DEFAULT_CONFIG, ids=lambda e: e.name)
+def test_elementwise_default_config(entry):
+    result = run_entry(entry, config="default")
+    assert result.passed, f"{entry.name} (default config) failed: see {result.results_xml.parent / 'sim.log'}"
