@@ -40,26 +40,39 @@ def _delay(m, v, n, name):
 
 
 class _Ctrl:
-    """Decoded control of one pipeline stage (dtype and op are carried as raw bits)."""
+    """Decoded control of one pipeline stage: one flag per property of the word's dtype and op. The
+    inputs are decoded once; later stages get registered copies of the flags (no decode logic in the
+    datapath's paths)."""
+    FLAGS = ("fp16", "bf16", "fp32", "is_float", "signed", "size1", "size2", "sub", "mul", "min",
+             "extremum", "fp_arith")
 
-    def __init__(self, dtype, op):
-        self.dtype, self.op = dtype, op
+    def __init__(self, flags):
+        for k, v in flags.items():
+            setattr(self, k, v)
+
+    @classmethod
+    def decode(cls, dtype, op):
         is_ = lambda *ts: Cat(*(dtype == t.value for t in ts)).any()
-        self.fp16 = is_(DType.FP16)
-        self.bf16 = is_(DType.BF16)
-        self.fp32 = is_(DType.FP32)
-        self.is_float = is_(DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2)
-        self.signed = is_(DType.INT8, DType.INT16, DType.INT32)
-        self.size1 = is_(DType.INT8, DType.UINT8, DType.FP8E4M3, DType.FP8E5M2)
-        self.size2 = is_(DType.INT16, DType.UINT16, DType.FP16, DType.BF16)
-        self.add = op == LaneOp.ADD.value
-        self.sub = op == LaneOp.SUB.value
-        self.mul = op == LaneOp.MUL.value
-        self.max = op == LaneOp.MAX.value
-        self.min = op == LaneOp.MIN.value
-        self.extremum = self.max | self.min
+        f = dict(
+            fp16=is_(DType.FP16), bf16=is_(DType.BF16), fp32=is_(DType.FP32),
+            is_float=is_(DType.FP16, DType.BF16, DType.FP32, DType.FP8E4M3, DType.FP8E5M2),
+            signed=is_(DType.INT8, DType.INT16, DType.INT32),
+            size1=is_(DType.INT8, DType.UINT8, DType.FP8E4M3, DType.FP8E5M2),
+            size2=is_(DType.INT16, DType.UINT16, DType.FP16, DType.BF16),
+            sub=op == LaneOp.SUB.value, mul=op == LaneOp.MUL.value, min=op == LaneOp.MIN.value,
+            extremum=(op == LaneOp.MAX.value) | (op == LaneOp.MIN.value))
         #: the word's result comes from the float adder / multiplier
-        self.fp_arith = self.is_float & ~self.extremum
+        f["fp_arith"] = f["is_float"] & ~f["extremum"]
+        return cls(f)
+
+    def delayed(self, m, k):
+        """The flags registered (stage ``k``)."""
+        out = {}
+        for name in self.FLAGS:
+            r = Signal(name=f"ctl{k}_{name}")
+            m.d.sync += r.eq(getattr(self, name))
+            out[name] = r
+        return _Ctrl(out)
 
 
 class ElementwiseLanes(wiring.Component):
@@ -143,16 +156,13 @@ class ElementwiseLanes(wiring.Component):
         dfp = max(self.add_depth, self.mul_depth)
 
         # control, one entry per stage (stage k = the values k clock edges after the inputs)
-        dtype_in = self.dtype.as_value()
-        op_in = self.op.as_value()
-        dtypes = [dtype_in]
-        ops = [op_in]
+        ctrl = [_Ctrl.decode(self.dtype.as_value(), self.op.as_value())]
         keeps = [self.keep_a]
         valids = [self.valid]
         for k in range(1, L + 1):
-            for lst, nm in ((dtypes, "dtype"), (ops, "op"), (keeps, "keep"), (valids, "valid")):
-                lst.append(_delay(m, lst[-1], 1, f"{nm}{k}"))
-        ctrl = [_Ctrl(dtypes[k], ops[k]) for k in range(L + 1)]
+            ctrl.append(ctrl[-1].delayed(m, k))
+            keeps.append(_delay(m, keeps[-1], 1, f"keep{k}"))
+            valids.append(_delay(m, valids[-1], 1, f"valid{k}"))
         m.d.comb += self.out_valid.eq(valids[L])
 
         # operand delay lines (shared by the float widening and the integer path)
