@@ -46,8 +46,8 @@ class ElementwiseEngine(wiring.Component):
 
     Datapath, one destination word per cycle at any alignment of the three tiles:
 
-    1. setup (the ``start`` cycle): the command's geometry into :func:`rtl.ew_walker.SegmentParams`
-       registers (shifts and muxes, no multiply);
+    1. setup (the ``start`` cycle): the command's geometry as :func:`rtl.ew_walker.SegmentParams`
+       (shifts and muxes, no multiply), taken by the walker in that cycle and registered for the rest;
     2. :class:`rtl.ew_walker.SegmentWalker`: one *segment* per cycle (a destination line, or one element
        when a TPART source is stored in the other order than ``dst``), pushed as a line into FIFOs for
        the full-operand reader (UB port 0), the second-operand reader (UB port 1: the partial source,
@@ -65,16 +65,16 @@ class ElementwiseEngine(wiring.Component):
     region is done in the ``start`` cycle. From ``start`` to ``done``: ``words + FIXED +
     ElementwiseLanes.LATENCY`` cycles for TPART* (``words``: destination words, one per cycle), one more
     for TROWEXPAND* mode 2 and two more for mode 1 (the first row's pattern comes through the expanded
-    operand's reader and the pattern builder). ``FIXED`` = setup 1 + walker 1 + line FIFO 1 + reader 4
-    + combiner 1 (+ done 1 - 1, the writer's last word and ``done`` overlap by one): 8; of these the
-    reader, combiner and lanes are the pipeline depth, so the fixed overhead beyond it is 3 cycles. Throughput: one destination word per cycle for full-operand
+    operand's reader and the pattern builder). ``FIXED`` = walker 1 + line FIFO 1 + reader 4 + combiner 1
+    (+ done 1 - 1: the writer's last word and ``done`` overlap by one): 7; of these the reader,
+    combiner and lanes are the pipeline depth, so the fixed overhead beyond it is 2 cycles. Throughput: one destination word per cycle for full-operand
     lines (TROWEXPAND* mode 2 needs ``ceil((d + 32) / W)`` expanded words per row, so rows shorter than
     that take that long); TPART* with a source stored in the other order: one element per cycle.
     """
 
     opcodes = EW_OPCODES
     #: Cycles from ``start`` to ``done`` beyond one per destination word and the lanes' latency (TPART*).
-    FIXED = 8
+    FIXED = 7
 
     @staticmethod
     def available(config):
@@ -166,7 +166,9 @@ class ElementwiseEngine(wiring.Component):
         op = Signal(LaneOp)
         swap = Signal()                     # TROWEXPAND* with src1 full: the pattern is the lanes' ``a``
         dtype = Signal.like(dst.dtype)
-        m.d.comb += walker.params.eq(params)
+        # The walker starts in the ``start`` cycle from the combinational setup (it captures its bases and
+        # counts then) and runs on the registered copy afterwards (the command is stable until ``done``).
+        m.d.comb += walker.params.eq(Mux(self.start, setup, params))
         empty = (dst.valid_rows == 0) | (dst.valid_cols == 0)
         with m.If(self.start):
             m.d.sync += [params.eq(setup), dtype.eq(dst.dtype), swap.eq(trow & full_is_1)]
@@ -269,11 +271,9 @@ class ElementwiseEngine(wiring.Component):
                     with m.If(empty):
                         m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
                     with m.Else():
-                        m.next = "SETUP"
-            with m.State("SETUP"):
-                m.d.comb += walker.start.eq(1)
-                m.d.sync += first.eq(1)
-                m.next = "RUN"
+                        m.d.comb += walker.start.eq(1)
+                        m.d.sync += first.eq(1)
+                        m.next = "RUN"
             with m.State("RUN"):
                 with m.If(~walker.busy & (outstanding == 0)):
                     m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]

@@ -1,6 +1,6 @@
 """Performance benchmark: cycle counts measured by the RTL, against the bound of the configured hardware.
 
-``python -m sim.bench [--config default] [--sim icarus] [--latency 32]`` runs every entry of
+``python -m sim.bench [--config default] [--sim icarus] [--latency 32] [--only elementwise]`` runs every entry of
 :data:`BENCHES` (cocotb tests whose instructions carry a ``bench:<case>`` label), prints one table and
 writes it to ``build/bench/bench.md`` and ``build/bench/bench.csv``. Columns: ``cycles`` (from the
 unit's response), ``of bound`` (work per cycle against the bound), ``of bound+latency`` (against the
@@ -55,7 +55,8 @@ def axi_bound(record, config):
 
 
 def ub_port_bound(record, config):
-    """LOCAL_GATHER: bytes written to dst through the UB write port, one word per cycle."""
+    """LOCAL_GATHER, the elementwise family: bytes written to dst through the UB write port, one word per
+    cycle (the cases' destination rows are word-aligned, so bytes / W is the number of words)."""
     return config.ub_word_bytes, f"UB port {config.ub_word_bytes} B/cycle to dst"
 
 
@@ -84,7 +85,8 @@ class Bench:
 BENCHES = [Bench("bench_transfer", "bench_transfer", axi_bound),
            Bench("bench_mgather", "bench_mgather", axi_bound),
            Bench("bench_local_gather", "bench_local_gather", ub_port_bound, gm_latency=False,
-                 extra=aws_local_gather)]
+                 extra=aws_local_gather),
+           Bench("bench_elementwise", "bench_elementwise", ub_port_bound, goal=0.95, gm_latency=False)]
 
 
 def main(argv=None):
@@ -92,10 +94,14 @@ def main(argv=None):
     p.add_argument("--config", default="default")
     p.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
     p.add_argument("--latency", type=int, default=32, help="GM read latency in cycles")
+    p.add_argument("--only", metavar="NAME", help="run only the benches whose module contains NAME "
+                                                   "(e.g. elementwise)")
     args = p.parse_args(argv)
     config = preset(args.config)
     rows, skipped = [], []
     for bench in BENCHES:
+        if args.only and args.only not in bench.module:
+            continue
         result = run(bench.module, bench.testcase, args.config, args.sim, params={"latency": args.latency},
                      label=f"bench-{bench.testcase}")
         if not result.passed:
