@@ -57,7 +57,7 @@ def test_every_type(op):
 def test_random(word, seed):
     config = preset("small") if word == 16 else preset("default", ub_bytes=8192)
     rng = random.Random(seed * 100 + word)
-    cmds = [c for c in (random_command(rng, config) for _ in range(40)) if c][:24]
+    cmds = [c for c in (random_command(rng, config) for _ in range(30)) if c][:16]
     results = _run(config, cmds, seed)
     assert all(r.status == Status.OK for r in results)
 
@@ -123,3 +123,50 @@ def test_throughput():
         src1 = c["src1"]
         extra = 0 if c["opcode"] in PART_OPS else 2 if src1["layout"] == COL or c["src0"]["layout"] == COL else 1
         assert r.cycles == dst_words(c, W) + lat + extra, (c["opcode"].name, c["dst"]["dtype"].name, r.cycles)
+
+
+def _matrix(config, ops, rng, *, sizes):
+    """Every type x mode x operand placement (TROWEXPAND*) and every type x validity pattern x layout
+    combination x full-operand slot (TPART*) of ``ops``, small shapes from ``sizes``."""
+    cmds = []
+    for op in ops:
+        for dtype in _types(op, config):
+            if op in ROWEXPAND_OPS:
+                for mode in (1, 2):
+                    for expanded in (0, 1):
+                        R, C = rng.choice(sizes)
+                        cmds.append(rowexpand_command(rng, config, op, dtype, mode=mode, expanded=expanded, R=R, C=C))
+                continue
+            layouts = [(a, b, c) for a in (ROW, COL) for b in (ROW, COL) for c in (ROW, COL)]
+            for k, pattern in enumerate(["full", "rows", "cols", "both", "empty"]):
+                R, C = rng.choice(sizes)
+                part = {"full": (R, C), "rows": (R - 1, C), "cols": (R, C - 1), "both": (R - 1, C - 2),
+                        "empty": (0, C)}[pattern]
+                part = (max(part[0], 0), max(part[1], 0))
+                for full_slot in (0, 1):
+                    lay = layouts[(k * 2 + full_slot + rng.randrange(8)) % 8]
+                    cmds.append(part_command(rng, config, op, dtype, R=R, C=C, partial=part, full_slot=full_slot,
+                                             layouts=lay))
+    return [c for c in cmds if c is not None]
+
+
+@pytest.mark.parametrize("family", ["rowexpand", "part"])
+def test_matrix_base_ops(family):
+    """TROWEXPANDMUL: every type x mode x placement; TPARTADD: every type x validity pattern x full slot,
+    layouts cycling through all 8 combinations."""
+    config = preset("small")
+    rng = random.Random(11)
+    ops = (Opcode.TROWEXPANDMUL,) if family == "rowexpand" else (Opcode.TPARTADD,)
+    cmds = _matrix(config, ops, rng, sizes=[(3, 5), (4, 9), (2, 17), (5, 3)])
+    assert len(cmds) >= 30
+    assert all(r.status == Status.OK for r in _run(config, cmds, 11))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("word", [16, 32])
+def test_matrix_every_op(word):
+    """The whole matrix for every opcode of the family, 16- and 32-byte words (make test-slow)."""
+    config = preset("small") if word == 16 else preset("default", ub_bytes=8192)
+    rng = random.Random(word)
+    cmds = _matrix(config, EW_OPS, rng, sizes=[(3, 5), (4, 9), (2, 17), (5, 3), (7, 40), (16, 8)])
+    assert all(r.status == Status.OK for r in _run(config, cmds, word))
