@@ -20,7 +20,7 @@ all: test
 
 help:
 	@sed -n '2,6p' Makefile
-	@echo "  make verilog [CONFIG=small]   export Verilog to build/vector_unit_<config>.v"
+	@echo "  make verilog [CONFIG=small] [SET=\"ub_bytes=131072 ...\"]  export Verilog to build/vector_unit_<config>.v"
 	@echo "  make sim SIM=verilator        the regression on Verilator"
 	@echo "  make waves TEST=<name>        open GTKWave on a test's waves with its save file"
 	@echo "  make bench                    TLOAD/TSTORE bandwidth against the AXI bound (build/bench/)"
@@ -95,7 +95,7 @@ bench: bootstrap
 	$(BIN)/python -m sim.bench
 
 verilog: bootstrap
-	$(BIN)/python -m sim.export --config $(CONFIG)
+	$(BIN)/python -m sim.export --config $(CONFIG) $(foreach s,$(SET),--set $(s))
 
 lint: bootstrap
 	$(BIN)/python -m sim.lint --config $(CONFIG)

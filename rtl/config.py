@@ -4,7 +4,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from .isa import Profile, UB_ALIGN
 
-__all__ = ["Config", "PRESETS", "preset"]
+__all__ = ["Config", "PRESETS", "preset", "parse_overrides"]
 
 
 @dataclass(frozen=True)
@@ -102,3 +102,32 @@ def preset(name, **overrides):
     except KeyError:
         raise ValueError(f"unknown configuration {name!r}; presets: {', '.join(PRESETS)}") from None
     return replace(base, **overrides)
+
+
+def parse_overrides(name, sets=()):
+    """``preset(name)`` with ``"field=value"`` overrides (command-line ``--set``): ints (``0x`` allowed),
+    booleans (``true`` / ``false``) or, for ``profile``, a ``Profile`` member name. ``ub_word_bytes``
+    alone also sets ``axi_data_bits`` (this version requires them equal). Returns ``(config, overrides)``;
+    raises ``ValueError`` naming the field for an unknown field or a bad value, and ``Config``'s own
+    message for a combination it rejects."""
+    from .isa import Profile
+    types = {f.name for f in fields(Config)}
+    overrides = {}
+    for item in sets:
+        key, sep, text = item.partition("=")
+        key, text = key.strip(), text.strip()
+        if not sep or key not in types:
+            raise ValueError(f"--set {item!r}: expected field=value with field one of {', '.join(sorted(types))}")
+        try:
+            if text.lower() in ("true", "false"):
+                value = text.lower() == "true"
+            elif key == "profile":
+                value = Profile[text.upper()]
+            else:
+                value = int(text, 0)
+        except (ValueError, KeyError):
+            raise ValueError(f"--set {item!r}: {text!r} is not a valid value for {key}") from None
+        overrides[key] = value
+    if "ub_word_bytes" in overrides and "axi_data_bits" not in overrides:
+        overrides["axi_data_bits"] = 8 * overrides["ub_word_bytes"]
+    return preset(name, **overrides), overrides

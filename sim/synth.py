@@ -95,26 +95,11 @@ class ShiftChainWrapper(wiring.Component):
 
 
 def config_from(name, sets=()):
-    """``preset(name)`` with ``field=value`` overrides (ints, bools, or a Profile member name)."""
-    from rtl.config import preset
-    from rtl.isa import Profile
-    types = {f.name: f.type for f in fields(preset(name))}
-    overrides = {}
-    for item in sets:
-        key, sep, text = item.partition("=")
-        if not sep or key not in types:
-            raise SystemExit(f"--set {item!r}: expected field=value with field one of {', '.join(types)}")
-        if text in ("True", "False", "true", "false"):
-            value = text.lower() == "true"
-        elif key == "profile":
-            value = Profile[text]
-        else:
-            value = int(text, 0)
-        overrides[key] = value
-    if "ub_word_bytes" in overrides and "axi_data_bits" not in overrides:
-        overrides["axi_data_bits"] = 8 * overrides["ub_word_bytes"]   # this version requires them equal
+    """``preset(name)`` with ``field=value`` overrides (``rtl.config.parse_overrides``); exits with its
+    message on a bad field or value."""
+    from rtl.config import parse_overrides
     try:
-        return preset(name, **overrides), overrides
+        return parse_overrides(name, sets)
     except ValueError as e:
         raise SystemExit(str(e)) from None
 

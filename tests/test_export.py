@@ -29,3 +29,29 @@ def test_export_ports(name):
 def test_verilator_lint(name):
     code, out = lint(name)
     assert code == 0, out
+
+
+def test_export_any_parameter(tmp_path):
+    """``--set`` overrides any Config field (checked by Config); the file's header lists every field, the
+    tool versions and the source revision."""
+    from dataclasses import fields
+    from sim.export import main
+    out = tmp_path / "unit.v"
+    main(["--config", "small", "--set", "ub_bytes=8192", "--set", "max_outstanding_reads=8", "-o", str(out)])
+    head = out.read_text().split("\nmodule ", 1)[0]
+    assert "//   ub_bytes = 8192" in head and "//   max_outstanding_reads = 8" in head
+    for f in fields(preset("small")):
+        assert f"//   {f.name} = " in head, f.name
+    assert "source revision: " in head and "amaranth " in head
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("foo=1", "field one of"), ("ub_bytes", "field one of"), ("ub_bytes=lots", "not a valid value for ub_bytes"),
+    ("ub_bytes=1000", "must be a power of two"), ("profile=B7", "not a valid value for profile"),
+])
+def test_export_bad_parameter(bad, message, capsys):
+    from sim.export import main
+    with pytest.raises(SystemExit) as e:
+        main(["--config", "small", "--set", bad, "-o", "/dev/null"])
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
