@@ -103,8 +103,26 @@ def _summarize(rows):
     return table
 
 
+#: Widest status cell on the terminal (the CSV keeps every status): the table fits 120 columns.
+STATUS_WIDTH = 24
+
+
+def _short_status(text, width=STATUS_WIDTH):
+    """``"OK,SHAPE_MISMATCH,UB_MISALIGNED,..."`` cut to ``width``: as many whole statuses as fit, then
+    ``+N``."""
+    parts = text.split(",")
+    if len(text) <= width or len(parts) == 1:
+        return text
+    for k in range(len(parts) - 1, 0, -1):
+        cell = ",".join(parts[:k]) + f" +{len(parts) - k}"
+        if len(cell) <= width:
+            return cell
+    return f"{parts[0][:width - 4]} +{len(parts) - 1}"
+
+
 def _print_table(table):
     head = ("test", "instruction", "shape (valid/static)", "dtype", "cycles", "status", "result")
+    table = [(*row[:5], _short_status(row[5]), *row[6:]) for row in table]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *table)]
     line = "  ".join(f"{{:<{w}}}" for w in widths)
     print(line.format(*head))
