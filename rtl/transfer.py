@@ -96,15 +96,23 @@ class TransferEngine(wiring.Component):
 
         m.submodules.walk_addr = walk_addr = LineWalker(cfg)   # AR or AW issue
         m.submodules.walk_data = walk_data = LineWalker(cfg)   # realigner + UB writer, or UB reader
+        # The walkers take their start values from the command in the ``start`` cycle and run on a
+        # registered copy afterwards: the per-line adds never see the opcode decode, the tile select or
+        # the element-size shift (the command is held stable until ``done``).
+        setup = Signal(walk_addr.params.shape())
+        params = Signal(walk_addr.params.shape())
+        m.d.comb += [
+            setup.ub_base.eq(tile.base),
+            setup.ub_stride.eq(ub_stride),
+            setup.gm_base.eq(cmd.gm.base),
+            setup.gm_stride.eq(cmd.gm.row_stride),
+            setup.lines.eq(lines),
+            setup.line_bytes.eq(line_elems << esz),
+        ]
+        with m.If(self.start):
+            m.d.sync += params.eq(setup)
         for w in (walk_addr, walk_data):
-            m.d.comb += [
-                w.params.ub_base.eq(tile.base),
-                w.params.ub_stride.eq(ub_stride),
-                w.params.gm_base.eq(cmd.gm.base),
-                w.params.gm_stride.eq(cmd.gm.row_stride),
-                w.params.lines.eq(lines),
-                w.params.line_bytes.eq(line_elems << esz),
-            ]
+            m.d.comb += w.params.eq(Mux(self.start, setup, params))
 
         running = Signal()
         store = Signal()           # registered is_store for the running transfer
@@ -122,13 +130,17 @@ class TransferEngine(wiring.Component):
 
         m.submodules.index = index = IndexLines(cfg)
         m.d.comb += index.cmd.eq(cmd)
+        # lines_left is first needed when a line completes, cycles after start: the element count's
+        # multiply gets the cycle after start to itself (from the held command into a register).
+        count_pending = Signal()
+        with m.If(count_pending):
+            m.d.sync += [count_pending.eq(0), lines_left.eq(Mux(gath, gather_lines, lines))]
         with m.If(self.start):
             with m.If(empty):
                 m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
             with m.Else():
                 m.d.sync += [running.eq(1), store.eq(is_store), gath.eq(is_gather), err.eq(0),
-                             gath_elem.eq(cmd.opcode == Opcode.MGATHER_ELEM),
-                             lines_left.eq(Mux(is_gather, gather_lines, lines))]
+                             gath_elem.eq(cmd.opcode == Opcode.MGATHER_ELEM), count_pending.eq(1)]
                 m.d.comb += [walk_addr.start.eq(~is_gather), walk_data.start.eq(~is_gather),
                              index.start.eq(is_gather)]
 
@@ -305,7 +317,7 @@ class TransferEngine(wiring.Component):
         # TLOAD / MGATHER: done in the cycle of the last UB write (it lands at the same clock edge).
         load_done = ~store & (lines_left == consumed)
         store_done = store & aw_all & (wr_outstanding == 0) & (lines_left == 0)
-        with m.If(running & (load_done | store_done)):
+        with m.If(running & ~count_pending & (load_done | store_done)):
             m.d.sync += [running.eq(0), aw_all.eq(0)]
             m.d.comb += [
                 self.done.eq(1),
