@@ -114,6 +114,7 @@ class TransferEngine(wiring.Component):
         for w in (walk_addr, walk_data):
             m.d.comb += w.params.eq(Mux(self.start, setup, params))
 
+        esz_r = Signal(2)          # the element size of the running transfer (registered: it reaches the UB data)
         running = Signal()
         store = Signal()           # registered is_store for the running transfer
         gath = Signal()            # running an MGATHER: lines come from the index tile
@@ -140,7 +141,8 @@ class TransferEngine(wiring.Component):
                 m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
             with m.Else():
                 m.d.sync += [running.eq(1), store.eq(is_store), gath.eq(is_gather), err.eq(0),
-                             gath_elem.eq(cmd.opcode == Opcode.MGATHER_ELEM), count_pending.eq(1)]
+                             gath_elem.eq(cmd.opcode == Opcode.MGATHER_ELEM), count_pending.eq(1),
+                             esz_r.eq(esz)]
                 m.d.comb += [walk_addr.start.eq(~is_gather), walk_data.start.eq(~is_gather),
                              index.start.eq(is_gather)]
 
@@ -257,7 +259,7 @@ class TransferEngine(wiring.Component):
         run_beat_ok = run.zero | run.reuse | rbuf.r_rdy
         run_fire = gath_elem & data_valid & run_beat_ok
         run_bad = ~run.zero & ~run.reuse & rbuf.r_data[8 * W]     # this beat answered an error
-        m.d.comb += [placer.line.eq(run), placer.esz.eq(esz),
+        m.d.comb += [placer.line.eq(run), placer.esz.eq(esz_r),
                      placer.beat.eq(Mux(run.zero, 0, Mux(run.reuse, last_beat, rbuf.r_data[:8 * W])))]
         with m.If(gath_elem):
             m.d.comb += [index.data.ready.eq(run_beat_ok & self.go),
@@ -279,7 +281,7 @@ class TransferEngine(wiring.Component):
         w_line_done = reader.words.valid & reader.words.ready & reader.words.payload.last
         m.d.comb += line_done.eq(Mux(store, w_line_done, writer.done))
         consumed = Signal(LINE_BYTES_BITS)    # lines (or MGATHER_ELEM elements) finished this cycle
-        m.d.comb += consumed.eq(Mux(gath_elem, Mux(run_fire, run.length >> esz, 0), line_done))
+        m.d.comb += consumed.eq(Mux(gath_elem, Mux(run_fire, run.length >> esz_r, 0), line_done))
         with m.If(consumed != 0):
             m.d.sync += lines_left.eq(lines_left - consumed)
 
