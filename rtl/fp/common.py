@@ -62,28 +62,32 @@ def lzc(v):
     return tree(v)[1]
 
 
-def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True):
+def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=True):
     """First half of :func:`normalize`: the leading-zero count and the shift amounts.
 
     Returns a dict of values (``sig``, ``E``, ``shl``, and ``shr`` when ``may_underflow``) that
-    :func:`norm_apply` takes; a pipeline cut may sit between the two.
+    :func:`norm_apply` takes; a pipeline cut may sit between the two. ``may_normalize=False``
+    promises that no left shift is ever needed (``sig``'s top bit is set or ``E <= 1``): ``shl``
+    is then the constant 0 and there is no leading-zero count.
     """
     p = out_fmt.precision
     W = len(sig)
     if W < p + 1:
         sig = Cat(C(0, p + 1 - W), sig)
         W = p + 1
-    lz = Signal(range(_pow2_ceil(W) + 1), name=f"{name}_lz")
-    m.d.comb += lz.eq(lzc(sig))
     Es = Signal(signed(len(E) + 1), name=f"{name}_E")
     m.d.comb += Es.eq(E)
-    shl = Signal(range(W + 1), name=f"{name}_shl")
-    with m.If(Es <= 1):
-        m.d.comb += shl.eq(0)
-    with m.Elif(lz < Es - 1):
-        m.d.comb += shl.eq(lz)
-    with m.Else():
-        m.d.comb += shl.eq(Es - 1)
+    shl = C(0, 1)
+    if may_normalize:
+        shl = Signal(range(W + 1), name=f"{name}_shl")
+        lz = Signal(range(_pow2_ceil(W) + 1), name=f"{name}_lz")
+        m.d.comb += lz.eq(lzc(sig))
+        with m.If(Es <= 1):
+            m.d.comb += shl.eq(0)
+        with m.Elif(lz < Es - 1):
+            m.d.comb += shl.eq(lz)
+        with m.Else():
+            m.d.comb += shl.eq(Es - 1)
     plan = dict(sig=sig, E=Es, shl=shl)
     if may_underflow:
         shr = Signal(range(W + 2), name=f"{name}_shr")

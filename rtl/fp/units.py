@@ -39,12 +39,13 @@ class FPAdd(FPUnit):
 
     Parameters: ``fmt`` (:class:`FloatFormat`), ``depth`` (pipeline registers, >= 0).
     Latency: ``depth`` cycles. Register placement (stage boundaries 1 = after operand swap,
-    2 = after alignment and add, 3 = after the leading-zero count, 4 = after the normalising shift,
-    5 = output): depth 1 -> {2}, 2 -> {1, 2}, 3 -> {1, 2, 3}, 4 -> {1, 2, 3, 4}, 5 -> all;
-    more -> extra output registers. (Placements chosen by an ECP5 sweep over all cut sets.)
+    2 = after the alignment shift, 3 = after the add, 4 = after the leading-zero count, 5 = after
+    the normalising shift, 6 = output): see ``CUTS``; beyond depth 6 extra output registers.
+    (Depths 1-3 chosen by an ECP5 sweep over all cut sets; see docs/fp.md.)
     """
-    STAGES = 5
-    CUTS = {0: (), 1: (2,), 2: (1, 2), 3: (1, 2, 3), 4: (1, 2, 3, 4), 5: (1, 2, 3, 4, 5)}
+    STAGES = 6
+    CUTS = {0: (), 1: (3,), 2: (1, 3), 3: (1, 3, 4), 4: (1, 3, 4, 5), 5: (1, 2, 3, 4, 5),
+            6: (1, 2, 3, 4, 5, 6)}
 
     def __init__(self, fmt=FP32, depth=0):
         _check_fmt(fmt)
@@ -72,33 +73,40 @@ class FPAdd(FPUnit):
             nan=da.is_nan | db.is_nan | (da.is_inf & db.is_inf & (da.sign ^ db.sign)),
             inf=da.is_inf | db.is_inf)
 
-        # 2: align the smaller significand (2 guard bits + sticky) and add / subtract
+        # 2: align the smaller significand (2 guard bits + sticky); for a subtraction it is
+        # complemented here (big - small = big + ~small + 1 in p + 4 bits), so 3 is one adder
         K = p + 2
         dc = Signal(range(K + 1))
         m.d.comb += dc.eq(Mux(s.diff > K, K, s.diff))
         wide = Signal(K + p + 2)
         m.d.comb += wide.eq(Cat(C(0, K + 2), s.small_sig) >> dc)
-        small_ext = Cat(wide[:K].any(), wide[K:])        # p + 3 bits: sig, G, R, sticky
-        big_ext = Cat(C(0, 3), s.big_sig)
-        total = Signal(p + 4)
-        m.d.comb += total.eq(Mux(s.sub, big_ext - small_ext, big_ext + small_ext))
+        small_ext = Cat(wide[:K].any(), wide[K:], C(0, 1))   # p + 4 bits: 0, sig, G, R, sticky
+        addend = Signal(p + 4)
+        m.d.comb += addend.eq(small_ext ^ s.sub.replicate(p + 4))
         s = pipe.stage(
-            2, valid=s.valid, total=total, big_exp=s.big_exp, sign=s.sign, zero_sign=s.zero_sign,
+            2, valid=s.valid, addend=addend, big_sig=s.big_sig, big_exp=s.big_exp, sub=s.sub,
+            sign=s.sign, zero_sign=s.zero_sign, nan=s.nan, inf=s.inf)
+
+        # 3: add / subtract (big >= small, so the difference is >= 0)
+        total = Signal(p + 4)
+        m.d.comb += total.eq(Cat(C(0, 3), s.big_sig) + s.addend + s.sub)
+        s = pipe.stage(
+            3, valid=s.valid, total=total, big_exp=s.big_exp, sign=s.sign, zero_sign=s.zero_sign,
             nan=s.nan, inf=s.inf)
 
-        # 3: normalise (never needs a right shift: the exponent of the sum is >= 2)
+        # 4: normalise (never needs a right shift: the exponent of the sum is >= 2)
         E = Signal(signed(fmt.exp_bits + 2))
         m.d.comb += E.eq(s.big_exp + 1)
         plan = norm_plan(m, "plan", fmt, E, s.total, may_underflow=False)
         is_zero = ~s.total.any()
-        s = pipe.stage(3, valid=s.valid, sign=Mux(is_zero, s.zero_sign, s.sign), nan=s.nan,
+        s = pipe.stage(4, valid=s.valid, sign=Mux(is_zero, s.zero_sign, s.sign), nan=s.nan,
                        inf=s.inf, **plan)
         n = norm_apply(m, "apply", fmt, s.sig, s.E, s.shl)
         s = pipe.stage(
-            4, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
+            5, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
             sign=s.sign, nan=s.nan, inf=s.inf)
 
-        # 5: round, pack, specials
+        # 6: round, pack, specials
         rounded = round_pack(fmt, s.sign, s.exp, s.man, s.guard, s.sticky)
         if fmt.finite_only:
             special = C(fmt.nan_bits, fmt.width)
@@ -106,8 +114,8 @@ class FPAdd(FPUnit):
         else:
             res = Mux(s.nan, C(fmt.nan_bits, fmt.width),
                       Mux(s.inf, Cat(C(fmt.inf_bits, fmt.width - 1), s.sign), rounded))
-        s = pipe.stage(5, result=res, valid=s.valid)
-        self._finish(m, pipe, 5, s.result, s.valid, extra)
+        s = pipe.stage(6, result=res, valid=s.valid)
+        self._finish(m, pipe, 6, s.result, s.valid, extra)
         return m
 
 
@@ -118,12 +126,16 @@ class FPMul(FPUnit):
     ``out_fmt``'s range (fp16 and fp8 into fp32: always; bf16 into fp32: unless it overflows or falls
     below fp32's subnormals, where it is rounded exactly like ``np.float32(a) * np.float32(b)``).
     Parameters: ``fmt``, ``depth``, ``out_fmt=None``. Latency: ``depth`` cycles. Boundaries:
-    1 = after decoding, 2 = after the significand product, 3 = after the leading-zero count,
-    4 = after the normalising shift, 5 = output; depth 1 -> {2}, 2 -> {2, 4}, 3 -> {2, 3, 4},
-    4 -> {1, 2, 3, 4}, 5 -> all; more -> extra output registers.
+    1 = after decoding, 2 = after the partial products of the significands (17-bit pieces; one
+    piece for precisions <= 17), 3 = after their sum (the significand product), 4 = after the
+    leading-zero count, 5 = after the normalising shift, 6 = output: see ``CUTS``; beyond depth 6
+    extra output registers.
     """
-    STAGES = 5
-    CUTS = {0: (), 1: (2,), 2: (2, 4), 3: (2, 3, 4), 4: (1, 2, 3, 4), 5: (1, 2, 3, 4, 5)}
+    STAGES = 6
+    CUTS = {0: (), 1: (3,), 2: (3, 5), 3: (3, 4, 5), 4: (1, 3, 4, 5), 5: (1, 2, 3, 4, 5),
+            6: (1, 2, 3, 4, 5, 6)}
+    #: width of the low piece of each significand in the partial products (MULT18X18D: 18x18 signed)
+    PIECE = 17
 
     def __init__(self, fmt=FP32, depth=0, out_fmt=None):
         _check_fmt(fmt)
@@ -146,20 +158,34 @@ class FPMul(FPUnit):
             1, valid=self.in_valid, sa=da.sig, sb=db.sig, E=E, sign=da.sign ^ db.sign,
             nan=da.is_nan | db.is_nan | (da.is_inf & db.is_zero) | (db.is_inf & da.is_zero),
             inf=da.is_inf | db.is_inf)
-        # 2: significand product
-        prod = Signal(2 * fi.precision)
-        m.d.comb += prod.eq(s.sa * s.sb)
-        s = pipe.stage(2, valid=s.valid, prod=prod, E=s.E, sign=s.sign, nan=s.nan, inf=s.inf)
-        # 3, 4: normalise
+        # 2, 3: significand product, as partial products of PIECE-bit pieces summed in 3
+        P, k = fi.precision, self.PIECE
+        if P <= k:
+            parts = {"pp": s.sa * s.sb}
+        else:
+            parts = {"pp_ll": s.sa[:k] * s.sb[:k], "pp_lh": s.sa[:k] * s.sb[k:],
+                     "pp_hl": s.sa[k:] * s.sb[:k], "pp_hh": s.sa[k:] * s.sb[k:]}
+        regs = {}
+        for name, v in parts.items():
+            regs[name] = Signal(len(v), name=name)
+            m.d.comb += regs[name].eq(v)
+        s = pipe.stage(2, valid=s.valid, E=s.E, sign=s.sign, nan=s.nan, inf=s.inf, **regs)
+        prod = Signal(2 * P)
+        if P <= k:
+            m.d.comb += prod.eq(s.pp)
+        else:
+            m.d.comb += prod.eq(s.pp_ll + ((s.pp_lh + s.pp_hl) << k) + (s.pp_hh << 2 * k))
+        s = pipe.stage(3, valid=s.valid, prod=prod, E=s.E, sign=s.sign, nan=s.nan, inf=s.inf)
+        # 4, 5: normalise
         plan = norm_plan(m, "plan", fo, s.E, s.prod)
-        s = pipe.stage(3, valid=s.valid, sign=s.sign, nan=s.nan, inf=s.inf, **plan)
+        s = pipe.stage(4, valid=s.valid, sign=s.sign, nan=s.nan, inf=s.inf, **plan)
         n = norm_apply(m, "apply", fo, s.sig, s.E, s.shl, s.shr)
-        s = pipe.stage(4, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
+        s = pipe.stage(5, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
                        sign=s.sign, nan=s.nan, inf=s.inf)
-        # 5: round, pack, specials
+        # 6: round, pack, specials
         res = _round_special(fo, s)
-        s = pipe.stage(5, result=res, valid=s.valid)
-        self._finish(m, pipe, 5, s.result, s.valid, extra)
+        s = pipe.stage(6, result=res, valid=s.valid)
+        self._finish(m, pipe, 6, s.result, s.valid, extra)
         return m
 
 
@@ -208,8 +234,11 @@ class FPConvert(FPUnit):
         d = decode(fi, self.a)
         E = Signal(signed(max(fi.exp_bits, fo.exp_bits) + 3))
         m.d.comb += E.eq(d.eexp + (fo.bias - fi.bias))
+        # A left shift is needed only where an input subnormal becomes an output normal, i.e. when
+        # out_fmt's bias is larger (normal inputs have the hidden bit set; with fo.bias <= fi.bias a
+        # subnormal input has E <= 1): narrowing has no leading-zero count.
         plan = norm_plan(m, "plan", fo, E, d.sig, may_underflow=fo.bias - fi.bias < 0 or
-                         fo.exp_bits < fi.exp_bits)
+                         fo.exp_bits < fi.exp_bits, may_normalize=fo.bias > fi.bias)
         s = pipe.stage(1, valid=self.in_valid, sign=d.sign, nan=d.is_nan, inf=d.is_inf, **plan)
         n = norm_apply(m, "apply", fo, s.sig, s.E, s.shl, getattr(s, "shr", None))
         s = pipe.stage(2, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
