@@ -39,6 +39,12 @@ class Config:
     #: Interleaved partial sums per output column in the GEMV MAC array (a power of two): product k goes
     #: to partial sum ``k mod gemv_partial_sums``. Fixes the float accumulation order; see docs/semantics.md.
     gemv_partial_sums: int = 4
+    #: Width of the elementwise engine's arithmetic lanes in bytes (a power of two, 4 .. ``ub_word_bytes``):
+    #: it computes ``ew_lane_bytes / size`` elements per cycle, i.e. one UB word every
+    #: ``ub_word_bytes / ew_lane_bytes`` cycles. The lanes are most of the engine's area (per 4 bytes: two
+    #: fp32 adders and multipliers, ~4.4k LUT4 and 12 MULT18X18D on ECP5): a whole 32-byte word of lanes
+    #: does not fit the ECP5-85 beside the rest of the unit, so the reference configuration has 8.
+    ew_lane_bytes: int = 8
     #: Target profile: which data types instructions accept (``Profile.A5`` accepts the most).
     profile: Profile = Profile.A5
     #: A word-wide UB debug port on the top level (``ub_dbg__*``, see ``rtl.top.VectorUnit``): loads and
@@ -68,6 +74,8 @@ class Config:
              f"read_buffer_beats={self.read_buffer_beats} must be a power of two >= 4")
         need(pow2(self.gemv_partial_sums) and self.gemv_partial_sums <= 64,
              f"gemv_partial_sums={self.gemv_partial_sums} must be a power of two <= 64")
+        need(pow2(self.ew_lane_bytes) and 4 <= self.ew_lane_bytes <= self.ub_word_bytes,
+             f"ew_lane_bytes={self.ew_lane_bytes} must be a power of two in [4, ub_word_bytes={self.ub_word_bytes}]")
         need(isinstance(self.profile, Profile), f"profile={self.profile!r} must be a Profile")
         need(UB_ALIGN % self.ub_word_bytes == 0 or self.ub_word_bytes % UB_ALIGN == 0,
              "ub_word_bytes and UB_ALIGN must divide one another")
@@ -89,7 +97,7 @@ PRESETS = {
     "default": Config(),
     #: Small and fast to simulate: 4 KiB UB of 16-byte words, 128-bit AXI, short bursts.
     "small": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
-                    max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16),
+                    max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16),
     #: The A2/A3 data-type profile on the default hardware.
     "a2a3": Config(profile=Profile.A2A3),
 }

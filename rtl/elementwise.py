@@ -76,6 +76,13 @@ class ElementwiseEngine(wiring.Component):
     #: Cycles from ``start`` to ``done`` beyond one per destination word and the lanes' latency (TPART*).
     FIXED = 7
 
+    @classmethod
+    def cycles(cls, config, words):
+        """Cycles from ``start`` to ``done`` of a TPART* line-path instruction writing ``words`` destination
+        words (TROWEXPAND*: one more in mode 2, two more in mode 1)."""
+        K = config.ub_word_bytes // config.ew_lane_bytes
+        return words * K + cls.FIXED + ElementwiseLanes(config.ew_lane_bytes).LATENCY
+
     @staticmethod
     def available(config):
         """The engine reads two operands per cycle: it needs two UB read ports."""
@@ -124,7 +131,9 @@ class ElementwiseEngine(wiring.Component):
         m.submodules.rd_b = rd_b = UbReader(cfg)
         m.submodules.wr = wr = UbWriter(cfg)
         m.submodules.pattern = pat = PatternBuilder(cfg, rd_b.WordLayout)
-        m.submodules.lanes = lanes = ElementwiseLanes(W)
+        L = cfg.ew_lane_bytes
+        K = W // L
+        m.submodules.lanes = lanes = ElementwiseLanes(L)
         wiring.connect(m, rd_a.ub_rd, wiring.flipped(self.ub_rd[0]))
         wiring.connect(m, rd_b.ub_rd, wiring.flipped(self.ub_rd[1]))
         wiring.connect(m, wr.ub_wr, wiring.flipped(self.ub_wr))
@@ -227,9 +236,16 @@ class ElementwiseEngine(wiring.Component):
             t_now.eq(Mux(first, info_t0, t_reg)), ok_now.eq(Mux(first, info_ok, ok_reg)),
             p_now.eq(Mux(first, pat.patterns.payload, p_reg)), odd_now.eq(~first & odd),
         ]
+        # The lanes take a word in K beats of L bytes (K = W / L, config.ew_lane_bytes): the combiner takes
+        # a new word in the last beat of the current one.
+        a_r, b_r, keep_r, valid_r = Signal(8 * W), Signal(8 * W), Signal(W), Signal()
+        beat = Signal(range(K))
+        last_beat = Signal()
+        m.d.comb += last_beat.eq(beat == K - 1)
         fire = Signal()
         m.d.comb += fire.eq(self.go & rd_a.words.valid & (params.trow | rd_b.words.valid) &
-                            (~first | q_i.r_rdy) & (~(params.trow & first) | pat.patterns.valid))
+                            (~first | q_i.r_rdy) & (~(params.trow & first) | pat.patterns.valid) &
+                            (~valid_r | last_beat))
         m.d.comb += [
             rd_a.words.ready.eq(fire),
             rd_b.words.ready.eq(Mux(params.trow, pat.words.ready, fire)),
@@ -245,8 +261,12 @@ class ElementwiseEngine(wiring.Component):
         else:
             p_word = Mux(odd_now, p_now[8 * W:16 * W], p_now[:8 * W])
         in_part = Cat(ok_now & (t_now > b) for b in range(W))
-        a_r, b_r, keep_r, valid_r = Signal(8 * W), Signal(8 * W), Signal(W), Signal()
-        m.d.sync += valid_r.eq(fire)
+        with m.If(fire):
+            m.d.sync += [valid_r.eq(1), beat.eq(0)]
+        with m.Elif(valid_r & last_beat):
+            m.d.sync += valid_r.eq(0)
+        with m.Elif(valid_r):
+            m.d.sync += beat.eq(beat + 1)
         with m.If(fire):
             with m.If(~params.trow):
                 m.d.sync += [a_r.eq(a_w.data), b_r.eq(b_w.data), keep_r.eq(~in_part)]
@@ -257,10 +277,23 @@ class ElementwiseEngine(wiring.Component):
 
         # ---- 6, 7. lanes, writer -----------------------------------------------------------------------
         m.d.comb += [
-            lanes.a.eq(a_r), lanes.b.eq(b_r), lanes.keep_a.eq(keep_r), lanes.valid.eq(valid_r),
+            lanes.a.eq(a_r.word_select(beat, 8 * L)), lanes.b.eq(b_r.word_select(beat, 8 * L)),
+            lanes.keep_a.eq(keep_r.word_select(beat, L)), lanes.valid.eq(valid_r),
             lanes.dtype.eq(dtype), lanes.op.eq(op),
-            wr.words.valid.eq(lanes.out_valid), wr.words.payload.eq(lanes.result),
         ]
+        if K == 1:
+            m.d.comb += [wr.words.valid.eq(lanes.out_valid), wr.words.payload.eq(lanes.result)]
+        else:       # the beats come out in order, K per word: collect the first K - 1, write with the last
+            out_beat = Signal(range(K))
+            merge = Signal(8 * L * (K - 1))
+            with m.If(lanes.out_valid):
+                m.d.sync += out_beat.eq(Mux(out_beat == K - 1, 0, out_beat + 1))
+                with m.Switch(out_beat):
+                    for j in range(K - 1):
+                        with m.Case(j):
+                            m.d.sync += merge.word_select(j, 8 * L).eq(lanes.result)
+            m.d.comb += [wr.words.valid.eq(lanes.out_valid & (out_beat == K - 1)),
+                         wr.words.payload.eq(Cat(merge, lanes.result))]
 
         # ---- control ------------------------------------------------------------------------------------
         outstanding = Signal(8)             # segments pushed and not yet written

@@ -52,10 +52,11 @@ def test_every_type(op):
     assert all(r.status == Status.OK for r in results)
 
 
-@pytest.mark.parametrize("word", [16, 32])
+@pytest.mark.parametrize("word, lanes", [(16, 16), (32, 8), (16, 4)])
 @pytest.mark.parametrize("seed", [1, 2])
-def test_random(word, seed):
-    config = preset("small") if word == 16 else preset("default", ub_bytes=8192)
+def test_random(word, lanes, seed):
+    """Random commands; lanes narrower than the word (a word in 2 or 4 beats) included."""
+    config = preset("small", ew_lane_bytes=lanes) if word == 16 else preset("default", ub_bytes=8192, ew_lane_bytes=lanes)
     rng = random.Random(seed * 100 + word)
     cmds = [c for c in (random_command(rng, config) for _ in range(30)) if c][:16]
     results = _run(config, cmds, seed)
@@ -104,10 +105,12 @@ def dst_words(cmd, W):
     return sum(((d["base"] + i * pitch) % W + n * size + W - 1) // W for i in range(lines))
 
 
-def test_throughput():
-    """One destination word per cycle: a 16-row tile of word-multiple rows takes words + a fixed overhead,
-    the same for both modes, both placements and TPART with a partial source, at any row alignment."""
-    config = preset("default", ub_bytes=16384)
+@pytest.mark.parametrize("lane_bytes", [32, 8])
+def test_throughput(lane_bytes):
+    """One destination word per W / ew_lane_bytes cycles: a 16-row tile takes that per destination word plus
+    a fixed overhead (ElementwiseEngine.cycles), the same for both modes, both placements and TPART with a
+    partial source, at any row alignment."""
+    config = preset("default", ub_bytes=16384, ew_lane_bytes=lane_bytes)
     W = config.ub_word_bytes
     rng = random.Random(3)
     cases = []
@@ -118,11 +121,10 @@ def test_throughput():
         cases.append(part_command(rng, config, Opcode.TPARTADD, dtype, R=16, C=C, partial=(9, C - 3), full_slot=1,
                                   layouts=(ROW,) * 3))
     results = _run(config, cases, 3)
-    lat = ElementwiseEngine.FIXED + ElementwiseLanes(W).LATENCY
     for r, c in zip(results, cases):
-        src1 = c["src1"]
-        extra = 0 if c["opcode"] in PART_OPS else 2 if src1["layout"] == COL or c["src0"]["layout"] == COL else 1
-        assert r.cycles == dst_words(c, W) + lat + extra, (c["opcode"].name, c["dst"]["dtype"].name, r.cycles)
+        extra = 0 if c["opcode"] in PART_OPS else 2 if COL in (c["src0"]["layout"], c["src1"]["layout"]) else 1
+        want = ElementwiseEngine.cycles(config, dst_words(c, W)) + extra
+        assert r.cycles == want, (c["opcode"].name, c["dst"]["dtype"].name, r.cycles, want)
 
 
 def _matrix(config, ops, rng, *, sizes):
