@@ -177,6 +177,11 @@ class Program:
         from .printer import print_program
         return print_program(self)
 
+    def ordered_buffers(self):
+        """The buffers, the function's inputs first (the order GM placement follows, whatever the order in
+        which a builder declared its arguments)."""
+        return sorted(self.buffers, key=lambda b: (not b.arg, b.id))
+
     def signature_key(self):
         """A structural summary (for comparing a parsed and a built program)."""
         def v(x):
@@ -184,7 +189,7 @@ class Program:
         return (self.name, tuple(v(a) for a in self.args), tuple(v(o) for o in self.outputs),
                 tuple((i.opcode, tuple((s, v(x)) for s, x in i.operands.items()), v(i.out), i.inplace,
                        tuple(sorted((k, str(a)) for k, a in i.attrs.items()))) for i in self.instrs),
-                tuple((b.name, str(b.type), b.space, b.arg, b.addr) for b in self.buffers),
+                tuple((b.name, str(b.type), b.space, b.arg, b.addr) for b in self.ordered_buffers()),
                 tuple(sorted(self.attrs.items())))
 
 
@@ -494,7 +499,7 @@ def _align(x, a):
 def place_gm(program, types):
     """{buffer id: GM address} for every GM buffer whose type is concrete (explicit ones as given)."""
     addr, out = GM_BASE, {}
-    for b in program.buffers:
+    for b in program.ordered_buffers():
         if b.space != "gm":
             continue
         if b.addr is not None:
@@ -704,7 +709,8 @@ def _bind_array(a, arr):
     want = DTYPE_NUMPY[t.dtype]
     arr = np.asarray(arr)
     if arr.dtype != want:
-        if arr.dtype.kind == "V" and arr.dtype.itemsize == want.itemsize:
+        ml = t.dtype in (DType.BF16, DType.FP8E4M3, DType.FP8E5M2)     # ml_dtypes: stored in .npz as bits
+        if arr.dtype.itemsize == want.itemsize and (arr.dtype.kind == "V" or (ml and arr.dtype.kind == "u")):
             arr = arr.view(want)
         else:
             return None, None, (f"input '{a.name}' has dtype {arr.dtype}, the program wants {want} "

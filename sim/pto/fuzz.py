@@ -1,0 +1,337 @@
+"""Constrained-random PTO programs over every instruction: legal and illegal instructions (an illegal one carries
+``expect = #pto.status<...>`` with the status the checks answer, so the program still assembles), overlapping
+tiles (explicit ``pto.tassign`` at a source's address: identical in-place operands and partial overlaps with
+undefined results), edge shapes (1 x 1, empty valid regions, full static shapes, both layouts), chained
+results.
+
+``python -m sim fuzz [--seed S] [--count N] [--sim none|icarus|verilator] [--config small] [--out DIR]``: runs
+``N`` programs; every failing one is written as ``DIR/fuzz_<seed>.pto`` with its inputs ``fuzz_<seed>.npz``, which
+``python -m sim run DIR/fuzz_<seed>.pto --data DIR/fuzz_<seed>.npz`` replays. Exits non-zero when any failed.
+"""
+
+import argparse
+import pathlib
+import random
+import sys
+
+import numpy as np
+
+from rtl.instructions import INSTRUCTIONS, LOCAL_GATHER_GROUP
+from rtl.isa import DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, OobMode, Opcode
+from rtl.status import Status
+
+from .errors import AsmError
+from .program import Builder, config_from_spec, mnemonic
+from .types import MemRefType, TileType
+
+__all__ = ["random_program", "main"]
+
+ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
+
+
+class _Gen:
+    def __init__(self, seed, config, ops, n_instrs):
+        self.rng = random.Random(seed)
+        self.np = np.random.default_rng(seed)
+        self.config, self.ops, self.n = config, ops, n_instrs
+        self.b = Builder(f"fuzz_{seed}")
+        self.inputs = {}
+        self.values = []          # (Value) tiles produced so far
+        self.k = 0
+
+    # ---- helpers
+    def name(self, p):
+        self.k += 1
+        return f"{p}{self.k}"
+
+    def types(self, op):
+        return sorted(INSTRUCTIONS[op].types[self.config.profile], key=lambda d: d.value)
+
+    def bits(self, dtype, shape):
+        size = DTYPE_BYTES[dtype]
+        u = {1: np.uint8, 2: np.uint16, 4: np.uint32}[size]
+        raw = self.np.integers(0, 1 << (8 * size), shape, dtype=np.uint64).astype(u)
+        return raw.view(DTYPE_NUMPY[dtype])
+
+    def dim(self, lo=1, hi=8):
+        r = self.rng.random()
+        return lo if r < 0.15 else hi if r < 0.3 else self.rng.randint(lo, hi)
+
+    def tile_arg(self, t, data=None):
+        """An input tile (or, 1 in 4, an earlier result of the same type)."""
+        same = [v for v in self.values if v.type.same(t)]
+        if same and data is None and self.rng.random() < 0.25:
+            return self.rng.choice(same)
+        v = self.b.arg(self.name("in"), t)
+        self.inputs[v.name] = data if data is not None else self.bits(t.dtype, t.valid)
+        return v
+
+    def mem_arg(self, m, data=None):
+        v = self.b.arg(self.name("gm"), m)
+        self.inputs[v.name] = data if data is not None else self.bits(m.dtype, m.shape)
+        return v
+
+    def tile(self, R, C, dt, layout=ROW, static=None):
+        """A tile type with valid shape (R, C); its static shape is (R, C) or larger (1 in 3)."""
+        if static is None:
+            static = (R, C) if self.rng.random() < 0.67 else (R + self.rng.randint(0, 3), C + self.rng.randint(0, 5))
+        return TileType(max(static[0], 1), max(static[1], 1), dt, (R, C), layout)
+
+    # ---- one instruction per family: returns (op name, operands, result type, attrs)
+    def g_tload(self, op, bad):
+        dt = self.rng.choice(self.types(op))
+        R, C = self.dim(0 if self.rng.random() < 0.1 else 1), self.dim(1, 24)
+        lay = self.rng.choice([ROW, COL])
+        lines, ln = (R, C) if lay == ROW else (C, R)
+        stride = None if self.rng.random() < 0.6 else ln + self.rng.randint(0, 4)
+        m = MemRefType((R, C) if lay == ROW else (C, R), dt, stride)   # GM image in the tile's own order
+        if lay == COL:                       # a column-major tile's GM lines are its columns
+            m = MemRefType((R, C), dt, stride)
+        if bad == "shape":
+            m = MemRefType((R + 1, C), dt, stride)
+        if bad == "dtype":
+            m = MemRefType(m.shape, self.rng.choice([d for d in DType if d != dt]), stride)
+        return "tload", [self.mem_arg(m)], self.tile(R, C, dt, lay), {}
+
+    def g_tstore(self, op, bad):
+        dt = self.rng.choice(self.types(op))
+        R, C = self.dim(), self.dim(1, 24)
+        src = self.tile_arg(self.tile(R, C, dt, self.rng.choice([ROW, COL])))
+        m = MemRefType((R, C) if bad != "shape" else (R, C + 1), dt, None)
+        return "tstore", [src], m, {}
+
+    def g_mgather(self, op, bad):
+        row = op == Opcode.MGATHER_ROW
+        dt = self.rng.choice(self.types(op) or [DType.FP32])
+        R, C = self.dim(), self.dim(1, 16)
+        T = self.rng.choice([1, 2, 7, 16, 33])
+        oob = self.rng.choice(list(OobMode))
+        size = T if row else T * C
+        ishape = (R, 1) if row else (R, C)
+        idx = self.np.integers(0, size, ishape)
+        if oob != OobMode.UNDEFINED or self.rng.random() < 0.3:
+            mask = self.np.random(ishape) < 0.2
+            idx[mask] = self.np.integers(size, 2 ** 32 - 1, int(mask.sum()))
+        itype = self.rng.choice([DType.INT32, DType.UINT32])
+        if bad == "index":
+            itype = DType.INT16
+        data = idx.astype(np.uint32).view(DTYPE_NUMPY[itype]) if itype != DType.INT16 else idx.astype(np.int16)
+        ilay = COL if bad == "layout" else ROW
+        it = TileType(ishape[0], ishape[1], itype, ishape, ilay)
+        table = MemRefType((T, C if bad != "shape" else C + 1), dt, None)
+        dst = TileType(R, C, dt, (R, C), ROW) if not row else self.tile(R, C, dt)
+        return mnemonic(op), [self.mem_arg(table), self.tile_arg(it, data)], dst, {"oob": oob}
+
+    def g_local_gather(self, op, bad):
+        dt = self.rng.choice(self.types(op))
+        groups = self.rng.choice([1, 1, 2])
+        R = LOCAL_GATHER_GROUP * groups
+        nepi = self.rng.choice([1, 2, 4])
+        C = nepi * self.rng.randint(1, 4) + self.rng.randint(0, 2)
+        X = self.rng.randint(1, 2)
+        n = self.rng.choice([None, self.rng.randint(1, 16 * X)])
+        nn = n or 16 * X
+        while nn * nepi * R * DTYPE_BYTES[dt] > 1024 and nepi > 1:
+            nepi //= 2
+        while nn * nepi * R * DTYPE_BYTES[dt] > 1024:
+            n = nn = max(1, nn // 2)
+        offs = self.np.integers(0, C - nepi + 1, (R, X)).astype(np.uint16)
+        if self.rng.random() < 0.1:
+            offs[0, 0] = C              # out of range: undefined columns
+        attrs = {"num_elem_per_idx": nepi}
+        if n:
+            attrs["num_valid_indices"] = n
+        if bad == "param":
+            attrs["num_elem_per_idx"] = 64
+        if bad == "rows":
+            R -= 1
+            offs = offs[:R]
+        src = self.tile_arg(TileType(R, C, dt, (R, C)))
+        idx = self.tile_arg(TileType(R, X, DType.UINT16, (R, X)), offs)
+        dst = TileType(R, nn * nepi + (1 if bad == "shape" else 0), dt)
+        return "local_gather", [src, idx], dst, attrs
+
+    def g_trowexpand(self, op, bad):
+        dt = self.rng.choice(self.types(op))
+        R, C = self.dim(), self.dim(1, 20)
+        mode = self.rng.choice([1, 2])
+        exp = TileType(R, 1, dt, (R, 1), COL) if mode == 1 else TileType(R, 32 // DTYPE_BYTES[dt], dt)
+        if bad == "shape":
+            exp = TileType(exp.rows, exp.cols + 1, dt, (R, exp.cols + 1), exp.layout)
+        full = self.tile(R, C, dt)
+        a, b = self.tile_arg(full), self.tile_arg(exp)
+        srcs = [a, b] if self.rng.random() < 0.6 else [b, a]
+        dlay = COL if bad == "layout" else ROW
+        return mnemonic(op), srcs, self.tile(R, C, dt, dlay), {}
+
+    def g_tpart(self, op, bad):
+        dt = self.rng.choice(self.types(op))
+        R, C = self.dim(0 if self.rng.random() < 0.1 else 1), self.dim(1, 20)
+        lay = lambda: self.rng.choice([ROW, COL])
+        full = self.tile(R, C, dt, lay())
+        pr, pc = self.rng.randint(0, R), self.rng.randint(0, C)
+        if bad == "pattern" and R and C:
+            full = full.with_valid((max(R - 1, 0), C))
+            pr, pc = R, max(C - 1, 0)
+        part = TileType(max(R, 1), max(C, 1), dt, (pr, pc), lay())
+        a, b = self.tile_arg(full), self.tile_arg(part)
+        srcs = [a, b] if self.rng.random() < 0.5 else [b, a]
+        return mnemonic(op), srcs, self.tile(R, C, dt, lay()), {}
+
+    def g_gemv(self, op, bad):
+        triples = sorted(INSTRUCTIONS[op].triples[self.config.profile], key=lambda t: tuple(d.value for d in t))
+        c, a, b = self.rng.choice(triples)
+        K, N = self.dim(1, 16), self.dim(1, 16)
+        A = self.tile_arg(TileType(1, K, a), self._gemv_data(a, (1, K)))
+        B = self.tile_arg(TileType(K + (1 if bad == "shape" else 0), N, b), self._gemv_data(b, (K + (bad == "shape"), N)))
+        ops = [A, B]
+        if op == Opcode.TGEMV_ACC:
+            ops = [self.tile_arg(TileType(1, N, c), self._gemv_data(c, (1, N)))] + ops
+        if op == Opcode.TGEMV_BIAS:
+            ops = ops + [self.tile_arg(TileType(1, N, c), self._gemv_data(c, (1, N)))]
+        return mnemonic(op), ops, TileType(1, N, c), {}
+
+    def _gemv_data(self, dt, shape):
+        np_dt = DTYPE_NUMPY[dt]
+        return self.np.integers(-4, 5, shape).astype(np.float32).astype(np_dt) if dt not in (DType.INT8, DType.INT32) \
+            else self.np.integers(-4, 5, shape).astype(np_dt)
+
+    # ---- program
+    def build(self):
+        fams = {Opcode.TLOAD: self.g_tload, Opcode.TSTORE: self.g_tstore, Opcode.MGATHER_ROW: self.g_mgather,
+                Opcode.MGATHER_ELEM: self.g_mgather, Opcode.LOCAL_GATHER: self.g_local_gather}
+        bads = {"tload": ["shape", "dtype"], "tstore": ["shape"], "mgather": ["index", "layout", "shape"],
+                "local_gather": ["param", "rows", "shape"], "trowexpand": ["shape", "layout"], "tpart": ["pattern"],
+                "gemv": ["shape"]}
+        for _ in range(self.n):
+            op = self.rng.choice(self.ops)
+            fam = INSTRUCTIONS[op].family
+            if op in fams:
+                gen = fams[op]
+            elif fam == "elementwise":
+                gen = self.g_tpart if Status.VALIDITY_PATTERN in INSTRUCTIONS[op].special else self.g_trowexpand
+            else:
+                gen = self.g_gemv
+            key = {"mgather": "mgather"}.get(fam, fam)
+            if gen == self.g_tpart:
+                key = "tpart"
+            elif gen == self.g_trowexpand:
+                key = "trowexpand"
+            elif op in (Opcode.TLOAD, Opcode.TSTORE):
+                key = op.name.lower()
+            bad = self.rng.choice(bads.get(key, [None])) if self.rng.random() < 0.2 else None
+            name, operands, rtype, attrs = gen(op, bad)
+            v = self.b.op(name, operands, rtype, name=self.name("r"), attrs=attrs)
+            if isinstance(rtype, TileType):
+                self.values.append(v)
+                self._overlap(v, operands)
+        outs = [v for v in self.values[-2:]] + [i.out for i in self.b.instrs if i.out.type.kind == "memref"]
+        self.b.ret(*outs)
+        return self.b.build()
+
+    def _overlap(self, v, operands):
+        """1 in 6: place the result over a source (identical, or shifted: a partial overlap), or misaligned."""
+        if self.rng.random() > 1 / 6:
+            return
+        srcs = [o for o in operands if o.type.kind == "tile" and o.buffer.arg and o.buffer.addr is None
+                and o.buffer is not v.buffer]
+        if not srcs:
+            return
+        s = self.rng.choice(srcs)
+        size = max(s.type.nbytes, v.type.nbytes)
+        base = self.rng.randrange(0, max(self.config.ub_bytes // 2 - size, 1), 32)
+        self.b.tassign(s, base)
+        shift = self.rng.choice([0, 0, 32, 16])
+        self.b.tassign(v, base + shift)
+
+
+def random_program(seed, config="small", ops=None, n_instrs=5):
+    """(Program, inputs) for ``seed``: ``n_instrs`` random instructions over ``ops`` (default: every opcode),
+    each illegal one marked with the ``expect`` status the checks give. Retries internally (other sub-seeds)
+    when a draw does not fit the UB."""
+    cfg = config_from_spec(config)
+    ops = list(ops or Opcode)
+    for attempt in range(50):
+        g = _Gen(seed * 1000 + attempt, cfg, ops, n_instrs)
+        try:
+            p = g.build()
+        except AsmError:
+            continue
+        p.name = f"fuzz_{seed}"
+        p.attrs["config"] = config if isinstance(config, str) else "small"
+        try:
+            _assemble_expect(p, cfg)
+        except AsmError:
+            continue
+        return p, g.inputs
+    raise RuntimeError(f"seed {seed}: no program fits the UB in 50 attempts")
+
+
+def _assemble_expect(p, cfg):
+    """Assemble, first marking every instruction the checks reject with ``expect`` = that status."""
+    from .program import Assembly
+    while True:
+        try:
+            return Assembly(p, cfg)
+        except AsmError as e:
+            if e.status is None:
+                raise
+            ins = next(i for i in p.instrs if i.loc is e.loc or (e.loc is None and "expect" not in i.attrs))
+            if "expect" in ins.attrs:
+                raise
+            ins.attrs["expect"] = e.status
+
+
+def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None):
+    """Generate, round-trip through the text (parse(print(p)) must equal p), run; on failure write the
+    ``.pto`` and ``.npz`` to ``out_dir``. Returns (ok, report or message, program path or None)."""
+    from .parser import parse
+    from .run import run_program
+    p, inputs = random_program(seed, config, ops, n_instrs)
+    text = p.text()
+    problems = []
+    try:
+        q = parse(text, f"fuzz_{seed}.pto")
+        if q.signature_key() != p.signature_key():
+            problems.append("the printed program parses to a different program")
+        rep = run_program(q, inputs, sim=sim, label=f"pto_fuzz_{seed}")
+        problems += rep.problems
+    except Exception as e:                      # noqa: BLE001 - any failure is a finding
+        problems.append(f"{type(e).__name__}: {e}")
+        rep = None
+    path = None
+    if problems and out_dir is not None:
+        d = pathlib.Path(out_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / f"fuzz_{seed}.pto"
+        path.write_text(text)
+        from .run import npz_safe
+        np.savez(d / f"fuzz_{seed}.npz", **npz_safe(inputs))
+    return not problems, (rep, problems), path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m sim fuzz")
+    ap.add_argument("--seed", type=int, default=0, help="first seed")
+    ap.add_argument("--count", type=int, default=20)
+    ap.add_argument("--instrs", type=int, default=5, help="instructions per program")
+    ap.add_argument("--sim", default="none", choices=["none", "icarus", "verilator"])
+    ap.add_argument("--config", default="small")
+    ap.add_argument("--out", default="build/pto/fuzz", help="where failing programs are written")
+    a = ap.parse_args(argv)
+    ops = None
+    if a.sim != "none":
+        from rtl.top import engines_for
+        ops = [op for e in engines_for(config_from_spec(a.config)) for op in e.opcodes]
+    failed = 0
+    for s in range(a.seed, a.seed + a.count):
+        ok, (rep, problems), path = run_one(s, a.config, a.sim, ops, a.instrs, a.out)
+        print(f"seed {s}: {'PASS' if ok else 'FAIL'}" + ("" if ok else f": {'; '.join(problems)} -> {path}"),
+              flush=True)
+        failed += not ok
+    print(f"{a.count - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
