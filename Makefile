@@ -61,6 +61,7 @@ bootstrap: $(STAMP) tools
 # ---- main jobs -------------------------------------------------------------------------------------
 sim: bootstrap
 	$(BIN)/python -m sim.regress --sim $(SIM) --config $(SIMCONFIG) -j $(JOBS)
+	$(BIN)/python -m sim.examples --sim $(SIM)
 
 test: bootstrap
 	$(BIN)/python -m pytest -n $(JOBS) -q

@@ -98,6 +98,10 @@ PRESETS = {
     #: Small and fast to simulate: 4 KiB UB of 16-byte words, 128-bit AXI, short bursts.
     "small": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
                     max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16),
+    #: The reference configuration with full-word elementwise lanes: one destination word per cycle for
+    #: every type. Too large for the ECP5-85 beside the rest of the unit (see docs/architecture.md,
+    #: "Elementwise"); for larger FPGAs and ASIC flows.
+    "fullrate": Config(ew_lane_bytes=32),
     #: The A2/A3 data-type profile on the default hardware.
     "a2a3": Config(profile=Profile.A2A3),
 }

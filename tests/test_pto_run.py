@@ -102,3 +102,13 @@ def test_nki_example_needs_a_large_ub():
     from sim.pto import AsmError
     with pytest.raises(AsmError, match="UB overflow"):
         parse_file(EXAMPLES / "nki_local_gather.pto").assemble("default")
+
+
+def test_examples_driver_reports_golden_only_cases():
+    """``python -m sim.examples`` (run by ``make sim``): an example the RTL cannot run (no engine, or a
+    configuration that is no preset) runs on the golden model alone and says why."""
+    from sim.examples import run_example
+    ok, where, detail = run_example("tgemv_acc", sim="icarus")
+    assert ok and where.startswith("golden only (no engine for TGEMV_ACC"), (where, detail)
+    ok, where, _ = run_example("nki_local_gather", sim="icarus")
+    assert ok and "not a preset" in where
