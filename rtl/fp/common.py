@@ -146,10 +146,15 @@ def round_pack(fmt, sign, exp, man, guard, sticky):
     mag = Cat(frac, exp)
     inc = guard & (sticky | frac[0])
     mag_r = mag + inc
+    # overflow of mag + inc decided on mag, beside the increment (mag + inc > T <=> mag > T, or
+    # inc and mag == T); T's fraction bits are all ones (finite-only) or mag >= inf_bits is
+    # exp >= exp_max (IEEE), so no wide comparator
     if fmt.finite_only:
-        overflow = mag_r > fmt.max_finite_bits
+        T = fmt.max_finite_bits
+        overflow = (mag > T) | (inc & (mag == T))
         return Mux(overflow, C(fmt.nan_bits, fmt.width), Cat(mag_r[:fmt.width - 1], sign))
-    overflow = mag_r >= fmt.inf_bits
+    T = fmt.inf_bits - 1                   # largest finite: exp_max - 1, fraction all ones
+    overflow = (exp >= fmt.exp_max) | (inc & (mag == T))
     return Mux(overflow, Cat(C(fmt.inf_bits, fmt.width - 1), sign), Cat(mag_r[:fmt.width - 1], sign))
 
 

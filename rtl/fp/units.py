@@ -65,31 +65,42 @@ class FPAdd(FPUnit):
         big_sig = Mux(swap, db.sig, da.sig)
         small_sig = Mux(swap, da.sig, db.sig)
         big_exp = Mux(swap, db.eexp, da.eexp)
-        diff = big_exp - Mux(swap, da.eexp, db.eexp)    # >= 0
+        # Alignment shift: the exponent difference, saturated. Every shift >= p + 2 leaves only
+        # the sticky bit, so the shift amount saturates at K = 2**b - 1 >= p + 2 (an OR of the
+        # high bits, no comparator). Both differences are formed and saturated in parallel with
+        # the magnitude compare, which then picks the one that is >= 0.
+        b = (p + 2).bit_length()
+        K = 2 ** b - 1
+
+        def saturated(d):
+            d = d[:fmt.exp_bits]
+            return d[:b] | d[b:].any().replicate(b) if len(d) > b else d
+
+        dc = Mux(swap, saturated(db.eexp - da.eexp), saturated(da.eexp - db.eexp))
         s = pipe.stage(
             1, valid=self.in_valid, big_sig=big_sig, small_sig=small_sig, big_exp=big_exp,
-            diff=diff[:fmt.exp_bits], sub=da.sign ^ db.sign, sign=Mux(swap, db.sign, da.sign),
+            dc=dc, sub=da.sign ^ db.sign, sign=Mux(swap, db.sign, da.sign),
             zero_sign=da.sign & db.sign,
             nan=da.is_nan | db.is_nan | (da.is_inf & db.is_inf & (da.sign ^ db.sign)),
             inf=da.is_inf | db.is_inf)
 
-        # 2: align the smaller significand (2 guard bits + sticky); for a subtraction it is
-        # complemented here (big - small = big + ~small + 1 in p + 4 bits), so 3 is one adder
-        K = p + 2
-        dc = Signal(range(K + 1))
-        m.d.comb += dc.eq(Mux(s.diff > K, K, s.diff))
+        # 2: align the smaller significand (2 guard bits + sticky)
         wide = Signal(K + p + 2)
-        m.d.comb += wide.eq(Cat(C(0, K + 2), s.small_sig) >> dc)
-        small_ext = Cat(wide[:K].any(), wide[K:], C(0, 1))   # p + 4 bits: 0, sig, G, R, sticky
-        addend = Signal(p + 4)
-        m.d.comb += addend.eq(small_ext ^ s.sub.replicate(p + 4))
+        m.d.comb += wide.eq(Cat(C(0, K + 2), s.small_sig) >> s.dc)
+        # sticky = wide[:K].any(), computed beside the shifter: significand bit j ends up below
+        # bit K of ``wide`` iff j + 2 < dc
+        sticky = Cat(*(s.small_sig[j] & (s.dc > j + 2) for j in range(p))).any()
+        small_ext = Signal(p + 3)
+        m.d.comb += small_ext.eq(Cat(sticky, wide[K:]))      # sig, G, R, sticky
         s = pipe.stage(
-            2, valid=s.valid, addend=addend, big_sig=s.big_sig, big_exp=s.big_exp, sub=s.sub,
-            sign=s.sign, zero_sign=s.zero_sign, nan=s.nan, inf=s.inf)
+            2, valid=s.valid, small_ext=small_ext, big_sig=s.big_sig, big_exp=s.big_exp,
+            sub=s.sub, sign=s.sign, zero_sign=s.zero_sign, nan=s.nan, inf=s.inf)
 
-        # 3: add / subtract (big >= small, so the difference is >= 0)
+        # 3: add / subtract as one adder, big + ~small + 1 in p + 4 bits (big >= small, so the
+        # difference is >= 0)
         total = Signal(p + 4)
-        m.d.comb += total.eq(Cat(C(0, 3), s.big_sig) + s.addend + s.sub)
+        addend = Cat(s.small_ext, C(0, 1)) ^ s.sub.replicate(p + 4)
+        m.d.comb += total.eq(Cat(C(0, 3), s.big_sig) + addend + s.sub)
         s = pipe.stage(
             3, valid=s.valid, total=total, big_exp=s.big_exp, sign=s.sign, zero_sign=s.zero_sign,
             nan=s.nan, inf=s.inf)
@@ -150,12 +161,11 @@ class FPMul(FPUnit):
         cuts, extra = self._cuts()
         pipe = Pipe(m, cuts, self.en)
 
-        # 1: decode, exponent sum
+        # 1: decode, exponent sum (the bias is subtracted in 2, next to the partial products)
         da, db = decode(fi, self.a), decode(fi, self.b)
-        E = Signal(signed(max(fi.exp_bits, fo.exp_bits) + 4))
-        m.d.comb += E.eq(da.eexp + db.eexp - (2 * fi.bias - fo.bias - 1))
         s = pipe.stage(
-            1, valid=self.in_valid, sa=da.sig, sb=db.sig, E=E, sign=da.sign ^ db.sign,
+            1, valid=self.in_valid, sa=da.sig, sb=db.sig, esum=da.eexp + db.eexp,
+            sign=da.sign ^ db.sign,
             nan=da.is_nan | db.is_nan | (da.is_inf & db.is_zero) | (db.is_inf & da.is_zero),
             inf=da.is_inf | db.is_inf)
         # 2, 3: significand product, as partial products of PIECE-bit pieces summed in 3
@@ -165,16 +175,19 @@ class FPMul(FPUnit):
         else:
             parts = {"pp_ll": s.sa[:k] * s.sb[:k], "pp_lh": s.sa[:k] * s.sb[k:],
                      "pp_hl": s.sa[k:] * s.sb[:k], "pp_hh": s.sa[k:] * s.sb[k:]}
+        E = Signal(signed(max(fi.exp_bits, fo.exp_bits) + 4))
+        m.d.comb += E.eq(s.esum - (2 * fi.bias - fo.bias - 1))
         regs = {}
         for name, v in parts.items():
             regs[name] = Signal(len(v), name=name)
             m.d.comb += regs[name].eq(v)
-        s = pipe.stage(2, valid=s.valid, E=s.E, sign=s.sign, nan=s.nan, inf=s.inf, **regs)
+        s = pipe.stage(2, valid=s.valid, E=E, sign=s.sign, nan=s.nan, inf=s.inf, **regs)
         prod = Signal(2 * P)
         if P <= k:
             m.d.comb += prod.eq(s.pp)
         else:
-            m.d.comb += prod.eq(s.pp_ll + ((s.pp_lh + s.pp_hl) << k) + (s.pp_hh << 2 * k))
+            # pp_ll has 2k bits, so pp_ll + (pp_hh << 2k) is a concatenation: two adders
+            m.d.comb += prod.eq(Cat(s.pp_ll, s.pp_hh) + ((s.pp_lh + s.pp_hl) << k))
         s = pipe.stage(3, valid=s.valid, prod=prod, E=s.E, sign=s.sign, nan=s.nan, inf=s.inf)
         # 4, 5: normalise
         plan = norm_plan(m, "plan", fo, s.E, s.prod)
