@@ -65,12 +65,9 @@ def config_from_spec(spec):
     """A Config from ``NAME`` or ``NAME,field=value,...`` (e.g. ``default,ub_bytes=0x200000``)."""
     if not isinstance(spec, str):
         return spec
+    from rtl.config import parse_overrides
     name, *rest = [s.strip() for s in spec.split(",") if s.strip()]
-    over = {}
-    for kv in rest:
-        k, _, v = kv.partition("=")
-        over[k.strip()] = int(v, 0)
-    return preset(name, **over)
+    return parse_overrides(name, rest)[0]
 
 
 @dataclass(frozen=True)
