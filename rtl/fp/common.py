@@ -108,19 +108,27 @@ def norm_apply(m, name, out_fmt, sig, E, shl, shr=None, sticky=C(0, 1)):
     left = Signal(W, name=f"{name}_left")
     m.d.comb += left.eq(sig << shl)
     shifted = Signal(W, name=f"{name}_shifted")
-    lost = C(0, 1)
     if shr is not None:
         wide = Signal(2 * W + 1, name=f"{name}_rshift")
         m.d.comb += wide.eq(Cat(C(0, W + 1), sig) >> shr)
         m.d.comb += shifted.eq(Mux(E >= 1, left, wide[W + 1:]))
-        lost = wide[:W + 1].any() & (E < 1)
     else:
         m.d.comb += shifted.eq(left)
     exp = Signal(len(E) - 1, name=f"{name}_exp")
     m.d.comb += exp.eq(Mux(shifted[-1], E - shl, 0))
+    # sticky = shifted[:G].any() | lost, computed beside the shifters: shifting left (E >= 1, then
+    # shr = 0) bit j of sig lands below G iff j + shl < G; shifting right (E < 1, then shl = 0)
+    # iff j - shr < G (the bits lost below bit 0 included)
+    G = W - p - 1
+    st = Signal(name=f"{name}_sticky")
+    st_left = Cat(*(sig[j] & (shl < G - j) for j in range(G))).any()
+    if shr is not None:
+        st_right = Cat(*(sig[j] & (shr > j - G) if j >= G else sig[j] for j in range(W))).any()
+        m.d.comb += st.eq(Mux(E >= 1, st_left, st_right))
+    else:
+        m.d.comb += st.eq(st_left)
     return SimpleNamespace(
-        exp=exp, man=shifted[W - p:], guard=shifted[W - p - 1],
-        sticky=shifted[:W - p - 1].any() | lost | sticky)
+        exp=exp, man=shifted[W - p:], guard=shifted[W - p - 1], sticky=st | sticky)
 
 
 def normalize(m, name, out_fmt, E, sig, sticky=C(0, 1), *, may_underflow=True):
