@@ -10,7 +10,10 @@
 
 from .errors import AsmError, InputError, Loc
 from .types import MemRefType, TileType, memref, tile
-from .program import Assembly, Builder, Image, Instr, Program, Value, config_from_spec, mnemonic, signature
+from .program import Instr, Program, Value, config_from_spec, mnemonic, signature
+from .builder import Builder
+from .assembly import Assembly
+from .image import Image
 from .parser import parse, parse_file
 
 __all__ = ["AsmError", "InputError", "Loc", "MemRefType", "TileType", "memref", "tile", "Assembly", "Builder",

@@ -21,7 +21,8 @@ from rtl.isa import DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, OobMode, Opcode
 from rtl.status import Status
 
 from .errors import AsmError
-from .program import Builder, config_from_spec, mnemonic
+from .builder import Builder
+from .program import config_from_spec, mnemonic
 from .types import MemRefType, TileType
 
 __all__ = ["random_program", "main"]
@@ -82,11 +83,9 @@ class _Gen:
         dt = self.rng.choice(self.types(op))
         R, C = self.dim(0 if self.rng.random() < 0.1 else 1), self.dim(1, 24)
         lay = self.rng.choice([ROW, COL])
-        lines, ln = (R, C) if lay == ROW else (C, R)
+        ln = C if lay == ROW else R          # line length: a column-major tile's GM lines are its columns
         stride = None if self.rng.random() < 0.6 else ln + self.rng.randint(0, 4)
-        m = MemRefType((R, C) if lay == ROW else (C, R), dt, stride)   # GM image in the tile's own order
-        if lay == COL:                       # a column-major tile's GM lines are its columns
-            m = MemRefType((R, C), dt, stride)
+        m = MemRefType((R, C), dt, stride)   # the tile's valid shape, whatever the layout (docs/pto-as.md)
         if bad == "shape":
             m = MemRefType((R + 1, C), dt, stride)
         if bad == "dtype":
@@ -269,7 +268,7 @@ def random_program(seed, config="small", ops=None, n_instrs=5):
 
 def _assemble_expect(p, cfg):
     """Assemble, first marking every instruction the checks reject with ``expect`` = that status."""
-    from .program import Assembly
+    from .assembly import Assembly
     while True:
         try:
             return Assembly(p, cfg)

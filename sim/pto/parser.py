@@ -19,7 +19,8 @@ Comments: ``//`` and ``#`` (when not ``#pto.``) to the end of the line.
 import re
 
 from .errors import AsmError, Loc
-from .program import Builder, lookup_op
+from .builder import Builder
+from .program import lookup_op
 from .types import parse_type
 
 __all__ = ["parse", "parse_file"]

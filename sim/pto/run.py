@@ -10,7 +10,6 @@ status, cycles), writes the outputs, and exits non-zero on a mismatch, an error 
 
 import argparse
 import json
-import os
 import pathlib
 import sys
 import tempfile
@@ -19,10 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rtl.config import PRESETS
-from rtl.status import Status
 
 from .errors import AsmError, InputError
-from .program import Image, config_from_spec, decode_output, output_extent
+from .image import decode_output, output_extent
 
 __all__ = ["Row", "Report", "run_golden", "run_rtl", "run_program", "format_table", "main", "load_inputs"]
 
@@ -117,7 +115,7 @@ def run_program(program, inputs, *, sim="none", config=None, waves=False, label=
     """Assemble ``program`` (a Program, PTO-AS text file path, or an Assembly), bind ``inputs`` and run it.
     Raises AsmError / InputError for the program or its inputs; returns a :class:`Report`."""
     from .parser import parse_file
-    from .program import Assembly, Program
+    from .assembly import Assembly
     if isinstance(program, (str, pathlib.Path)):
         program = parse_file(program)
     asm = program if isinstance(program, Assembly) else program.assemble(config)

@@ -1,0 +1,261 @@
+"""The :class:`Builder`: a :class:`sim.pto.program.Program` from Python; the parser drives the same methods
+(operand and attribute checks with source locations for the error messages)."""
+
+import numpy as np
+
+from rtl.instructions import INSTRUCTIONS
+from rtl.isa import OobMode, Opcode
+from rtl.status import Status
+
+from .errors import AsmError
+from .program import Buffer, Instr, Program, Value, lookup_op, mnemonic, signature
+from .types import MemRefType, TileType
+
+__all__ = ["Builder", "ATTRIBUTES"]
+
+#: Assembly attribute name -> command field, per immediate of the instruction table.
+ATTRIBUTES = {"oob": "oob", "nepi_log2": "num_elem_per_idx", "num_valid": "num_valid_indices"}
+
+
+def _status(v, loc):
+    if isinstance(v, Status):
+        return v
+    name = v[1] if isinstance(v, tuple) else str(v)
+    try:
+        return Status[name.upper()]
+    except KeyError:
+        raise AsmError(f"unknown status {name!r} (a name of rtl.status.Status, e.g. shape_mismatch)", loc) from None
+
+
+def _oob(v, loc):
+    if isinstance(v, OobMode):
+        return v
+    name = v[1] if isinstance(v, tuple) else str(v)
+    try:
+        return OobMode[name.upper()]
+    except KeyError:
+        raise AsmError(f"unknown oob mode {name!r} (undefined, clamp, wrap, zero)", loc) from None
+
+
+def _int(v, what, loc):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise AsmError(f"{what} must be an integer, not {v!r}", loc)
+    return int(v)
+
+
+class Builder:
+    """Builds a :class:`Program` in Python; the parser drives the same methods.
+
+    ::
+
+        b = Builder("gather_scale")
+        table = b.arg("table", memref(1024, 64, "f32"))
+        idx = b.arg("idx", tile(16, 1, "i32"))
+        rows = b.mgather_row(table, idx, tile(16, 64, "f32"), oob="clamp", name="rows")
+        b.tassign(idx, 0x0)
+        b.ret(rows)
+        program = b.build()
+
+    Op methods are named by the op (``b.tpartadd``, ``b.mgather_row`` or ``b.op("mgather.row", ...)``): the
+    operands (Values) in assembly order, then the result type; keyword ``out=`` writes an existing Value
+    (DPS), ``name=`` names the result, other keywords are attributes (``oob``, ``num_elem_per_idx``,
+    ``num_valid_indices``, ``expect``)."""
+
+    def __init__(self, name="main", *, config=None, file="<builder>"):
+        self.name, self.file = name, file
+        self.attrs = {} if config is None else {"config": config}
+        self.args, self.outputs, self.instrs, self.buffers = [], [], [], []
+        self.scope = {}
+        self.allocs = []
+        self._auto = 0
+        self._returned = False
+
+    # ---- values
+    def _new_buffer(self, name, type_, arg, loc):
+        space = "ub" if isinstance(type_, TileType) else "gm"
+        b = Buffer(len(self.buffers), name, type_, space, arg=arg, loc=loc)
+        self.buffers.append(b)
+        return b
+
+    def _define(self, name, type_, loc, buffer=None, arg=False):
+        if name is None:
+            name = f"t{self._auto}"
+            while name in self.scope:
+                self._auto += 1
+                name = f"t{self._auto}"
+            self._auto += 1
+        if name in self.scope:
+            raise AsmError(f"redefinition of %{name} (first defined at {self.scope[name].loc or 'an earlier op'})", loc)
+        if not isinstance(type_, (TileType, MemRefType)):
+            raise AsmError(f"%{name} needs a !pto.tile, !pto.tile_buf or !pto.memref type, not {type_!r}", loc)
+        v = Value(name, type_, buffer or self._new_buffer(name, type_, arg, loc), loc)
+        self.scope[name] = v
+        return v
+
+    def arg(self, name, type_, loc=None):
+        """A function input: a GM memref (its data is placed in GM) or a UB tile (its data loaded into the UB)."""
+        if isinstance(type_, MemRefType) and type_.row_stride is not None and type_.cols is not None \
+                and type_.row_stride < type_.cols:
+            raise AsmError(f"%{name}: row stride {type_.row_stride} < {type_.cols} columns", loc)
+        v = self._define(name, type_, loc, arg=True)
+        self.args.append(v)
+        return v
+
+    def alloc_tile(self, name, type_, loc=None):
+        """A tile buffer for DPS ``outs(...)`` (``%t = pto.alloc_tile : !pto.tile_buf<...>``)."""
+        if not isinstance(type_, TileType):
+            raise AsmError("pto.alloc_tile needs a !pto.tile or !pto.tile_buf type", loc)
+        v = self._define(name, type_, loc)
+        self.allocs.append((len(self.instrs), v))
+        return v
+
+    def value(self, name, loc=None):
+        """The Value named ``name`` (for the parser); AsmError if undefined."""
+        if name not in self.scope:
+            raise AsmError(f"use of undefined value %{name}", loc)
+        return self.scope[name]
+
+    def tassign(self, value, addr, loc=None, space=None):
+        """Place ``value``'s buffer at ``addr``: ``@tile(addr)`` for a UB tile, ``@gm(addr)`` for a memref."""
+        b = value.buffer
+        want = "ub" if b.space == "ub" else "gm"
+        if space is not None and space != want:
+            raise AsmError(f"%{value.name} is a {'tile' if want == 'ub' else 'memref'}: place it with "
+                           f"@{'tile' if want == 'ub' else 'gm'}(...)", loc)
+        if b.addr is not None:
+            raise AsmError(f"%{value.name} is already placed at {b.addr:#x} ({b.addr_loc or 'earlier'})", loc)
+        addr = _int(addr, "an address", loc)
+        if addr < 0:
+            raise AsmError("an address is not negative", loc)
+        b.addr, b.addr_loc = addr, loc
+
+    # ---- instructions
+    def __getattr__(self, attr):
+        if attr.startswith("_") or lookup_op(attr) is None:
+            raise AttributeError(attr)
+
+        def method(*args, out=None, name=None, loc=None, **attrs):
+            ops = [a for a in args if isinstance(a, Value)]
+            types = [a for a in args if isinstance(a, (TileType, MemRefType))]
+            if len(ops) + len(types) != len(args) or len(types) > 1:
+                raise TypeError(f"{attr}: operands (Values) then at most one result type")
+            return self.op(attr, ops, types[0] if types else None, out=out, name=name, attrs=attrs, loc=loc)
+        return method
+
+    def op(self, opname, operands, result_type=None, *, out=None, name=None, name_loc=None, attrs=None, loc=None,
+           form="ssa", operand_locs=None, types=None, types_locs=None, attr_locs=None, out_type_loc=None):
+        """Append an instruction; returns the Value it writes.
+
+        ``operands``: Values in assembly order. ``result_type``: the type of a new result (None with ``out=``).
+        ``out``: an existing Value to write (DPS ``outs``; TSTORE into a memref). ``name`` (or
+        ``result_name``): the new result's name. ``types``: the operand types as annotated (checked against
+        the operands'). The ``*_loc(s)`` arguments are source locations for error messages."""
+        result_name = name
+        op = lookup_op(opname)
+        if op is None:
+            known = ", ".join(mnemonic(o) for o in Opcode)
+            raise AsmError(f"unknown op '{opname}' (known: {known})", loc)
+        sig = signature(op)
+        operands = list(operands)
+        operand_locs = list(operand_locs or [loc] * len(operands))
+        attr_locs = attr_locs or {}
+        n = len(sig.inputs)
+        # TSTORE: the GM memref may be given as a second operand (SSA) instead of out=
+        if sig.output[2] == "memref" and out is None and len(operands) == n + 1:
+            out = operands.pop()
+            operand_locs.pop()
+            if types and len(types) == n + 1:
+                out_ann = types[-1]
+                types = types[:-1]
+                if not out.type.same(out_ann):
+                    raise AsmError(f"type mismatch: %{out.name} is {out.type}, annotated {out_ann}",
+                                   (types_locs or [loc] * (n + 1))[-1])
+        if len(operands) != n:
+            extra = " (and optionally the destination memref)" if sig.output[2] == "memref" else ""
+            raise AsmError(f"{mnemonic(op)} takes {n} operand{'s' if n != 1 else ''} ({sig.roles()}){extra}, "
+                           f"got {len(operands)}", loc)
+        for (slot, role, kind), v, vloc in zip(sig.inputs, operands, operand_locs):
+            if not isinstance(v, Value):
+                raise AsmError(f"operand {role} of {mnemonic(op)} must be a value", vloc)
+            if v.type.kind != kind:
+                raise AsmError(f"{mnemonic(op)}: operand {role} (%{v.name}) must be a !pto.{kind}, it is {v.type}",
+                               vloc)
+        if types is not None:
+            if len(types) == 1 and n > 1:           # "tpartadd %a, %b : !pto.tile<...> -> ...": one type for all
+                types = list(types) * n
+                types_locs = list(types_locs or [loc]) * n
+            if len(types) != n:
+                raise AsmError(f"{mnemonic(op)}: {len(types)} operand types for {n} operands",
+                               (types_locs or [loc])[0])
+            for v, t, tloc in zip(operands, types, types_locs or [loc] * n):
+                if not v.type.same(t):
+                    raise AsmError(f"type mismatch: %{v.name} is {v.type}, annotated {t}", tloc)
+        a = self._attrs(op, attrs or {}, attr_locs, loc)
+        okind = sig.output[2]
+        if out is not None:
+            if not isinstance(out, Value):
+                raise AsmError("outs must be a value", loc)
+            if out.type.kind != okind:
+                raise AsmError(f"{mnemonic(op)} writes a !pto.{okind}; %{out.name} is {out.type}", out_type_loc or loc)
+            if result_type is not None and not out.type.same(result_type):
+                raise AsmError(f"type mismatch: %{out.name} is {out.type}, annotated {result_type}", out_type_loc or loc)
+            written = out
+            if result_name is not None:           # "%m2 = tstore %t, %m": a new name for the same buffer
+                written = self._define(result_name, out.type, name_loc or loc, buffer=out.buffer)
+            inplace = True
+        else:
+            if result_type is None:
+                raise AsmError(f"{mnemonic(op)} needs a result type", loc)
+            if result_type.kind != okind:
+                raise AsmError(f"{mnemonic(op)} produces a !pto.{okind}, not {result_type}", out_type_loc or loc)
+            written = self._define(result_name, result_type, name_loc or loc)
+            inplace = False
+        ins = Instr(op, {slot: v for (slot, _, _), v in zip(sig.inputs, operands)}, written, a, loc,
+                    form, inplace, len(self.instrs), alias=out if inplace and result_name is not None else None)
+        self.instrs.append(ins)
+        return written
+
+    def _attrs(self, op, attrs, attr_locs, loc):
+        ins = INSTRUCTIONS[op]
+        allowed = {ATTRIBUTES[i]: i for i in ins.immediates}
+        out = {}
+        for k, v in attrs.items():
+            aloc = attr_locs.get(k, loc)
+            if k == "expect":
+                out["expect"] = _status(v, aloc)
+            elif k not in allowed:
+                ok = ", ".join(list(allowed) + ["expect"])
+                raise AsmError(f"{mnemonic(op)} has no attribute {k!r} (it takes: {ok})", aloc)
+            elif k == "oob":
+                out["oob"] = _oob(v, aloc)
+            elif k == "num_elem_per_idx":
+                n = _int(v, k, aloc)
+                if n < 1 or n & (n - 1) or n > 128:
+                    raise AsmError(f"num_elem_per_idx {n} is not a power of two in 1..128 (the hardware takes 1..32; "
+                                   f"64 and 128 are encodable and answer PARAM_INVALID)", aloc)
+                out["nepi_log2"] = n.bit_length() - 1
+            elif k == "num_valid_indices":
+                n = _int(v, k, aloc)
+                if not 1 <= n < 1 << 13:
+                    raise AsmError(f"num_valid_indices {n} not in 1..8191 (omit it for all indices; 13-bit field)", aloc)
+                out["num_valid"] = n
+        return out
+
+    def ret(self, *values, loc=None):
+        """The outputs (``return %a, %b``)."""
+        if self._returned:
+            raise AsmError("a second return", loc)
+        names = set()
+        for v in values:
+            if not isinstance(v, Value):
+                raise AsmError("return takes values", loc)
+            if v.name in names:
+                raise AsmError(f"%{v.name} returned twice", loc)
+            names.add(v.name)
+        self.outputs = list(values)
+        self._returned = True
+
+    def build(self):
+        """The :class:`Program`."""
+        return Program(self.name, list(self.args), list(self.outputs), list(self.instrs), list(self.buffers),
+                       dict(self.attrs), self.file, list(self.allocs))
