@@ -63,6 +63,14 @@ sim: bootstrap
 	$(BIN)/python -m sim.regress --sim $(SIM) --config $(SIMCONFIG) -j $(JOBS)
 	$(BIN)/python -m sim.examples --sim $(SIM)
 
+# Functional coverage (README "Coverage"): the regression without waves (K=<pattern>: only those tests), then
+# every run's coverage.yml merged into build/coverage/report.txt and coverage.png; fails when a test failed.
+K ?=
+.PHONY: coverage
+coverage: bootstrap
+	@$(BIN)/python -m sim.regress --no-waves --sim $(SIM) --config $(SIMCONFIG) -j $(JOBS) $(if $(K),-k $(K)); \
+	status=$$?; $(BIN)/python -m sim.coverage --dir build/run/$(SIM)-$(SIMCONFIG) || exit 1; exit $$status
+
 test: bootstrap
 	$(BIN)/python -m pytest -n $(JOBS) -q
 

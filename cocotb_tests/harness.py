@@ -31,6 +31,7 @@ from rtl.status import Status
 from sim.driver import DEFAULT_TIMEOUT_CYCLES, Driver, gm_region, matrix_rows, tile
 from sim.gm import ErrorRam, LatencyRam
 
+from . import coverage as _coverage
 from .errors import GmMismatch, StatusMismatch, UbMismatch
 
 __all__ = ["Harness", "Params", "params", "resolve_config", "resolve_timeout"]
@@ -221,6 +222,7 @@ class Harness:
     async def run(self, cmd, *, label=None):
         """Execute on the RTL and on the golden machine; the statuses must agree. Returns the response."""
         rsp = await self.driver.execute(cmd, label=label)
+        _coverage.sample(self, cmd, rsp["status"])     # functional coverage, before the golden executes it
         expected = self.golden.execute(cmd)
         if rsp["status"] != expected:
             raise StatusMismatch(cmd, expected, rsp["status"])
@@ -233,6 +235,7 @@ class Harness:
         from golden.check import gm_view, normalize, tile_view
         import numpy as np
         rsp = await self.driver.execute(cmd)
+        _coverage.sample(self, cmd, rsp["status"])
         if rsp["status"] != expected:
             raise StatusMismatch(cmd, expected, rsp["status"], reference=None)
         dest = instruction(cmd["opcode"]).destination      # the UB tile it writes (None: TSTORE)
@@ -253,6 +256,7 @@ class Harness:
         adopts from the RTL. Returns ``(response, number of undefined UB bytes)``."""
         import numpy as np
         rsp = await self.driver.execute(cmd, label=label)
+        _coverage.sample(self, cmd, rsp["status"])
         expected = self.golden.execute(cmd, on_undefined="mask")
         if rsp["status"] != expected:
             raise StatusMismatch(cmd, expected, rsp["status"])
