@@ -10,7 +10,7 @@ passed the checks (status ``OK`` or one found during execution, ``EXEC_STATUSES`
 item (``tilevec_<profile>.``)    bins (goal: every bin; a bin is hit by an executed command unless noted)
 ===============================  ========================================================================
 ``opcode_dtype.legal``           ``OP/DTYPE`` for every type the table accepts (main slot; GEMV: C)
-``status.code``                  every ``Status`` code, as the RTL answered it (any command)
+``status.code``                  every ``Status`` code an instruction can answer, as the RTL answered it
 ``mgather.*``                    mode (ROW/ELEM) x ``OobMode`` x index type, and each alone
 ``trowexpand.*``                 opcode x mode (1/2) x expanded operand (src0/src1), and each alone
 ``tpart.*``                      opcode x validity pattern (:data:`TPART_PATTERNS`); layout mix dst/src0/src1
@@ -123,11 +123,22 @@ def _layout_mixes(op, profile):
     return mixes
 
 
+def reachable_statuses(profile):
+    """The statuses some instruction can answer in ``profile`` (its checks' statuses and its declared
+    execution statuses, plus OK, UNKNOWN_OPCODE and UNSUPPORTED): a status no instruction can give (today
+    INDEX_OUT_OF_RANGE, reserved) is not a goal."""
+    from rtl.instructions import INSTRUCTIONS
+    reach = {Status.OK, Status.UNKNOWN_OPCODE, Status.UNSUPPORTED}
+    for ins in INSTRUCTIONS.values():
+        reach |= set(ins.statuses(profile)) | set(ins.exec_statuses)
+    return [st.name for st in Status if st in reach]
+
+
 def goal_bins(profile):
     """``{item: [bins]}`` of every coverpoint of the goal for ``profile`` (crosses: ``{cross: [tuples]}``),
     in the order they are reported. Families without a legal type in the profile have no items."""
     out = {"opcode_dtype.legal": [f"{op.name}/{dt.name}" for op in Opcode for dt in _sorted(legal_types(op, profile))],
-           "status.code": [s.name for s in Status]}
+           "status.code": reachable_statuses(profile)}
     mg = [op for op in _mgather_ops() if legal_types(op, profile)]
     if mg:
         idx = sorted({d.name for op in mg for d in instruction(op).index_types}, key=lambda n: DType[n].value)
