@@ -117,3 +117,13 @@ waves:
 
 clean:
 	rm -rf build sim_build results.xml .pytest_cache
+
+# ---- long random stream ----------------------------------------------------------------------------
+# make fuzz-long: random PTO programs on Verilator (small) until >= 10,000 instructions have run, every one
+# shadowed by the golden model and the whole UB compared after it; prints instructions, mismatches and wall
+# time, fails on any mismatch (failing programs: build/pto/fuzz/fuzz_<seed>.pto + .npz, python -m sim run replays).
+FUZZ_INSTRUCTIONS ?= 10000
+FUZZ_SEED ?= 0
+.PHONY: fuzz-long
+fuzz-long: bootstrap
+	$(BIN)/python -m sim fuzz --sim verilator --config small --instructions $(FUZZ_INSTRUCTIONS) --seed $(FUZZ_SEED) --instrs 8 --batch 1000

@@ -13,7 +13,7 @@ import os
 import cocotb
 
 from rtl.status import Status
-from sim.pto.image import Image, output_extent
+from sim.pto.image import Image, gm_span, output_extent
 
 from .harness import Harness
 
@@ -22,17 +22,10 @@ def _name(s):
     return s.name if isinstance(s, Status) else f"0x{int(s):02x}"
 
 
-@cocotb.test()
-async def pto_program(dut):
-    image = Image.load(os.environ["TILEVEC_PROGRAM"])
-    out_path = os.environ["TILEVEC_RESULTS"]
-    results = {"commands": [], "outputs": {}, "error": None}
-
-    def save():
-        with open(out_path, "w") as f:
-            json.dump(results, f)
-
-    h = await Harness.start(dut)
+async def _run_image(h, image, results, save=None):
+    """Load ``image`` (the whole UB, its GM data) into the running unit and its golden shadow, run its commands,
+    read its outputs; fills ``results`` ({commands, outputs, error}), calling ``save`` after each command (what a
+    simulator that dies mid-run leaves); raises AssertionError on a mismatch."""
     await h.ub_load(0, image.ub)
     for addr, data in image.gm:
         h.gm_write(addr, data)
@@ -42,7 +35,8 @@ async def pto_program(dut):
             rsp, undefined = await h.run_masked(cmd, label=f"{info['op']} line {info['line']}")
             results["commands"].append({"status": _name(rsp["status"]), "cycles": int(rsp["cycles"]),
                                         "undefined": undefined})
-            save()
+            if save:
+                save()
         i = len(image.commands)
         for o in image.outputs:
             addr, n = output_extent(o)
@@ -57,6 +51,47 @@ async def pto_program(dut):
         where = f"command {i} (line {image.info[i]['line']}, {image.info[i]['op']})" if i < len(image.info) \
             else "the outputs"
         results["error"] = f"{type(e).__name__} at {where}: {e}"
-        save()
         raise
-    save()
+
+
+def _save(path, results):
+    with open(path, "w") as f:
+        json.dump(results, f)
+
+
+@cocotb.test()
+async def pto_program(dut):
+    image = Image.load(os.environ["TILEVEC_PROGRAM"])
+    out_path = os.environ["TILEVEC_RESULTS"]
+    results = {"commands": [], "outputs": {}, "error": None}
+    h = await Harness.start(dut)
+    try:
+        await _run_image(h, image, results, save=lambda: _save(out_path, results))
+    finally:
+        _save(out_path, results)
+
+
+@cocotb.test()
+async def pto_programs(dut):
+    """Several images in one simulator run (``TILEVEC_PROGRAMS``: a file naming one image directory a line;
+    ``TILEVEC_RESULTS``: a JSON list, one results dict per image run), one after the other on the same unit:
+    each image rewrites the whole UB (RTL and golden), and the GM the previous image used (``gm_span``) is
+    zeroed first, so each program starts as in a run of its own. Stops at the first mismatch."""
+    with open(os.environ["TILEVEC_PROGRAMS"]) as f:
+        dirs = [line.strip() for line in f if line.strip()]
+    out_path = os.environ["TILEVEC_RESULTS"]
+    all_results = []
+    h = await Harness.start(dut)
+    try:
+        used = (0, 0)
+        for d in dirs:
+            image = Image.load(d)
+            if used[1] > used[0]:
+                h.gm_write(used[0], bytes(used[1] - used[0]))
+            results = {"commands": [], "outputs": {}, "error": None}
+            all_results.append(results)
+            await _run_image(h, image, results)
+            used = gm_span(image)
+            _save(out_path, all_results)
+    finally:
+        _save(out_path, all_results)

@@ -13,6 +13,8 @@ import argparse
 import pathlib
 import random
 import sys
+import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,7 +27,7 @@ from .builder import Builder
 from .program import config_from_spec, mnemonic
 from .types import MemRefType, TileType
 
-__all__ = ["random_program", "main"]
+__all__ = ["random_program", "run_one", "stream", "StreamResult", "main"]
 
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
 
@@ -281,38 +283,122 @@ def _assemble_expect(p, cfg):
             ins.attrs["expect"] = e.status
 
 
+def _prepare(seed, config, ops, n_instrs):
+    """(program text, the program parsed back from it, inputs, problems): generate and round-trip through the
+    text (parse(print(p)) must equal p)."""
+    from .parser import parse
+    p, inputs = random_program(seed, config, ops, n_instrs)
+    text = p.text()
+    q = parse(text, f"fuzz_{seed}.pto")
+    problems = [] if q.signature_key() == p.signature_key() else ["the printed program parses to a different program"]
+    return text, q, inputs, problems
+
+
+def _write_failure(out_dir, seed, text, inputs):
+    """``out_dir/fuzz_<seed>.pto`` and its inputs ``fuzz_<seed>.npz``; returns the .pto path."""
+    from .run import npz_safe
+    d = pathlib.Path(out_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"fuzz_{seed}.pto"
+    path.write_text(text)
+    np.savez(d / f"fuzz_{seed}.npz", **npz_safe(inputs))
+    return path
+
+
 def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None):
     """Generate, round-trip through the text (parse(print(p)) must equal p), run; on failure write the
     ``.pto`` and ``.npz`` to ``out_dir``. Returns (ok, report or message, program path or None)."""
-    from .parser import parse
     from .run import run_program
-    p, inputs = random_program(seed, config, ops, n_instrs)
-    text = p.text()
-    problems = []
+    text, problems, rep, inputs = None, [], None, None
     try:
-        q = parse(text, f"fuzz_{seed}.pto")
-        if q.signature_key() != p.signature_key():
-            problems.append("the printed program parses to a different program")
+        text, q, inputs, problems = _prepare(seed, config, ops, n_instrs)
         rep = run_program(q, inputs, sim=sim, label=f"pto_fuzz_{seed}")
         problems += rep.problems
     except Exception as e:                      # noqa: BLE001 - any failure is a finding
         problems.append(f"{type(e).__name__}: {e}")
-        rep = None
     path = None
-    if problems and out_dir is not None:
-        d = pathlib.Path(out_dir)
-        d.mkdir(parents=True, exist_ok=True)
-        path = d / f"fuzz_{seed}.pto"
-        path.write_text(text)
-        from .run import npz_safe
-        np.savez(d / f"fuzz_{seed}.npz", **npz_safe(inputs))
+    if problems and out_dir is not None and text is not None:
+        path = _write_failure(out_dir, seed, text, inputs)
     return not problems, (rep, problems), path
+
+
+@dataclass
+class StreamResult:
+    """What :func:`stream` ran: ``instructions`` (commands executed and compared), ``programs``, ``skipped``
+    (seeds whose draws never fitted the UB), ``failures`` [(seed, problems, .pto path)], ``seconds`` (wall),
+    ``next_seed``."""
+    instructions: int = 0
+    programs: int = 0
+    skipped: int = 0
+    failures: list = field(default_factory=list)
+    seconds: float = 0.0
+    next_seed: int = 0
+
+    @property
+    def ok(self):
+        return not self.failures
+
+
+def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_instrs=8, out_dir=None, batch=1000,
+           log=None):
+    """Random programs from ``seed`` on until at least ``instructions`` commands have run and been compared.
+    With a simulator, the programs go ``batch`` instructions at a time through one simulator run each
+    (:func:`sim.pto.run.run_images`: one build, one start-up per batch, each program shadowed by the golden and
+    the whole UB compared after every command). Stops after the batch in which a program failed; failing
+    programs are written to ``out_dir`` as ``.pto`` + ``.npz``. Returns a :class:`StreamResult`."""
+    from .run import run_images, run_program
+    cfg = config_from_spec(config)
+    res = StreamResult(next_seed=seed)
+    t0 = time.monotonic()
+    while res.instructions < instructions and res.ok:
+        pending, count = [], 0         # [(seed, text, inputs, image)]
+        while count < min(batch, instructions - res.instructions):
+            s = res.next_seed
+            res.next_seed += 1
+            try:
+                text, q, inputs, problems = _prepare(s, config, ops, n_instrs)
+            except RuntimeError:                # no draw of this seed fits the UB
+                res.skipped += 1
+                continue
+            if problems:
+                res.failures.append((s, problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
+                continue
+            if sim == "none":
+                rep = run_program(q, inputs, sim="none")
+                res.programs += 1
+                res.instructions += len(rep.rows)
+                count += len(rep.rows)
+                if not rep.ok:
+                    res.failures.append((s, rep.problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
+                continue
+            image = q.assemble(config).bind(inputs)
+            pending.append((s, text, inputs, image))
+            count += len(image.commands)
+        if pending:
+            name = config if isinstance(config, str) else "small"
+            reports, result = run_images([x[3] for x in pending], cfg, name, sim,
+                                         label=f"pto_fuzz_stream_{pending[0][0]}")
+            for (s, text, inputs, image), rep in zip(pending, reports):
+                res.programs += 1
+                res.instructions += sum(r.status != "-" for r in rep.rows)
+                if not rep.ok:
+                    res.failures.append((s, rep.problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
+            if not reports:
+                res.failures.append((pending[0][0], [f"the simulation ran nothing: {result.summary()}"], None))
+        if log:
+            log(f"{res.instructions} instructions, {res.programs} programs, {len(res.failures)} failed, "
+                f"{time.monotonic() - t0:.0f} s")
+    res.seconds = time.monotonic() - t0
+    return res
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m sim fuzz")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
-    ap.add_argument("--count", type=int, default=20)
+    ap.add_argument("--count", type=int, default=20, help="programs (one simulator run each)")
+    ap.add_argument("--instructions", type=int, help="instead of --count: programs until at least this many "
+                    "instructions have run, --batch instructions per simulator run; stops at the first failure")
+    ap.add_argument("--batch", type=int, default=1000, help="with --instructions: instructions per simulator run")
     ap.add_argument("--instrs", type=int, default=5, help="instructions per program")
     ap.add_argument("--sim", default="none", choices=["none", "icarus", "verilator"])
     ap.add_argument("--config", default="small")
@@ -322,6 +408,16 @@ def main(argv=None):
     if a.sim != "none":
         from rtl.top import engines_for
         ops = [op for e in engines_for(config_from_spec(a.config)) for op in e.opcodes]
+    if a.instructions is not None:
+        res = stream(a.instructions, a.seed, a.config, a.sim, ops, a.instrs, a.out, a.batch,
+                     log=lambda m: print(m, flush=True))
+        for s, problems, path in res.failures:
+            print(f"seed {s}: FAIL: {'; '.join(problems)}" + (f" -> replay: python -m sim run {path} --data "
+                                                              f"{path.with_suffix('.npz')}" if path else ""))
+        print(f"{res.instructions} instructions in {res.programs} programs (seeds {a.seed}..{res.next_seed - 1}, "
+              f"{res.skipped} skipped: no draw fits the UB) on {a.sim}/{a.config}: {len(res.failures)} mismatches, "
+              f"{res.seconds:.0f} s wall")
+        return 0 if res.ok and res.instructions >= a.instructions else 1
     failed = 0
     for s in range(a.seed, a.seed + a.count):
         ok, (rep, problems), path = run_one(s, a.config, a.sim, ops, a.instrs, a.out)

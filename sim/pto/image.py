@@ -7,7 +7,7 @@ import numpy as np
 
 from rtl.isa import DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, OobMode, Opcode
 
-__all__ = ["Image", "cmd_to_json", "cmd_from_json", "output_extent", "decode_output"]
+__all__ = ["Image", "cmd_to_json", "cmd_from_json", "gm_span", "output_extent", "decode_output"]
 
 
 _ENUMS = {"opcode": Opcode, "oob": OobMode, "dtype": DType, "layout": Layout}
@@ -76,6 +76,19 @@ class Image:
         return cls(j["config"], [cmd_from_json(c) for c in j["commands"]], j["info"], (d / "ub.bin").read_bytes(),
                    [(g["addr"], (d / g["file"]).read_bytes()) for g in j["gm"]],
                    [{**o, "desc": cmd_from_json(o["desc"])} for o in j["outputs"]], j.get("file", ""))
+
+
+def gm_span(image):
+    """(lo, hi): a byte range of GM that holds every region the image's commands and outputs name and its
+    initial GM data (conservative: each region as a square of its larger dimension, whatever its layout);
+    (0, 0) when it names none. The batch testbench clears it between programs."""
+    spans = [(a, a + len(d)) for a, d in image.gm]
+    for d in [c["gm"] for c in image.commands if "gm" in c] + [o["desc"] for o in image.outputs if o["space"] == "gm"]:
+        size = DTYPE_BYTES[DType(d["dtype"])]
+        n = max(d["rows"], d["cols"])
+        spans.append((d["base"], d["base"] + n * max(d["row_stride"], n * size) + n * size))
+    spans = [s for s in spans if s[1] > s[0]]
+    return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else (0, 0)
 
 
 def output_extent(out):

@@ -22,7 +22,7 @@ from rtl.config import PRESETS
 from .errors import AsmError, InputError
 from .image import decode_output, output_extent
 
-__all__ = ["Row", "Report", "run_golden", "run_rtl", "run_program", "format_table", "main", "load_inputs"]
+__all__ = ["Row", "Report", "run_golden", "run_rtl", "run_program", "run_images", "format_table", "main", "load_inputs"]
 
 
 @dataclass
@@ -121,7 +121,7 @@ def run_program(program, inputs, *, sim="none", config=None, waves=False, label=
     asm = program if isinstance(program, Assembly) else program.assemble(config)
     spec = asm.spec or "small"
     image = asm.bind(inputs)
-    rows = [Row(i["line"] if i["line"] else "-", i["op"], i["shape"], i["dtype"], i["expect"]) for i in image.info]
+    rows = _rows(image)
     if sim == "none":
         statuses, undefined, outputs = run_golden(image, asm.config)
         for r, s, u in zip(rows, statuses, undefined):
@@ -129,33 +129,83 @@ def run_program(program, inputs, *, sim="none", config=None, waves=False, label=
         rep = Report(rows, outputs, sim="none")
     else:
         config_name = spec
-        statuses, undefined, golden_out = run_golden(image, asm.config, _supported(asm.config))
+        golden = run_golden(image, asm.config, _supported(asm.config))
         results, result = run_rtl(image, config_name, sim, waves, label=label or f"pto_{_stem(asm.program)}")
-        rep = Report(rows, {}, sim=sim, log=str(result.log_file))
-        for r, s in zip(rows, statuses):
-            r.golden = s.name
-        if results is None:
-            rep.problems.append(f"the simulation left no results (see {result.log_file})")
-        else:
-            for r, c, u in zip(rows, results["commands"], undefined):
-                r.status, r.cycles, r.undefined = c["status"], c["cycles"], c["undefined"]
-            if results["error"]:
-                rep.problems.append(results["error"] + f" (log: {result.log_file})")
-            outs = {o["name"]: o for o in image.outputs}
-            for name, hx in results["outputs"].items():
-                rep.outputs[name] = decode_output(outs[name], bytes.fromhex(hx))
-            if not any(r.undefined for r in rows):
-                for name, arr in rep.outputs.items():
-                    if arr.tobytes() != golden_out[name].tobytes():
-                        rep.problems.append(f"output '{name}': RTL and golden differ")
+        rep = _rtl_report(image, rows, golden, results, result, sim)
         if not result.passed and not rep.problems:
             rep.problems.append(f"the cocotb run failed: {result.summary()} (log: {result.log_file})")
-    for i, r in enumerate(rows):
+    _expect_problems(rep)
+    return rep
+
+
+def run_images(images, config, config_name, sim="verilator", label="pto_batch", workdir=None):
+    """Several bound images (``Assembly.bind``) in one simulator run (``cocotb_tests/test_pto.py``
+    ``pto_programs``: one after the other on the same unit, each shadowed by the golden as in
+    :func:`run_program`), so the per-run start-up is paid once. Returns (reports, RunResult): a
+    :class:`Report` per image the run reached (it stops after the first that failed)."""
+    from sim.runner import BUILD, run
+    if config_name not in PRESETS:
+        raise ValueError(f"the RTL is built for preset configurations only ({', '.join(PRESETS)}), not "
+                         f"{config_name!r}")
+    workdir = pathlib.Path(workdir) if workdir else pathlib.Path(tempfile.mkdtemp(prefix=f"{label}-", dir=_tmp(BUILD)))
+    dirs = [str(image.save(workdir / f"image{k}")) for k, image in enumerate(images)]
+    listing, results_file = workdir / "programs.txt", workdir / "results.json"
+    listing.write_text("\n".join(dirs) + "\n")
+    if results_file.exists():
+        results_file.unlink()
+    result = run("test_pto", "pto_programs", config_name, sim, label=label,
+                 params={"programs": str(listing), "results": str(results_file)})
+    all_results = json.loads(results_file.read_text()) if results_file.exists() else []
+    reports = []
+    for k, image in enumerate(images):
+        results = all_results[k] if k < len(all_results) else None
+        if results is None and any(not r.ok for r in reports):
+            break
+        golden = run_golden(image, config, _supported(config))
+        rep = _rtl_report(image, _rows(image), golden, results, result, sim)
+        _expect_problems(rep)
+        reports.append(rep)
+        if not rep.ok:
+            break
+    if not result.passed and reports and all(r.ok for r in reports):
+        reports[-1].problems.append(f"the cocotb run failed: {result.summary()} (log: {result.log_file})")
+    return reports, result
+
+
+def _rows(image):
+    return [Row(i["line"] if i["line"] else "-", i["op"], i["shape"], i["dtype"], i["expect"]) for i in image.info]
+
+
+def _rtl_report(image, rows, golden, results, result, sim):
+    """The Report of an RTL run of ``image``: ``golden`` = :func:`run_golden`'s answer, ``results`` what the
+    testbench wrote for it (None: nothing), ``result`` the RunResult."""
+    statuses, undefined, golden_out = golden
+    rep = Report(rows, {}, sim=sim, log=str(result.log_file))
+    for r, s in zip(rows, statuses):
+        r.golden = s.name
+    if results is None:
+        rep.problems.append(f"the simulation left no results (see {result.log_file})")
+        return rep
+    for r, c in zip(rows, results["commands"]):
+        r.status, r.cycles, r.undefined = c["status"], c["cycles"], c["undefined"]
+    if results["error"]:
+        rep.problems.append(results["error"] + f" (log: {result.log_file})")
+    outs = {o["name"]: o for o in image.outputs}
+    for name, hx in results["outputs"].items():
+        rep.outputs[name] = decode_output(outs[name], bytes.fromhex(hx))
+    if not any(r.undefined for r in rows):
+        for name, arr in rep.outputs.items():
+            if arr.tobytes() != golden_out[name].tobytes():
+                rep.problems.append(f"output '{name}': RTL and golden differ")
+    return rep
+
+
+def _expect_problems(rep):
+    for r in rep.rows:
         if r.status != "-" and r.status != r.expect:
             rep.problems.append(f"line {r.line}: {r.op} answered {r.status}"
                                 + (f" (expected {r.expect})" if r.expect != "OK" else "")
                                 + (": this configuration has no engine for it" if r.status == "UNSUPPORTED" else ""))
-    return rep
 
 
 def _stem(program):
