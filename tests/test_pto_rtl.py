@@ -27,3 +27,17 @@ def test_tgemv_acc_unsupported_on_rtl():
     rep = run_program(EXAMPLES / "tgemv_acc.pto", mod.inputs(), sim="icarus", label="pto_test_tgemv_acc")
     assert [r.status for r in rep.rows] == ["UNSUPPORTED"] and not rep.ok
     assert "no engine" in rep.problems[0]
+
+
+def test_waves_with_save_file():
+    """``--waves``: the RTL run leaves an FST and its GTKWave save file (with the enum/FSM name filters)."""
+    import pathlib
+    from sim.examples import example_module
+    from sim.pto.run import run_program
+    root = pathlib.Path(__file__).resolve().parent.parent
+    rep = run_program(root / "examples" / "tpartadd.pto", example_module("tpartadd").inputs(), sim="icarus",
+                      waves=True, label="pto_waves_test")
+    assert rep.ok, rep.problems
+    fst = pathlib.Path(rep.waves)
+    assert fst.exists() and fst.with_suffix(".gtkw").exists()
+    assert "^1 " in fst.with_suffix(".gtkw").read_text()

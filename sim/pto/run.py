@@ -51,6 +51,7 @@ class Report:
     problems: list = field(default_factory=list)
     sim: str = "none"
     log: str = ""
+    waves: str = ""         #: the FST of an RTL run with ``waves`` (its GTKWave save file beside it)
 
     @property
     def ok(self):
@@ -132,6 +133,13 @@ def run_program(program, inputs, *, sim="none", config=None, waves=False, label=
         golden = run_golden(image, asm.config, _supported(asm.config))
         results, result = run_rtl(image, config_name, sim, waves, label=label or f"pto_{_stem(asm.program)}")
         rep = _rtl_report(image, rows, golden, results, result, sim)
+        if waves and result.waves_file.exists():
+            rep.waves = str(result.waves_file)
+            try:
+                from sim.waves import write_gtkw
+                write_gtkw(result.waves_file)
+            except RuntimeError as e:       # no fst2vcd: the FST is still there, just no save file
+                print(f"note: {e}", file=sys.stderr)
         if not result.passed and not rep.problems:
             rep.problems.append(f"the cocotb run failed: {result.summary()} (log: {result.log_file})")
     _expect_problems(rep)
@@ -258,7 +266,7 @@ def main(argv=None):
                    help="simulator, or none: the golden model alone")
     p.add_argument("--config", help="configuration preset (default: the program's config attribute, else small); "
                    "with --sim none also NAME,field=value,...")
-    p.add_argument("--waves", action="store_true", help="write an FST of the RTL run")
+    p.add_argument("--waves", action="store_true", help="write an FST of the RTL run and its GTKWave save file")
     p.add_argument("--out", help="write the outputs to this .npz")
     a = p.parse_args(argv)
     try:
@@ -276,6 +284,9 @@ def main(argv=None):
         print(f"outputs: {', '.join(f'{k} {v.shape} {v.dtype}' for k, v in rep.outputs.items())} -> {a.out}")
     if rep.log:
         print(f"simulator log: {rep.log}")
+    if rep.waves:
+        gtkw = pathlib.Path(rep.waves).with_suffix(".gtkw")
+        print(f"waves: {rep.waves}" + (f" (GTKWave save file {gtkw}: gtkwave {rep.waves} {gtkw})" if gtkw.exists() else ""))
     for prob in rep.problems:
         print(f"FAIL: {prob}", file=sys.stderr)
     print("PASS" if rep.ok else "FAIL")
