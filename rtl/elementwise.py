@@ -81,7 +81,7 @@ class ElementwiseEngine(wiring.Component):
         """Cycles from ``start`` to ``done`` of a TPART* line-path instruction writing ``words`` destination
         words (TROWEXPAND*: one more in mode 2, two more in mode 1)."""
         K = config.ub_word_bytes // config.ew_lane_bytes
-        return words * K + cls.FIXED + ElementwiseLanes(config.ew_lane_bytes).LATENCY
+        return words * K + cls.FIXED + ElementwiseLanes.latency()
 
     @staticmethod
     def available(config):

@@ -136,6 +136,11 @@ class ElementwiseLanes(wiring.Component):
     MULT18X18D for integer MUL.
     """
 
+    @staticmethod
+    def latency(*, widen_depth=2, add_depth=5, mul_depth=5, narrow_depth=2):
+        """``LATENCY`` for these depths, without building a component (the defaults are the constructor's)."""
+        return max(widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth, _CHEAP_LATENCY) + 1
+
     def __init__(self, word_bytes=32, *, widen_depth=2, add_depth=5, mul_depth=5, narrow_depth=2):
         if word_bytes % 4 or word_bytes <= 0:
             raise ValueError(f"word_bytes={word_bytes} must be a positive multiple of 4")
@@ -148,7 +153,8 @@ class ElementwiseLanes(wiring.Component):
             widen_depth, add_depth, mul_depth, narrow_depth
         self._fp_latency = widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth
         #: cycles from the operands to ``result`` / ``out_valid``
-        self.LATENCY = max(self._fp_latency, _CHEAP_LATENCY) + 1
+        self.LATENCY = self.latency(widen_depth=widen_depth, add_depth=add_depth, mul_depth=mul_depth,
+                                    narrow_depth=narrow_depth)
         super().__init__({
             "a": In(8 * W), "b": In(8 * W), "dtype": In(DType), "op": In(LaneOp), "keep_a": In(W),
             "valid": In(1), "result": Out(8 * W), "out_valid": Out(1)})
