@@ -1,7 +1,6 @@
 """``python -m sim run`` with ``--sim none`` (the golden model alone): every example against its own numpy
 reference (written from the seeds, independently of the golden model), the CLI's exit codes and messages."""
 
-import importlib.util
 import pathlib
 import subprocess
 import sys
@@ -18,14 +17,8 @@ NAMES = sorted(p.stem for p in EXAMPLES.glob("*.pto"))
 
 
 def example(name):
-    spec = importlib.util.spec_from_file_location(f"pto_example_{name}", EXAMPLES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(EXAMPLES))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(EXAMPLES))
-    return mod
+    from sim.examples import example_module
+    return example_module(name)
 
 
 def test_every_example_has_a_generator():
