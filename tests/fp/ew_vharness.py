@@ -5,11 +5,8 @@ Builds are cached under ``build/fp/verilator/ew-<hash>/`` like tests/fp/vharness
 so pytest-xdist workers share one build).
 """
 
-import fcntl
 import functools
-import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 
@@ -20,7 +17,7 @@ from golden import numerics
 from rtl.ew_lanes import ElementwiseLanes, LaneOp
 from rtl.isa import DTYPE_BYTES, DType
 
-from .vharness import BUILD, HERE, ROOT, _verilator_version, verilator_env
+from .vharness import ROOT, build_harness
 
 W = 4
 GOLDEN = {LaneOp.ADD: numerics.add, LaneOp.SUB: numerics.sub, LaneOp.MUL: numerics.mul,
@@ -31,33 +28,7 @@ def build(cflags="-O1", **depths):
     """Build (or reuse) the harness for ``ElementwiseLanes(4, **depths)``; returns (exe, LATENCY)."""
     dut = ElementwiseLanes(W, **depths)
     text = verilog.convert(dut, name="ewtop")
-    harness = open(os.path.join(HERE, "ew_harness.cpp")).read()
-    key = hashlib.sha1((text + harness + _verilator_version() + cflags).encode()).hexdigest()[:12]
-    d = os.path.join(BUILD, f"ew-{key}")
-    exe = os.path.join(d, "obj", "harness")
-    if os.path.exists(exe):
-        return exe, dut.LATENCY
-    os.makedirs(BUILD, exist_ok=True)
-    with open(os.path.join(BUILD, "ew.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(exe):
-            return exe, dut.LATENCY
-        tmp = d + ".tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-        with open(os.path.join(tmp, "ewtop.v"), "w") as f:
-            f.write(text)
-        env, vexe = verilator_env()
-        cmd = [vexe, "--cc", "--exe", "--build", "-j", "2", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-               "--top-module", "ewtop", "-O3", "--x-assign", "fast", "--x-initial", "fast",
-               "-CFLAGS", cflags, "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
-               "ewtop.v", os.path.join(HERE, "ew_harness.cpp"), "--Mdir", "obj", "-o", "harness"]
-        r = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"verilator build failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
-        shutil.rmtree(d, ignore_errors=True)
-        os.rename(tmp, d)
-    return exe, dut.LATENCY
+    return build_harness("ew", "ewtop", text, "ew_harness.cpp", cflags), dut.LATENCY
 
 
 @functools.lru_cache(maxsize=None)

@@ -65,11 +65,12 @@ def _verilator_version():
     return subprocess.run([exe, "--version"], env=env, capture_output=True, text=True).stdout.strip()
 
 
-def build(group, units, cflags="-O1"):
-    """Build (or reuse) the harness for ``units``; returns the executable's path. ``-O1`` builds
-    fastest; the exhaustive sweeps use ``-O3``."""
-    text = verilog.convert(TestTop(units), name="fptop")
-    harness = open(os.path.join(HERE, "harness.cpp")).read()
+def build_harness(group, top, text, harness_cpp, cflags):
+    """Compile Verilog ``text`` (top module ``top``) with the C++ harness ``harness_cpp`` (a file in
+    ``tests/fp``) under ``build/fp/<group>-<hash>/`` once, shared by pytest-xdist workers through a file
+    lock; returns the executable's path. The hash covers the Verilog, the harness, Verilator's version and
+    ``cflags``."""
+    harness = open(os.path.join(HERE, harness_cpp)).read()
     key = hashlib.sha1((text + harness + _verilator_version() + cflags).encode()).hexdigest()[:12]
     d = os.path.join(BUILD, f"{group}-{key}")
     exe = os.path.join(d, "obj", "harness")
@@ -83,13 +84,13 @@ def build(group, units, cflags="-O1"):
         tmp = d + ".tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         os.makedirs(tmp)
-        with open(os.path.join(tmp, "fptop.v"), "w") as f:
+        with open(os.path.join(tmp, f"{top}.v"), "w") as f:
             f.write(text)
         env, vexe = verilator_env()
         cmd = [vexe, "--cc", "--exe", "--build", "-j", "2", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-               "--top-module", "fptop", "-O3", "--x-assign", "fast", "--x-initial", "fast",
+               "--top-module", top, "-O3", "--x-assign", "fast", "--x-initial", "fast",
                "-CFLAGS", cflags, "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
-               "fptop.v", os.path.join(HERE, "harness.cpp"),
+               f"{top}.v", os.path.join(HERE, harness_cpp),
                "--Mdir", "obj", "-o", "harness"]
         r = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
         if r.returncode != 0:
@@ -97,6 +98,12 @@ def build(group, units, cflags="-O1"):
         shutil.rmtree(d, ignore_errors=True)
         os.rename(tmp, d)
     return exe
+
+
+def build(group, units, cflags="-O1"):
+    """Build (or reuse) the harness for ``units``; returns the executable's path. ``-O1`` builds
+    fastest; the exhaustive sweeps use ``-O3``."""
+    return build_harness(group, "fptop", verilog.convert(TestTop(units), name="fptop"), "harness.cpp", cflags)
 
 
 def run_stream(exe, sel, latency, a, b=None):
