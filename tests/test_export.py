@@ -48,6 +48,8 @@ def test_export_any_parameter(tmp_path):
 @pytest.mark.parametrize("bad, message", [
     ("foo=1", "field one of"), ("ub_bytes", "field one of"), ("ub_bytes=lots", "not a valid value for ub_bytes"),
     ("ub_bytes=1000", "must be a power of two"), ("profile=B7", "not a valid value for profile"),
+    ("ew_lane_bytes=32", "ew_lane_bytes=32 must be a power of two in [4, ub_word_bytes=16]"),
+    ("ew_lane_bytes=2", "ew_lane_bytes=2 must be a power of two"),
 ])
 def test_export_bad_parameter(bad, message, capsys):
     from sim.export import main
