@@ -24,7 +24,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiStreamBus, AxiStreamSink, AxiStreamSource
 
-from rtl.config import Config, preset
+from rtl.config import Config
 from rtl.instructions import instruction
 from rtl.isa import DType, Opcode
 from rtl.status import Status
@@ -88,12 +88,14 @@ def params():
 
 
 def resolve_config(config=None):
-    """A :class:`rtl.config.Config` from a ``Config``, a preset name, or ``None``: the preset named by
+    """A :class:`rtl.config.Config` from a ``Config``, a preset name or a preset with overrides
+    (``small,gemv_partial_sums=2``, ``sim.runner.config_spec``), or ``None``: the configuration named by
     ``TILEVEC_CONFIG`` (what the runner built), ``small`` when unset."""
     if config is None:
         config = os.environ.get("TILEVEC_CONFIG", "small")
     if isinstance(config, str):
-        return preset(config)
+        from sim.runner import config_spec
+        return config_spec(config)[0]
     if not isinstance(config, Config):
         raise TypeError(f"config must be a rtl.config.Config or a preset name, not {config!r}")
     return config

@@ -20,7 +20,7 @@ import shutil
 import sys
 import xml.etree.ElementTree as ElementTree
 
-from rtl.config import preset
+from rtl.config import parse_overrides
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
@@ -32,8 +32,18 @@ TOPLEVEL = "vector_unit"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-__all__ = ["SIMULATORS", "list_testcases", "testcase_label", "cocotb_filter", "build", "run", "RunResult",
+__all__ = ["SIMULATORS", "config_spec", "list_testcases", "testcase_label", "cocotb_filter", "build", "run", "RunResult",
            "TestcaseResult", "parse_results", "export_stamp", "verilator_env"]
+
+
+def config_spec(spec):
+    """``(config, tag)`` of a configuration ``spec``: a preset name (``small``) or a preset with field
+    overrides, ``NAME,field=value,...`` (``small,gemv_partial_sums=2``; values as
+    :func:`rtl.config.parse_overrides` reads them). ``tag`` names the spec's Verilog, build and run
+    directories: the spec with every ``,`` as ``-`` (a preset name is its own tag)."""
+    name, *sets = [part.strip() for part in spec.split(",")]
+    config, _ = parse_overrides(name, [s for s in sets if s])
+    return config, "-".join([name, *(s for s in sets if s)])
 
 
 def list_testcases(module):
@@ -139,9 +149,9 @@ def _export(config, config_name):
 
 
 def build(config_name="small", sim="icarus", waves=False):
-    """Export (when the sources changed) and compile the unit for a configuration; returns
-    ``(runner, build_dir)``."""
-    config = preset(config_name)
+    """Export (when the sources changed) and compile the unit for a configuration (a preset name or a
+    :func:`config_spec`); returns ``(runner, build_dir)``."""
+    config, config_name = config_spec(config_name)
     tag = f"{sim}-{config_name}" + ("-waves" if waves else "")
     build_dir = BUILD / "sim" / tag
     runner = _runner(sim)
@@ -237,7 +247,7 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
     """
     runner, build_dir = build(config_name, sim, waves)
     label = label or testcase_label(testcase)
-    test_dir = BUILD / "run" / f"{sim}-{config_name}" / label
+    test_dir = BUILD / "run" / f"{sim}-{config_spec(config_name)[1]}" / label
     if test_dir.exists():
         shutil.rmtree(test_dir)
     test_dir.mkdir(parents=True)
