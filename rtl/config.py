@@ -38,7 +38,17 @@ class Config:
     read_buffer_beats: int = 64
     #: Interleaved partial sums per output column in the GEMV MAC array (a power of two): product k goes
     #: to partial sum ``k mod gemv_partial_sums``. Fixes the float accumulation order; see docs/semantics.md.
-    gemv_partial_sums: int = 4
+    #: It is also the length of the MAC array's accumulation loop: a lane adds one product per cycle only
+    #: while ``gemv_partial_sums`` >= the fp32 adder's latency (``rtl.gemv_mac.ADD_DEPTH`` = 5), so the
+    #: reference value 8 keeps full rate with an adder pipelined for 100 MHz; 1, 2 and 4 are exact but
+    #: slower (``P / 5`` of the rate).
+    gemv_partial_sums: int = 8
+    #: MAC lanes of the GEMV array (a power of two, 1 .. ``ub_word_bytes``): it computes
+    #: ``min(ub_word_bytes / size(B), gemv_lanes)`` products per cycle, one output column each. Each lane
+    #: is an fp32 multiplier and two fp32 adders (~2.5k LUT4 and 4 MULT18X18D on ECP5, see
+    #: docs/architecture.md "GEMV"): 4 lanes fit the ECP5-85 beside the rest of the unit, a whole word of
+    #: int8 / fp8 lanes (32) does not.
+    gemv_lanes: int = 4
     #: Width of the elementwise engine's arithmetic lanes in bytes (a power of two, 4 .. ``ub_word_bytes``):
     #: it computes ``ew_lane_bytes / size`` elements per cycle, i.e. one UB word every
     #: ``ub_word_bytes / ew_lane_bytes`` cycles. The lanes are most of the engine's area (per 4 bytes: two
@@ -74,6 +84,8 @@ class Config:
              f"read_buffer_beats={self.read_buffer_beats} must be a power of two >= 4")
         need(pow2(self.gemv_partial_sums) and self.gemv_partial_sums <= 64,
              f"gemv_partial_sums={self.gemv_partial_sums} must be a power of two <= 64")
+        need(pow2(self.gemv_lanes) and self.gemv_lanes <= self.ub_word_bytes,
+             f"gemv_lanes={self.gemv_lanes} must be a power of two in [1, ub_word_bytes={self.ub_word_bytes}]")
         need(pow2(self.ew_lane_bytes) and 4 <= self.ew_lane_bytes <= self.ub_word_bytes,
              f"ew_lane_bytes={self.ew_lane_bytes} must be a power of two in [4, ub_word_bytes={self.ub_word_bytes}]")
         need(isinstance(self.profile, Profile), f"profile={self.profile!r} must be a Profile")
@@ -98,10 +110,10 @@ PRESETS = {
     #: Small and fast to simulate: 4 KiB UB of 16-byte words, 128-bit AXI, short bursts.
     "small": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
                     max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16),
-    #: The reference configuration with full-word elementwise lanes: one destination word per cycle for
-    #: every type. Too large for the ECP5-85 beside the rest of the unit (see docs/architecture.md,
+    #: The reference configuration with full-word elementwise and GEMV lanes: one destination word (or
+    #: one word of B) per cycle for every type. Too large for the ECP5-85 beside the rest of the unit (see docs/architecture.md,
     #: "Elementwise"); for larger FPGAs and ASIC flows.
-    "fullrate": Config(ew_lane_bytes=32),
+    "fullrate": Config(ew_lane_bytes=32, gemv_lanes=32),
     #: The A2/A3 data-type profile on the default hardware.
     "a2a3": Config(profile=Profile.A2A3),
 }

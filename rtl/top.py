@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from .axi import Axi4Signature, AxiStreamSignature
 from .checker import Checker
 from .elementwise import ElementwiseEngine
+from .gemv import GemvEngine
 from .transfer import TransferEngine
 from .local_gather import LocalGatherEngine
 from .isa import COMMAND_BITS, RESPONSE_BITS, Command, Response
@@ -17,7 +18,7 @@ __all__ = ["VectorUnit", "ENGINES", "engines_for", "UbDebugSignature"]
 
 #: Engine classes in the unit, in dispatch order. Each has an ``opcodes`` tuple and takes ``config``;
 #: one that cannot be built in every configuration has ``available(config)`` (see :func:`engines_for`).
-ENGINES = (TransferEngine, LocalGatherEngine, ElementwiseEngine)
+ENGINES = (TransferEngine, LocalGatherEngine, ElementwiseEngine, GemvEngine)
 
 
 def engines_for(config):
