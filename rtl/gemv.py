@@ -4,8 +4,8 @@ from amaranth import *
 from amaranth.lib import data, fifo, wiring
 
 from .engine import EngineSignature
-from .gemv_mac import MacArray, MacTag, operand_kind, ring_length
-from .gemv_reduce import Reducer
+from .gemv_mac import PRODUCT_LATENCY, MacArray, MacTag, operand_kind, ring_length
+from .gemv_reduce import Reducer, schedule
 from .instructions import GEMV_MAX_DIM, INSTRUCTIONS
 from .isa import DTYPE_BYTES, DType, Opcode, UB_ALIGN
 from .status import Status
@@ -56,6 +56,28 @@ class GemvEngine(wiring.Component):
     """
 
     opcodes = GEMV_OPCODES
+    #: Cycles from ``start`` to ``done`` beyond the products' steps and the pipeline (walker, line FIFO,
+    #: reader, fire, reducer start, writer, done).
+    FIXED = 9
+
+    @classmethod
+    def latency(cls, config):
+        """Cycles from ``start`` to ``done`` beyond the steps of the blocks: ``FIXED`` + products
+        (``PRODUCT_LATENCY``) + ring (``R``) + reducer (``Reducer.CYCLES``)."""
+        return cls.FIXED + PRODUCT_LATENCY + ring_length(config) + schedule(config.gemv_partial_sums)[1]
+
+    @staticmethod
+    def steps(config, K):
+        """Ring steps of one block of ``K`` products: ``K``, plus ``R - P`` dummies after every ``P``
+        products but the last group when ``P < ADD_DEPTH``."""
+        P, R = config.gemv_partial_sums, ring_length(config)
+        return K + (-(-K // P) - 1) * (R - P)
+
+    @classmethod
+    def cycles(cls, config, K, N, b_dtype):
+        """Cycles from ``start`` to ``done`` when the reducer keeps up (``steps(K) > Reducer.CYCLES``):
+        one step per cycle for every block, plus :meth:`latency`."""
+        return -(-N // cls.lanes(config, b_dtype)) * cls.steps(config, K) + cls.latency(config)
 
     @staticmethod
     def lanes(config, b_dtype):

@@ -1,0 +1,135 @@
+"""GemvEngine in Amaranth's simulator against the golden machine (rtl_engine_bench: real UB, whole UB
+compared after every command): every (C, A, B) triple x variant,
+K and N around the lane count, odd pitches, in-place and chained TGEMV_ACC, P = 1, 2, 4, 8, 16 (the
+accumulation order changes with P; P < 5 takes the dummy-step path), 16- and 32-byte words, and the
+cycle counts of the streaming datapath (GemvEngine.cycles)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from rtl.config import preset
+from rtl.gemv import GemvEngine
+from rtl.gemv_reduce import schedule
+from rtl.gemv_mac import PRODUCT_LATENCY, ring_length
+from rtl.isa import DTYPE_BYTES, DType, Opcode
+from rtl.status import Status
+
+from cocotb_tests.gemv_commands import GEMV_OPS, gemv_command, random_command, random_pads, triples
+from rtl_engine_bench import run_engine
+
+FP32 = DType.FP32
+
+
+def _run(config, cmds, seed, ub=None, **kw):
+    rng = random.Random(seed)
+    ub_init = bytearray(rng.randbytes(config.ub_bytes)) if ub is None else ub
+    results = run_engine(config, GemvEngine, cmds, ub_init=bytes(ub_init), seed=seed, **kw)
+    assert [r.status for r in results] == [Status.OK] * len(cmds)
+    return results
+
+
+@pytest.mark.parametrize("op", GEMV_OPS, ids=lambda o: o.name)
+def test_every_triple(op):
+    """Every triple of the A5 profile, K and N at 1, lanes - 1, lanes, lanes + 1 and beyond, random bits
+    (NaN, infinities, subnormals included) everywhere in the UB; small configuration (16-byte words)."""
+    config = preset("small")
+    rng = random.Random(op.value)
+    cmds = []
+    for triple in triples(config.profile):
+        L = GemvEngine.lanes(config, triple[2])
+        for K, N in ((1, 1), (L - 1 or 1, L + 1), (L + 1, L), (2 * L + 3, 2 * L - 1)):
+            cmd = gemv_command(rng, config, op, triple, K, N, **random_pads(rng))
+            if cmd:
+                cmds.append(cmd)
+    _run(config, cmds, op.value)
+
+
+@pytest.mark.parametrize("P", [1, 2, 4, 8, 16])
+def test_partial_sums(P):
+    """The accumulation order for P partial sums, on 32-byte words; K across several groups of P."""
+    config = preset("default", ub_bytes=8192, gemv_partial_sums=P)
+    rng = random.Random(P)
+    cmds = [c for c in (random_command(rng, config, dims=(1, 2, 3, 5, 8, 9, 17, 33)) for _ in range(12)) if c]
+    _run(config, cmds, P)
+
+
+@pytest.mark.slow
+def test_full_word_lanes():
+    """gemv_lanes = 32 (fullrate): 32 int8 / fp8 lanes, 16 for 16-bit types, 8 for fp32; C lines of up
+    to 4 words. Slow (~50 s: 32 lanes elaborate and simulate slowly); the cocotb regression runs fullrate too."""
+    config = preset("fullrate", ub_bytes=16384)
+    rng = random.Random(5)
+    cmds = [gemv_command(rng, config, Opcode.TGEMV_BIAS, t, K, N, **random_pads(rng))
+            for t, K, N in (((DType.INT32, DType.INT8, DType.INT8), 9, 70), ((FP32, DType.FP8E5M2, DType.FP8E4M3), 20, 33),
+                            ((FP32, DType.BF16, DType.BF16), 3, 17), ((FP32, FP32, FP32), 12, 9))]
+    _run(config, cmds, 5)
+
+
+def test_acc_chain_and_in_place():
+    """TGEMV_ACC four times into one tile (out of place, then in place), then TGEMV_BIAS in place."""
+    config = preset("small")
+    rng = random.Random(11)
+    triple = (FP32, DType.FP16, DType.FP16)
+    first = gemv_command(rng, config, Opcode.TGEMV_ACC, triple, 21, 6, pad_n=1)
+    c_tile = first["dst"]
+    cmds = [first]
+    for _ in range(3):
+        cmds.append(dict(first, src2=dict(c_tile)))                     # C_in is the C_out tile
+    cmds.append(dict(first, opcode=Opcode.TGEMV_BIAS, src2=dict(c_tile)))
+    _run(config, cmds, 11)
+
+
+def _put(ub, t, array):
+    """Write ``array`` (its bits) into tile ``t``'s rows in the UB image ``ub``."""
+    a = np.ascontiguousarray(array)
+    size = DTYPE_BYTES[t["dtype"]]
+    for r in range(a.shape[0]):
+        row = a[r].tobytes()
+        at = t["base"] + r * t["cols"] * size
+        ub[at:at + len(row)] = row
+
+
+def test_specials():
+    """fp32: inf - inf, NaN with payloads, sums of -0 (TGEMV gives +0; TGEMV_ACC from C_in = -0 gives -0),
+    overflow to infinity, a rounding tie, and a partial sum that loses 1 to 2^24 (order visible)."""
+    config = preset("small")
+    rng = random.Random(3)
+    t3 = (FP32, FP32, FP32)
+    K, N = 6, 4
+    cmd = gemv_command(rng, config, Opcode.TGEMV, t3, K, N)
+    acc = dict(gemv_command(rng, config, Opcode.TGEMV_ACC, t3, K, N), src0=cmd["src0"], src1=cmd["src1"])
+    ub = bytearray(config.ub_bytes)
+    f = np.float32
+    a = np.array([[1, 1, 1, 1, 1, 1]], f)
+    b = np.array([[np.inf, -0.0, 3.4e38, 2.0 ** 24],
+                  [-np.inf, -0.0, 3.4e38, 1],
+                  [1, -0.0, 1, 1],
+                  [np.nan, -0.0, 0, 1],
+                  [1, -0.0, 0, -2.0 ** 24],
+                  [1, -0.0, 0, 1]], f)
+    b.view(np.uint32)[3, 0] = 0x7F80_0123                              # NaN with a payload
+    _put(ub, cmd["src0"], a)
+    _put(ub, cmd["src1"], b)
+    _put(ub, acc["src2"], np.array([[0, -0.0, 0, 0.5]], f))
+    _run(config, [cmd, acc], 3, ub=ub)
+
+
+@pytest.mark.parametrize("P", [8, 2])
+def test_cycles(P):
+    """One block step per cycle (P >= the adder's depth) or P of every R (P = 2): ``GemvEngine.cycles`` is
+    exact when the reducer keeps up, for every type class and N across 1-3 blocks."""
+    config = preset("default", ub_bytes=32768, gemv_partial_sums=P)
+    rng = random.Random(P)
+    floor = PRODUCT_LATENCY + ring_length(config) + schedule(P)[1] + 1     # blocks of fewer steps wait
+    cmds = []
+    for triple in ((FP32, FP32, FP32), (DType.INT32, DType.INT8, DType.INT8), (FP32, DType.BF16, DType.BF16)):
+        L = GemvEngine.lanes(config, triple[2])
+        for N in ((1, L, 2 * L + 1) if P == 8 else (2 * L + 1,)):
+            cmds.append(gemv_command(rng, config, Opcode.TGEMV_ACC, triple, 64, N, pad_n=3))
+    results = _run(config, cmds, P, stall=0)
+    assert GemvEngine.steps(config, 64) >= floor
+    for c, r in zip(cmds, results):
+        K, N, bt = c["src1"]["valid_rows"], c["src1"]["valid_cols"], c["src1"]["dtype"]
+        assert r.cycles == GemvEngine.cycles(config, K, N, bt), (bt.name, K, N, r.cycles)
