@@ -118,7 +118,10 @@ class GemvEngine(wiring.Component):
         c, a, b, i = cmd.dst, cmd.src0, cmd.src1, cmd.src2
 
         m.submodules.rd_b = rd_b = UbReader(cfg)
-        m.submodules.rd_a = rd_a = UbReader(cfg)
+        # port 1 reads A (its tile's base: UB_ALIGN) and the init lines (the block's first column: a
+        # multiple of g bytes into a UB_ALIGN-aligned tile), both to dst_off 0
+        g = min(UB_ALIGN, 4 * min(W // 4, HL))
+        m.submodules.rd_a = rd_a = UbReader(cfg, align=g)
         m.submodules.wr = wr = UbWriter(cfg)
         m.submodules.mac = mac = MacArray(cfg)
         m.submodules.red = red = Reducer(cfg)
@@ -277,7 +280,6 @@ class GemvEngine(wiring.Component):
 
         # ---- 5. C words: the block's results in the C line's lanes ------------------------------------------
         # A C line starts at C.base + block * lanes * 4: a multiple of g bytes (bases are UB_ALIGN-aligned).
-        g = min(UB_ALIGN, 4 * min(W // 4, HL))
         wc_off = Signal(range(W))           # the current C line's first lane
         wi = Signal(range(-(-(W + 4 * HL) // W) + 1))
         ext = Cat(C(0, 8 * W), red.result.payload, C(0, 8 * W))

@@ -8,7 +8,9 @@ level by level ``(s0 + s1), (s2 + s3), ...`` into ``s0, s1, ...``, then ``init +
 (docs/semantics.md, "TGEMV accumulation order", steps 3 and 4). A partial sum that got no product
 (``q >= K``) is read as the identity (-0.0, integer 0).
 
-Parameters: ``config`` (``gemv_lanes``, ``gemv_partial_sums``).
+Parameters: ``config`` (``gemv_lanes``, ``gemv_partial_sums``). The banks are LUT RAM (``P`` words of
+``lanes x 32`` bits, one write port, two asynchronous read ports each), not registers: the reducer reads
+two entries and writes one per cycle, which register banks would pay for in wide multiplexers.
 
 Ports
 -----
@@ -26,7 +28,7 @@ one block at a time, so a block of fewer than that many products waits for the r
 """
 
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .fp import FP32, FPAdd
@@ -73,39 +75,52 @@ class Reducer(wiring.Component):
         m = Module()
         HL, P = self.lanes, self.P
         V = 32 * HL
-        banks = [[Signal(V, name=f"bank{b}_{q}") for q in range(P)] for b in range(2)]
         ready = Signal(2)               # bank holds a complete block not yet reduced
         rb = Signal()                   # the bank being (or next to be) reduced
         busy = Signal()
         t = Signal(range(self.CYCLES + 1))
 
-        # ---- the program: operands of the add issued in cycle t, the entry written in cycle t --------
-        zero = Mux(self.acc_int, 0, NEG_ZERO)
-        op_a, op_b = Signal(V), Signal(V)
+        # ---- the program: operand entries of the add issued in cycle t, the entry written in cycle t --
+        ra, rb_addr = Signal(range(P)), Signal(range(P))
+        level1, final_add = Signal(), Signal()
         wr_en, wr_dst = Signal(), Signal(range(P))
-        pop_init = Signal()
-        writes = {t0 + ADD_DEPTH: dst for t0, (a, b, dst, _) in self.issues.items() if dst is not None}
-        bank = [Mux(rb, banks[1][q], banks[0][q]) for q in range(P)]
-
-        def entry(q, level1):           # a bank entry as an operand, the identity where it had no products
-            if not level1:
-                return bank[q]
-            ident = Cat(zero for _ in range(HL))
-            return Mux(self.present[q], bank[q], ident)
-
         with m.Switch(t):
-            for t0, (a, b, dst, level1) in self.issues.items():
+            for t0, (a, b, dst, lv1) in self.issues.items():
                 with m.Case(t0):
-                    m.d.comb += op_b.eq(entry(b, level1))
-                    if a is None:
-                        init = Mux(self.has_init, self.init.payload, 0)
-                        m.d.comb += [op_a.eq(init), pop_init.eq(busy & self.has_init)]
-                    else:
-                        m.d.comb += op_a.eq(entry(a, level1))
+                    m.d.comb += [ra.eq(a or 0), rb_addr.eq(b), level1.eq(lv1), final_add.eq(a is None)]
         with m.Switch(t):
-            for t0, dst in writes.items():
+            for t0, dst in ((t0 + ADD_DEPTH, dst) for t0, (_, _, dst, _) in self.issues.items() if dst is not None):
                 with m.Case(t0):
                     m.d.comb += [wr_en.eq(busy), wr_dst.eq(dst)]
+
+        # ---- the banks: LUT RAM, one write port (the MAC array's sums while the bank fills, the tree's
+        # results while it is reduced: never both, the engine starts a block only into a free bank), two
+        # asynchronous read ports -------------------------------------------------------------------------
+        total = Signal(V)
+        got_a, got_b = [], []
+        for k in range(2):
+            mem = memory.Memory(shape=V, depth=P, init=[])
+            m.submodules[f"bank{k}"] = mem
+            w = mem.write_port()
+            fin = self.fin_valid & (self.fin_bank == k)
+            m.d.comb += [w.en.eq(Mux(fin, 1, wr_en & (rb == k))), w.addr.eq(Mux(fin, self.fin_q, wr_dst)),
+                         w.data.eq(Mux(fin, self.fin_data, total))]
+            pa, pb = mem.read_port(domain="comb"), mem.read_port(domain="comb")
+            m.d.comb += [pa.addr.eq(ra), pb.addr.eq(rb_addr)]
+            got_a.append(pa.data)
+            got_b.append(pb.data)
+        ent_a, ent_b = Mux(rb, got_a[1], got_a[0]), Mux(rb, got_b[1], got_b[0])
+
+        # level 1 reads the MAC array's sums: one that got no product (q >= K) is the identity
+        zero = Mux(self.acc_int, 0, NEG_ZERO)
+        ident = Cat(zero for _ in range(HL))
+        op_a, op_b = Signal(V), Signal(V)
+        m.d.comb += [
+            op_a.eq(Mux(final_add, Mux(self.has_init, self.init.payload, 0),
+                        Mux(level1 & ~self.present.bit_select(ra, 1), ident, ent_a))),
+            op_b.eq(Mux(level1 & ~self.present.bit_select(rb_addr, 1), ident, ent_b)),
+        ]
+        pop_init = busy & final_add & self.has_init
 
         # ---- the adders ----------------------------------------------------------------------------------
         sums = []
@@ -121,15 +136,7 @@ class Reducer(wiring.Component):
                 m.d.sync += r.eq(isum)
                 isum = r
             sums.append(Mux(self.acc_int, isum, add.result))
-        total = Cat(*sums)
-
-        # ---- bank writes: finished partial sums from the MAC array, tree results from the adders ------
-        for b in range(2):
-            for q in range(P):
-                with m.If(self.fin_valid & (self.fin_bank == b) & (self.fin_q == q)):
-                    m.d.sync += banks[b][q].eq(self.fin_data)
-                with m.Elif(wr_en & (rb == b) & (wr_dst == q)):
-                    m.d.sync += banks[b][q].eq(total)
+        m.d.comb += total.eq(Cat(*sums))
 
         # ---- control ------------------------------------------------------------------------------------
         res_valid = Signal()

