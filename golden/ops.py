@@ -15,6 +15,7 @@ import numpy as np
 
 from rtl.instructions import (EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES,
                               LOCAL_GATHER_MAX_NEPI_LOG2)
+from rtl.config import Config
 from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Profile, Opcode
 from rtl.status import Status
 
@@ -482,6 +483,9 @@ TPART_FUNCTIONS = {Opcode.TPARTADD: tpartadd, Opcode.TPARTMUL: tpartmul, Opcode.
 
 # ------------------------------------------------------------------------------------------------ TGEMV
 
+#: ``partial_sums`` when not given: the configuration's default ``gemv_partial_sums`` (rtl/config.py).
+DEFAULT_PARTIAL_SUMS = Config.gemv_partial_sums
+
 def gemv_reduce(products, init, partial_sums):
     """The defined fp32 accumulation order (see docs/semantics.md, "TGEMV accumulation order").
 
@@ -563,17 +567,17 @@ def _gemv(variant, c, c_valid, init, init_valid, a, a_valid, b, b_valid, partial
     return out
 
 
-def tgemv(c, c_valid, a, a_valid, b, b_valid, *, partial_sums=4, profile=Profile.A5):
+def tgemv(c, c_valid, a, a_valid, b, b_valid, *, partial_sums=DEFAULT_PARTIAL_SUMS, profile=Profile.A5):
     """``C[0, j] = +0 + sum_k A[0, k] * B[k, j]`` for j < N (K, N = B valid shape), accumulation order as in
     ``gemv_reduce`` with P = ``partial_sums`` (= ``config.gemv_partial_sums``)."""
     return _gemv("", c, c_valid, None, None, a, a_valid, b, b_valid, partial_sums, profile)
 
 
-def tgemv_acc(c, c_valid, c_in, c_in_valid, a, a_valid, b, b_valid, *, partial_sums=4, profile=Profile.A5):
+def tgemv_acc(c, c_valid, c_in, c_in_valid, a, a_valid, b, b_valid, *, partial_sums=DEFAULT_PARTIAL_SUMS, profile=Profile.A5):
     """``C_out[0, j] = C_in[0, j] + sum_k A[0, k] * B[k, j]``. ``c`` is the old C_out (it may be C_in)."""
     return _gemv("acc", c, c_valid, c_in, c_in_valid, a, a_valid, b, b_valid, partial_sums, profile)
 
 
-def tgemv_bias(c, c_valid, bias, bias_valid, a, a_valid, b, b_valid, *, partial_sums=4, profile=Profile.A5):
+def tgemv_bias(c, c_valid, bias, bias_valid, a, a_valid, b, b_valid, *, partial_sums=DEFAULT_PARTIAL_SUMS, profile=Profile.A5):
     """``C[0, j] = bias[0, j] + sum_k A[0, k] * B[k, j]`` (bias type = accumulator type)."""
     return _gemv("bias", c, c_valid, bias, bias_valid, a, a_valid, b, b_valid, partial_sums, profile)
