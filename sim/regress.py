@@ -53,6 +53,8 @@ def _regression():
                        for types in ins.types.values() for d in types}, key=lambda d: d.value)
     entries += [Entry("test_elementwise", "ew_dtype", (("dtype", d.name),), f"ew_{d.name}") for d in ew_types]
     entries += [Entry("test_elementwise", t) for t in list_testcases("test_elementwise") if t != "ew_dtype"]
+    entries += [Entry("test_gemv", "gemv_triples", (("group", g),), f"gemv_triples_{g}") for g in ("a2a3", "fp8")]
+    entries += [Entry("test_gemv", t) for t in list_testcases("test_gemv") if t != "gemv_triples"]
     entries += [Entry("test_gm_model", "gm_latency_exact", (("latency", n),), f"gm_latency_{n}") for n in (32, 3)]
     entries += [Entry("test_ub_debug", t) for t in list_testcases("test_ub_debug")]
     return entries
