@@ -15,11 +15,9 @@ regression (``test_gemv``), the benchmark (``bench_gemv``) and the generator's o
 """
 
 import functools
-import random
 
 import numpy as np
 
-from golden.check import check
 from golden.numerics import CANONICAL_NAN, FLOAT_TYPES, UINT_OF_SIZE
 from golden.profiles import GEMV_TRIPLES
 from rtl.instructions import GEMV_MAX_DIM, INSTRUCTIONS
@@ -28,9 +26,8 @@ from rtl.status import Status
 
 from .ew_commands import place, tile
 
-__all__ = ["GEMV_OPS", "INIT", "lanes", "triples", "triple_name", "parse_triple", "gemv_command",
-           "random_pads", "random_command", "footprint", "fits", "largest", "extent", "values", "SCENARIOS", "scenario",
-           "fill", "error_cases"]
+__all__ = ["GEMV_OPS", "INIT", "lanes", "triples", "triple_name", "gemv_command", "random_pads", "footprint",
+           "fits", "largest", "specials", "values", "SCENARIOS", "scenario", "fill", "error_cases"]
 
 #: TGEMV, TGEMV_ACC, TGEMV_BIAS.
 GEMV_OPS = tuple(op for op, ins in INSTRUCTIONS.items() if ins.type_rule == "gemv")
@@ -53,10 +50,6 @@ def triples(profile):
 def triple_name(triple):
     """``FP32/FP16/FP16``."""
     return "/".join(d.name for d in triple)
-
-
-def parse_triple(name):
-    return tuple(DType[x] for x in name.split("/"))
 
 
 # ------------------------------------------------------------------------------------------------ commands
@@ -92,11 +85,6 @@ def random_pads(rng):
             "pad_rows": rng.choice([0, 0, 0, 1, 2])}
 
 
-def extent(cmd, slot):
-    t = cmd[slot]
-    return t["rows"] * t["cols"] * DTYPE_BYTES[t["dtype"]]
-
-
 def footprint(op, triple, K, N, *, pad_k=0, pad_n=0, pad_rows=0, in_place=False):
     """UB bytes the tiles of :func:`gemv_command` take side by side (each rounded up to ``UB_ALIGN``)."""
     c, a, b = (DTYPE_BYTES[d] for d in triple)
@@ -120,20 +108,6 @@ def largest(config, op, triple, *, K=None, N=None):
         ok = fits(config, op, triple, mid, N) if K is None else fits(config, op, triple, K, mid)
         lo, hi = (mid, hi) if ok else (lo, mid - 1)
     return lo
-
-
-def random_command(rng, config, *, ops=GEMV_OPS, triple=None, dims=None, in_place=0.2):
-    """A random legal command of ``ops`` (``triple``: default a random triple of the profile); ``dims``:
-    candidate values for K and N (default 1..40). None when it does not fit."""
-    op = rng.choice(ops)
-    triple = triple or rng.choice(triples(config.profile))
-    dims = dims or range(1, 41)
-    K, N = rng.choice(dims), rng.choice(dims)
-    cmd = gemv_command(rng, config, op, triple, K, N, **random_pads(rng),
-                       in_place=op != Opcode.TGEMV and rng.random() < in_place)
-    if cmd is None or check(cmd, config) != Status.OK:
-        return None
-    return cmd
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -402,7 +376,7 @@ def fill(rng, cmd, data=None, *, specials_rate=0.02):
 
 # ------------------------------------------------------------------------------------------------ errors
 
-def _legal(config, op=Opcode.TGEMV_ACC, triple=(DType.FP32, DType.FP16, DType.FP16)):
+def _legal(op=Opcode.TGEMV_ACC, triple=(DType.FP32, DType.FP16, DType.FP16)):
     """A legal command at fixed bases (K = 5, N = 6, extra static rows and columns)."""
     c_t, a_t, b_t = triple
     cmd = {"opcode": op, "dst": tile(2, 7, c_t, (1, 6), base=0), "src0": tile(2, 9, a_t, (1, 5), base=0x80),
@@ -423,7 +397,7 @@ def error_cases(config):
     cases = {}
 
     def case(status, what, mutate, op=Opcode.TGEMV_ACC, triple=(F32, F16, F16)):
-        good = _legal(config, op, triple)
+        good = _legal(op, triple)
         bad = _copy(good)
         mutate(bad)
         cases.setdefault(status, []).append((what, bad, good))
