@@ -23,20 +23,19 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from rtl.config import preset
 from rtl.isa import DTYPE_BYTES, DType
 
-from .runner import BUILD, run
+from .runner import BUILD, config_spec, run
 
 __all__ = ["Bench", "BENCHES", "main"]
 
 
 def case_work(case):
-    """The work a case names first: ``(amount, unit)`` from ``"<n> KiB ..."``, ``"<n> B ..."`` or
-    ``"<n> elem ..."``."""
-    m = re.match(r"(\d+) (KiB|B|elem)\b", case)
+    """The work a case names first: ``(amount, unit)`` from ``"<n> KiB ..."``, ``"<n> B ..."``,
+    ``"<n> elem ..."`` or ``"<n> MAC ..."`` (multiply-adds)."""
+    m = re.match(r"(\d+) (KiB|B|elem|MAC)\b", case)
     if not m:
-        raise ValueError(f"bench case {case!r} must start with '<n> KiB', '<n> B' or '<n> elem'")
+        raise ValueError(f"bench case {case!r} must start with '<n> KiB', '<n> B', '<n> elem' or '<n> MAC'")
     n, unit = int(m.group(1)), m.group(2)
     return (n * 1024, "B") if unit == "KiB" else (n, unit)
 
@@ -79,6 +78,37 @@ def aws_local_gather(record, config):
     return {"AWS printed": f"{150 + n * nepi / c:.0f}", "AWS C multiplies": f"{150 + n * nepi * c:.0f}"}
 
 
+def _gemv_case(record):
+    """K, N and B's type of a GEMV case label (``bench_gemv``: ``<K*N> MAC <C/A/B> K<k> N<n> ...``)."""
+    m = re.search(r"MAC (\w+)/(\w+)/(\w+) K(\d+) N(\d+)", record["label"])
+    return int(m.group(4)), int(m.group(5)), DType[m.group(3)]
+
+
+def gemv_bound(record, config):
+    """TGEMV*: multiply-adds per cycle, one per MAC lane: ``GemvEngine.lanes`` = ``min(W / size(B),
+    gemv_lanes)``."""
+    from rtl.gemv import GemvEngine
+    K, N, b = _gemv_case(record)
+    L = GemvEngine.lanes(config, b)
+    return L, f"{L} MAC lanes ({b.name} B, P = {config.gemv_partial_sums})"
+
+
+def gemv_cycles_bound(record, config):
+    """TGEMV*: ``K * ceil(N / lanes)`` cycles, one B row of a block of ``lanes`` columns per cycle (a
+    partial last block still takes its K cycles)."""
+    from rtl.gemv import GemvEngine
+    K, N, b = _gemv_case(record)
+    return K * -(-N // GemvEngine.lanes(config, b))
+
+
+def gemv_extra(record, config):
+    """The cycle bound (:func:`gemv_cycles_bound`; "of bound" is it over the cycles) and the MAC
+    utilization ``K * N / (lanes * cycles)`` (below "of bound" when the last block is partial)."""
+    K, N, _ = _gemv_case(record)
+    return {"bound cycles": gemv_cycles_bound(record, config),
+            "MAC util": f"{100 * K * N / (gemv_bound(record, config)[0] * record['cycles']):.1f}%"}
+
+
 @dataclass(frozen=True)
 class Bench:
     module: str
@@ -87,6 +117,9 @@ class Bench:
     goal: float = 0.90          # fraction of the bound the unit is meant to reach (large transfers)
     gm_latency: bool = True     # the instruction waits for GM (the "of bound+latency" column adds it)
     extra: Callable = None      # optional (record, config) -> {column: text} printed beside ours
+    cycles_bound: Callable = None   # optional (record, config) -> cycles: then "of bound" is bound / cycles
+    overrides: tuple = ()       # "field=value" on top of --config (a build of its own)
+    params: tuple = ()          # ((key, value), ...) for the testcase (TILEVEC_<KEY>)
 
 
 #: The benchmark's rows come from these runs.
@@ -94,7 +127,12 @@ BENCHES = [Bench("bench_transfer", "bench_transfer", axi_bound),
            Bench("bench_mgather", "bench_mgather", axi_bound),
            Bench("bench_local_gather", "bench_local_gather", ub_port_bound, gm_latency=False,
                  extra=aws_local_gather),
-           Bench("bench_elementwise", "bench_elementwise", lane_bound, goal=0.95, gm_latency=False)]
+           Bench("bench_elementwise", "bench_elementwise", lane_bound, goal=0.95, gm_latency=False),
+           Bench("bench_gemv", "bench_gemv", gemv_bound, goal=0.97, gm_latency=False, extra=gemv_extra,
+                 cycles_bound=gemv_cycles_bound),
+           # P below the adder's depth: P / 5 of the rate (rtl.config.Config.gemv_partial_sums)
+           Bench("bench_gemv", "bench_gemv", gemv_bound, goal=0.97, gm_latency=False, extra=gemv_extra,
+                 cycles_bound=gemv_cycles_bound, overrides=("gemv_partial_sums=2",), params=(("subset", "p"),))]
 
 
 def main(argv=None):
@@ -105,13 +143,15 @@ def main(argv=None):
     p.add_argument("--only", metavar="NAME", help="run only the benches whose module contains NAME "
                                                    "(e.g. elementwise)")
     args = p.parse_args(argv)
-    config = preset(args.config)
+    config = config_spec(args.config)[0]
     rows, skipped = [], []
     for bench in BENCHES:
         if args.only and args.only not in bench.module:
             continue
-        result = run(bench.module, bench.testcase, args.config, args.sim, params={"latency": args.latency},
-                     label=f"bench-{bench.testcase}")
+        spec = ",".join([args.config, *bench.overrides])
+        result = run(bench.module, bench.testcase, spec, args.sim,
+                     params={"latency": args.latency, **dict(bench.params)}, label=f"bench-{bench.testcase}")
+        bench_config = config_spec(spec)[0]
         if not result.passed:
             print(f"{bench.testcase}: FAILED (see {result.results_xml.parent / 'sim.log'})")
             return 1
@@ -123,20 +163,24 @@ def main(argv=None):
                 skipped.append(f"{r['instruction']} {case}: {r['status']}")
                 continue
             work, unit = case_work(case)
-            bound, what = bench.bound(r, config)
+            bound, what = bench.bound(r, bench_config)
             per_cycle = work / r["cycles"]
             waits = bench.gm_latency and r["instruction"] != "TSTORE"
             with_latency = work / bound + (args.latency if waits else 0)
             # Cycles beyond the bound and the memory latency: for the smallest cases, the fixed
             # overhead per instruction (front end, pipeline fill, response).
             beyond = r["cycles"] - math.ceil(work / bound) - (args.latency if waits else 0)
+            of_bound = per_cycle / bound
+            if bench.cycles_bound:      # a bound in cycles (GEMV: partial blocks cost whole cycles)
+                need = bench.cycles_bound(r, bench_config)
+                of_bound, with_latency, beyond = need / r["cycles"], need, r["cycles"] - need
             rows.append({
                 "instruction": r["instruction"], "case": case, "work": f"{work} {unit}", "cycles": r["cycles"],
-                "per cycle": f"{per_cycle:.2f}", "bound": f"{bound}", "of bound": f"{100 * per_cycle / bound:.1f}%",
+                "per cycle": f"{per_cycle:.2f}", "bound": f"{bound}", "of bound": f"{100 * of_bound:.1f}%",
                 "of bound+latency": f"{100 * with_latency / r['cycles']:.1f}%",
-                "beyond": beyond if unit == "B" else "",     # elements: the bound is not a floor
+                "beyond": beyond if unit == "B" or bench.cycles_bound else "",  # elements: the bound is not a floor
                 "bound is": what,
-                **(bench.extra(r, config) if bench.extra else {}),
+                **(bench.extra(r, bench_config) if bench.extra else {}),
             })
     head = list(dict.fromkeys(k for r in rows for k in r))
     rows = [{k: r.get(k, "") for k in head} for r in rows]
