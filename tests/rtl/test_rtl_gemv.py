@@ -16,10 +16,20 @@ from rtl.gemv_mac import PRODUCT_LATENCY, ring_length
 from rtl.isa import DTYPE_BYTES, DType, Opcode
 from rtl.status import Status
 
-from cocotb_tests.gemv_commands import GEMV_OPS, gemv_command, random_command, random_pads, triples
+from golden.check import check
+from cocotb_tests.gemv_commands import GEMV_OPS, gemv_command, random_pads, triples
 from rtl_engine_bench import run_engine
 
 FP32 = DType.FP32
+
+
+def random_command(rng, config, *, dims):
+    """A random legal command of the family (random triple, K and N from ``dims``, random pads, C_in /
+    bias in place one time in five), or None when it does not fit the UB."""
+    op = rng.choice(GEMV_OPS)
+    cmd = gemv_command(rng, config, op, rng.choice(triples(config.profile)), rng.choice(dims), rng.choice(dims),
+                       **random_pads(rng), in_place=op != Opcode.TGEMV and rng.random() < 0.2)
+    return cmd if cmd is not None and check(cmd, config) == Status.OK else None
 
 
 def _run(config, cmds, seed, ub=None, **kw):
