@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.regress import REGRESSION, run_entry
+from sim.regress import REGRESSION, Entry, run_entry
 
 pytestmark = pytest.mark.cocotb
 
@@ -10,4 +10,12 @@ pytestmark = pytest.mark.cocotb
 @pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == "test_errors"], ids=lambda e: e.name)
 def test_errors(entry):
     result = run_entry(entry)
+    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
+
+
+def test_error_unsupported():
+    """UNSUPPORTED needs a unit without an engine for some opcode: ``small`` with one UB read port has no
+    elementwise and no GEMV engine (``rtl.top.engines_for``)."""
+    entry = Entry("test_errors", "error/status=UNSUPPORTED")
+    result = run_entry(entry, config="small,ub_read_ports=1")
     assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
