@@ -186,6 +186,15 @@ class VectorUnit(wiring.Component):
         data ~10x slower). While the front end is idle the UB debug port, if present, owns read port 0
         and the write port."""
         axi = self.m_axi
+        # The engines' UB writes go through one register: the engine-select multiplexer and the block
+        # RAMs' write inputs are then separate timing paths (a write lands one cycle later than the
+        # engine issued it; nothing reads a word in the cycle after writing it: engines read ahead of
+        # their writes, the next instruction starts cycles after ``done``, the debug port only when idle).
+        wr_addr = Signal.like(ub.wr.addr, name="ub_wr_addr_r")
+        wr_data = Signal.like(ub.wr.data, name="ub_wr_data_r")
+        wr_be = Signal.like(ub.wr.be, name="ub_wr_be_r")
+        m.d.comb += [ub.wr.addr.eq(wr_addr), ub.wr.data.eq(wr_data), ub.wr.be.eq(wr_be)]
+        m.d.sync += wr_be.eq(0)             # no engine selected: no write
         for index, engine in enumerate(engines):
             sel = active == index
             members = engine.signature.members
@@ -201,8 +210,8 @@ class VectorUnit(wiring.Component):
                         m.d.comb += theirs.eq(ours)
             if "ub_wr" in members:
                 with m.If(sel):
-                    m.d.comb += [ub.wr.addr.eq(engine.ub_wr.addr), ub.wr.data.eq(engine.ub_wr.data),
-                                 ub.wr.be.eq(engine.ub_wr.be)]
+                    m.d.sync += [wr_addr.eq(engine.ub_wr.addr), wr_data.eq(engine.ub_wr.data),
+                                 wr_be.eq(engine.ub_wr.be)]
             if "ub_rd" in members:
                 for port, theirs in zip(ub.rd, engine.ub_rd):
                     with m.If(sel):
