@@ -20,7 +20,8 @@ present : ``P`` bits, ``q < K``: which partial sums received products (constant 
 acc_int : integer accumulation (int32 wrap-around adds).
 init : stream in (``lanes x 32`` bits): the block's initial values (C_in or bias); ``has_init`` = 0
     (TGEMV): +0 instead, and ``init`` is not read.
-result : stream out (``lanes x 32`` bits): the block's outputs, in block order.
+result : stream out (``lanes x 32`` bits): the block's outputs, in block order. It must be taken within
+    ``CYCLES`` cycles (the next block's result overwrites it then; the engine's writer takes it at once).
 bank_free : pulse when a bank has been reduced (the MAC array may start another block into it).
 
 Latency: ``schedule(P)[1]`` cycles (``CYCLES``) from a complete bank (and its init) to ``result``;
@@ -145,7 +146,9 @@ class Reducer(wiring.Component):
             m.d.sync += res_valid.eq(0)
         set_ready = Mux(self.fin_valid & self.fin_last, 1 << self.fin_bank, 0)
         clr_ready = Signal(2)
-        can_start = (~busy & ready.bit_select(rb, 1) & (~self.has_init | self.init.valid) & ~res_valid)
+        # The previous result need not have left: the writer takes it within ceil(lanes * 4 / W) + 1
+        # cycles (its C line is queued when the block starts), fewer than the schedule's CYCLES.
+        can_start = ~busy & ready.bit_select(rb, 1) & (~self.has_init | self.init.valid)
         with m.If(can_start):
             m.d.sync += [busy.eq(1), t.eq(0)]
         with m.If(busy):
