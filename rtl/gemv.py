@@ -117,7 +117,8 @@ class GemvEngine(wiring.Component):
         cmd = self.cmd
         c, a, b, i = cmd.dst, cmd.src0, cmd.src1, cmd.src2
 
-        m.submodules.rd_b = rd_b = UbReader(cfg)
+        # port 0 reads B rows of a block: at most lanes x size <= min(W, 4 lanes) bytes, to dst_off 0
+        m.submodules.rd_b = rd_b = UbReader(cfg, out_bytes=min(W, 4 * HL))
         # port 1 reads A (its tile's base: UB_ALIGN) and the init lines (the block's first column: a
         # multiple of g bytes into a UB_ALIGN-aligned tile), both to dst_off 0
         g = min(UB_ALIGN, 4 * min(W // 4, HL))

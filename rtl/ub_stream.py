@@ -57,6 +57,10 @@ class UbReader(wiring.Component):
         A power of two: every line's ``ub_addr - dst_off`` is a multiple of ``align`` bytes (the user
         guarantees it, e.g. lines of UB_ALIGN-aligned tiles read to ``dst_off`` 0), so the byte shift
         moves by multiples of it only: less logic (none at all for ``align >= W``). Default 1: any.
+    out_bytes : int
+        Only lanes ``0 .. out_bytes - 1`` of each output word are produced (``data`` is ``8 out_bytes`` bits,
+        ``be`` ``out_bytes`` bits): for a user that never looks further (the GEMV engine's B rows, at most
+        ``lanes x 4`` bytes), the shifter and the buffer shrink with it. Default: ``W``.
     depth : int
         Output buffer, in words: at least 5, the least that keeps one word per cycle (a read's word is
         in the buffer's output register 3 cycles after the read; the credit keeps one entry spare).
@@ -82,12 +86,16 @@ class UbReader(wiring.Component):
     output and the buffer, whose output is a register.
     """
 
-    def __init__(self, config, *, elements=False, depth=8, align=1):
+    def __init__(self, config, *, elements=False, depth=8, align=1, out_bytes=None):
         if depth < 5:
             raise ValueError(f"UbReader depth={depth} must be >= 5 (one word per cycle needs 5)")
         if align < 1 or align & (align - 1):
             raise ValueError(f"UbReader align={align} must be a power of two")
         self._align = min(align, config.ub_word_bytes)
+        n = config.ub_word_bytes if out_bytes is None else out_bytes
+        if not 1 <= n <= config.ub_word_bytes:
+            raise ValueError(f"UbReader out_bytes={out_bytes} must be in [1, ub_word_bytes]")
+        self._n = n
         self._config = config
         self._elements = elements
         self._depth = depth
@@ -96,7 +104,7 @@ class UbReader(wiring.Component):
         if elements:
             fields.update({"esz": 2, "stride": 24})
         self.LineLayout = data.StructLayout(fields)
-        self.WordLayout = data.StructLayout({"data": 8 * W, "be": W, "last": 1})
+        self.WordLayout = data.StructLayout({"data": 8 * self._n, "be": self._n, "last": 1})
         super().__init__({
             "lines": In(stream.Signature(self.LineLayout)),
             "words": Out(stream.Signature(self.WordLayout)),
@@ -165,8 +173,9 @@ class UbReader(wiring.Component):
         window = Cat(self.ub_rd.data, self.ub_rd.next)
         la = self._align.bit_length() - 1  # low bits of the shift that are zero by ``align``
         m.d.comb += [
-            word.data.eq(window.bit_select(Cat(C(0, 3 + la), s_off[la:]), 8 * W) if la < sh else self.ub_rd.data),
-            word.be.eq(s_be), word.last.eq(s_last),
+            word.data.eq(window.bit_select(Cat(C(0, 3 + la), s_off[la:]), 8 * self._n) if la < sh
+                         else self.ub_rd.data[:8 * self._n]),
+            word.be.eq(s_be[:self._n]), word.last.eq(s_last),
             buf.w_data.eq(word), buf.w_en.eq(s_valid),
             self.words.valid.eq(buf.r_rdy), self.words.payload.eq(buf.r_data), buf.r_en.eq(self.words.ready),
         ]
