@@ -45,16 +45,16 @@ class Config:
     gemv_partial_sums: int = 8
     #: MAC lanes of the GEMV array (a power of two, 1 .. ``ub_word_bytes``): it computes
     #: ``min(ub_word_bytes / size(B), gemv_lanes)`` products per cycle, one output column each. Each lane
-    #: is an fp32 multiplier and two fp32 adders (~2.5k LUT4 and 4 MULT18X18D on ECP5, see
-    #: docs/architecture.md "GEMV"): 4 lanes fit the ECP5-85 beside the rest of the unit, a whole word of
-    #: int8 / fp8 lanes (32) does not.
-    gemv_lanes: int = 4
+    #: is an fp32 multiplier and two fp32 adders (~2k LUT4 and 5 MULT18X18D on ECP5, see
+    #: docs/architecture.md "GEMV"). The reference configuration has 1: the 64 KiB unit with 4 lanes
+    #: (and 8-byte elementwise lanes) needs 108% of the ECP5-85's logic; ``small`` has 4, ``fullrate`` 32.
+    gemv_lanes: int = 1
     #: Width of the elementwise engine's arithmetic lanes in bytes (a power of two, 4 .. ``ub_word_bytes``):
     #: it computes ``ew_lane_bytes / size`` elements per cycle, i.e. one UB word every
     #: ``ub_word_bytes / ew_lane_bytes`` cycles. The lanes are most of the engine's area (per 4 bytes: two
-    #: fp32 adders and multipliers, ~4.4k LUT4 and 12 MULT18X18D on ECP5): a whole 32-byte word of lanes
-    #: does not fit the ECP5-85 beside the rest of the unit, so the reference configuration has 8.
-    ew_lane_bytes: int = 8
+    #: fp32 adders and multipliers, ~3.3k LUT4 and 10 MULT18X18D on ECP5): the reference configuration has
+    #: 4 so that the unit, with the GEMV engine, fits the ECP5-85 (docs/architecture.md, "GEMV").
+    ew_lane_bytes: int = 4
     #: Target profile: which data types instructions accept (``Profile.A5`` accepts the most).
     profile: Profile = Profile.A5
     #: A word-wide UB debug port on the top level (``ub_dbg__*``, see ``rtl.top.VectorUnit``): loads and
@@ -109,7 +109,8 @@ PRESETS = {
     "default": Config(),
     #: Small and fast to simulate: 4 KiB UB of 16-byte words, 128-bit AXI, short bursts.
     "small": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
-                    max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16),
+                    max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16,
+                    gemv_lanes=4),
     #: The reference configuration with full-word elementwise and GEMV lanes: one destination word (or
     #: one word of B) per cycle for every type. Too large for the ECP5-85 beside the rest of the unit (see docs/architecture.md,
     #: "Elementwise"); for larger FPGAs and ASIC flows.
