@@ -272,7 +272,7 @@ class GemvEngine(wiring.Component):
         tag = Signal(MacTag)
         m.d.comb += [
             tag.real.eq(fire), tag.first.eq(k < P), tag.final.eq(k.as_signed() >= prm.kfin),
-            tag.last.eq(last_k), tag.q.eq(k[:max(1, P.bit_length() - 1)] if P > 1 else 0), tag.bank.eq(bank),
+            tag.last.eq(fire & last_k), tag.q.eq(k[:max(1, P.bit_length() - 1)] if P > 1 else 0), tag.bank.eq(bank),
             mac.valid.eq(fire | dummy if R > P else fire), mac.tag.eq(tag), mac.a.eq(a_elem),
             mac.b.eq(rd_b.words.payload.data),
         ]

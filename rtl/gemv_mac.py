@@ -224,7 +224,7 @@ class MacArray(wiring.Component):
         step = Signal()
         m.d.comb += step.eq(in_valid | between)
         with m.If(in_valid):
-            m.d.sync += between.eq(in_tag.last)
+            m.d.sync += between.eq(in_tag.real & in_tag.last)   # a dummy step never ends a block
         zero = Mux(self.acc_int, 0, NEG_ZERO)
         outs = []
         ring_out = []

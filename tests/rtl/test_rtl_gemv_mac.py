@@ -277,3 +277,23 @@ def test_accumulation(P):
                     f"{kind.name} P={P} block bank={bank} q={k % P} lane {j}: got {data[j]:#010x} "
                     f"want {int(want[k % P, j]):#010x}")
     assert pos == len(fins), f"{len(fins) - pos} extra finished sums"
+
+
+def test_dummy_never_ends_a_block():
+    """P = 1 (R = 5: four dummy steps after every product), K = 3, b = [1, 2, 4] with a = 1, a one-cycle
+    gap before the last product, and dummies (b = 100) tagged ``last`` as if they ended the block: the ring
+    must take ``last`` from real steps only (else it flushes on the gap and sums the dummies: 204, not 7)."""
+    dut = MacArray(preset("default", gemv_lanes=4, gemv_partial_sums=1))
+    one = 0x3F800000
+    kinds = dict(a_kind=OperandKind.FP32.value, b_kind=OperandKind.FP32.value, acc_int=0)
+    word = lambda x: pack([np.float32(x).view(np.uint32)] * 4, 4)
+    cycles = []
+    for k, b in enumerate((1.0, 2.0, 4.0)):
+        if k == 2:
+            cycles.append(dict(kinds, valid=0))
+        cycles.append(dict(kinds, valid=1, a=one, b=word(b),
+                           tag=tag(first=int(k < 1), final=int(k >= 2), last=int(k == 2), q=0)))
+        if k != 2:
+            cycles += [dict(kinds, valid=1, a=one, b=word(100.0), tag=tag(real=0, last=int(k + 1 == 2)))] * 4
+    fins = [np.uint32(d[0]).view(np.float32) for v, q, bank, last, d in simulate(dut, cycles) if v]
+    assert fins == [7.0]
