@@ -1,14 +1,17 @@
 """The elementwise-family cocotb runs of the regression, on Icarus (one simulator run each), plus the seed
-examples and two data types on the default configuration (64 KiB UB, 32-byte words)."""
+examples and two data types on the default configuration (64 KiB UB, 32-byte words). The normal set runs
+the per-type runs of INT8, FP16 and FP32 (tests/normal_set.py; every type x opcode stays bit-exact in
+tests/rtl/test_rtl_elementwise.py), the other types under ``slow``."""
 
 import pytest
 
 from sim.regress import REGRESSION, Entry, run_entry
+from tests.normal_set import per_type
 
 pytestmark = pytest.mark.cocotb
 
 
-@pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == "test_elementwise"], ids=lambda e: e.name)
+@pytest.mark.parametrize("entry", per_type("ew", [e for e in REGRESSION if e.module == "test_elementwise"]))
 def test_elementwise(entry):
     result = run_entry(entry)
     assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"

@@ -1,14 +1,16 @@
-"""The MGATHER cocotb runs of the regression, on Icarus (one simulator run each)."""
+"""The MGATHER cocotb runs of the regression, on Icarus (one simulator run each). The normal set runs the
+seed examples, the errors and one type per element size (tests/normal_set.py); the other types under ``slow``."""
 
 import pytest
 
 from rtl.isa import DType
 from sim.regress import REGRESSION, Entry, run_entry
+from tests.normal_set import per_type
 
 pytestmark = pytest.mark.cocotb
 
 
-@pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == "test_mgather"], ids=lambda e: e.name)
+@pytest.mark.parametrize("entry", per_type("mgather", [e for e in REGRESSION if e.module == "test_mgather"]))
 def test_mgather(entry):
     result = run_entry(entry)
     assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"

@@ -1,0 +1,39 @@
+"""Which cocotb regression entries (``sim.regress.REGRESSION``) the normal set (``make test``) runs.
+
+An Icarus run of the whole unit costs seconds per thousand cycles, so the normal set keeps a representative
+of each kind of run and marks the rest ``slow`` (``make test-slow`` and ``make sim`` run every entry):
+
+- TLOAD/TSTORE, MGATHER and LOCAL_GATHER move bytes; a data type reaches them only as its element size, so
+  the per-type runs keep one type per size: ``INT8``, ``FP16``, ``FP32``.
+- The elementwise family's per-type runs keep the same three (integer, half and single float); every
+  type x opcode of the family stays bit-exact on the RTL in tests/rtl/test_rtl_elementwise.py
+  (``test_every_type``), and the float specials of every float type in ``ew_float_specials``.
+"""
+
+import pytest
+
+#: The per-type runs the normal set keeps (one type per element size).
+NORMAL_DTYPES = ("INT8", "FP16", "FP32")
+
+
+def split(entries, normal):
+    """pytest parameters for ``entries`` (id: the entry's name): those whose name is in ``normal`` as they
+    are, every other one marked ``slow``. A name in ``normal`` that no entry has is an error."""
+    entries = list(entries)
+    unknown = set(normal) - {e.name for e in entries}
+    if unknown:
+        raise ValueError(f"normal-set names not in the regression: {sorted(unknown)}")
+    return [pytest.param(e, id=e.name, marks=() if e.name in normal else pytest.mark.slow) for e in entries]
+
+
+def per_type(prefix, entries, slow=()):
+    """``split`` keeping every entry that is not a per-type run ``<prefix>_<DTYPE>`` or named in ``slow``,
+    and the per-type runs of :data:`NORMAL_DTYPES`."""
+    from rtl.isa import DType
+    entries = list(entries)
+    typed = {f"{prefix}_{d.name}" for d in DType}
+    unknown = set(slow) - {e.name for e in entries}
+    if unknown:
+        raise ValueError(f"slow names not in the regression: {sorted(unknown)}")
+    keep = {e.name for e in entries if e.name not in typed and e.name not in slow}
+    return split(entries, keep | {f"{prefix}_{d}" for d in NORMAL_DTYPES})
