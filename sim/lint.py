@@ -32,8 +32,7 @@ import sys
 
 from rtl.config import PRESETS, preset
 
-from .export import export
-from .runner import BUILD, TOPLEVEL, verilator_env
+from .runner import TOPLEVEL, _export, verilator_env
 
 WAIVED = ("UNUSEDSIGNAL", "UNUSEDPARAM", "DECLFILENAME", "WIDTHEXPAND", "WIDTHTRUNC", "PROCASSINIT",
           "CASEOVERLAP", "CMPCONST", "UNDRIVEN", "UNOPTFLAT", "VARHIDDEN")
@@ -42,8 +41,9 @@ __all__ = ["lint", "main", "WAIVED"]
 
 
 def lint(config_name):
-    """Lint ``VectorUnit(preset(config_name))``; returns ``(returncode, output)``."""
-    path = export(preset(config_name), BUILD / "verilog" / f"{TOPLEVEL}_{config_name}.v")
+    """Lint ``VectorUnit(preset(config_name))``; returns ``(returncode, output)``. The Verilog is the
+    simulators' export (``build/verilog/``, redone only when its sources changed, see ``sim.runner``)."""
+    path = _export(preset(config_name), config_name)
     cmd = ["verilator", "--lint-only", "-Wall", *(f"-Wno-{w}" for w in WAIVED), "--top-module", TOPLEVEL,
            str(path)]
     proc = subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True)

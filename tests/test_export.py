@@ -1,4 +1,10 @@
-"""Verilog export: every preset exports, ports are named for cocotbext-axi, Verilator lint is clean."""
+"""Verilog export: every preset exports, ports are named for cocotbext-axi, Verilator lint is clean.
+
+The presets' Verilog is the simulators' cached export (``sim.runner``: redone only when ``rtl/`` or
+``sim/export.py`` changed, shared by the xdist workers, the cocotb builds and the lint), not a fresh one per
+test. ``slow``: ``fullrate``, the largest preset (its export alone takes ~45 s), and ``a2a3``, the
+``default`` hardware with the A2/A3 type profile (the same ports; its checker is compared with golden in
+tests/rtl/test_rtl_checker.py)."""
 
 import re
 
@@ -6,15 +12,17 @@ import pytest
 
 from rtl.config import PRESETS, preset
 from rtl.isa import COMMAND_BITS, RESPONSE_BITS
-from rtl.top import VectorUnit
-from sim.export import verilog
 from sim.lint import lint
+from sim.runner import _export
+
+SLOW_PRESETS = {"fullrate", "a2a3"}
 
 
-@pytest.mark.parametrize("name", sorted(PRESETS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_PRESETS else n
+                                  for n in sorted(PRESETS)])
 def test_export_ports(name):
     cfg = preset(name)
-    text = verilog(VectorUnit(cfg))
+    text = _export(cfg, name).read_text()
     widths = {n: int(w) + 1 if w else 1 for w, n in re.findall(r"^\s*(?:input|output)\s+(?:\[(\d+):0\]\s+)?(\w+);", text, re.M)}
     assert widths["s_axis_cmd__tdata"] == COMMAND_BITS
     assert widths["m_axis_rsp__tdata"] == RESPONSE_BITS
@@ -33,11 +41,13 @@ def test_verilator_lint(name):
 
 def test_export_any_parameter(tmp_path):
     """``--set`` overrides any Config field (checked by Config); the file's header lists every field, the
-    tool versions and the source revision."""
+    tool versions and the source revision. (``ub_read_ports=1``: no elementwise or GEMV engine, a 5x faster
+    export.)"""
     from dataclasses import fields
     from sim.export import main
     out = tmp_path / "unit.v"
-    main(["--config", "small", "--set", "ub_bytes=8192", "--set", "max_outstanding_reads=8", "-o", str(out)])
+    main(["--config", "small", "--set", "ub_bytes=8192", "--set", "max_outstanding_reads=8", "--set", "ub_read_ports=1",
+          "-o", str(out)])
     head = out.read_text().split("\nmodule ", 1)[0]
     assert "//   ub_bytes = 8192" in head and "//   max_outstanding_reads = 8" in head
     for f in fields(preset("small")):
