@@ -154,10 +154,14 @@ def test_latency_attribute():
     assert dut.LATENCY == 13
 
 
-def test_all_types_ops_specials():
-    """Every dtype x op, all special-class float pairs, integer extremes, random words; valid always 1."""
+@pytest.mark.parametrize("specials", ["sample", pytest.param("all", marks=pytest.mark.slow)])
+def test_all_types_ops_specials(specials):
+    """Every dtype x op, special-class float pairs, integer extremes, random words; valid always 1.
+    ``all``: every special-class pair (~2,500 words, ``slow``); ``sample``: 64 random special pairs per float
+    type and op (~1,000 words). Every special-class pair of every float type and op also runs bit-exact on
+    the lanes in the normal set on Verilator (tests/fp/test_ew_lanes_verilator.py)."""
     rng = np.random.default_rng(1)
-    words = build_stream(rng, n_random_words=6)
+    words = build_stream(rng, n_random_words=6, all_specials=specials == "all")
     dut = ElementwiseLanes(W)
     results, valids = run_stream(dut, words, lambda i: 1)
     check(words, results, valids)
