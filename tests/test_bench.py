@@ -1,5 +1,8 @@
 """The benchmark runs end to end (its results are still checked bit-exactly against golden inside).
-No assertion on cycle counts: performance is reported by ``make bench``, not tested."""
+No assertion on cycle counts: performance is reported by ``make bench``, not tested.
+
+The normal set runs the TLOAD/TSTORE bench (the table, the CSV and the bound check end to end); every bench,
+with its own builds, is ``slow`` (every engine's results are bit-exact in its cocotb regression runs)."""
 
 import pytest
 
@@ -8,8 +11,9 @@ from sim import bench
 pytestmark = pytest.mark.cocotb
 
 
-def test_bench_runs(tmp_path, capsys):
-    assert bench.main(["--config", "small"]) == 0
+@pytest.mark.parametrize("only", ["transfer", pytest.param(None, id="all", marks=pytest.mark.slow)])
+def test_bench_runs(only, tmp_path, capsys):
+    assert bench.main(["--config", "small"] + (["--only", only] if only else [])) == 0
     out = capsys.readouterr().out
     assert "TLOAD" in out and "TSTORE" in out
     # A figure above 100% of its bound means the bound is wrong (the hardware cannot beat its bound).
