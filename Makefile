@@ -73,11 +73,13 @@ coverage: bootstrap
 	@$(BIN)/python -m sim.regress --no-waves --sim $(SIM) --config $(SIMCONFIG) -j $(JOBS) $(if $(K),-k $(K)); \
 	status=$$?; $(BIN)/python -m sim.coverage --dir build/run/$(SIM)-$(SIMCONFIG) || exit 1; exit $$status
 
+# --dist worksteal: a worker that runs out of tests takes half of the other's pending ones, so a few long
+# items (Verilator builds, the exhaustive sweeps of test-slow) do not pile up on one core.
 test: bootstrap
-	$(BIN)/python -m pytest -n $(JOBS) -q
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q
 
 test-slow: bootstrap
-	$(BIN)/python -m pytest -n $(JOBS) -q -m slow
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -q -m slow
 
 test-fp-exhaustive: bootstrap
 	$(BIN)/python -m pytest -m slow tests/fp/test_exhaustive.py -s
