@@ -65,8 +65,9 @@ class ElementwiseEngine(wiring.Component):
     region is done in the ``start`` cycle. From ``start`` to ``done``: ``words + FIXED +
     ElementwiseLanes.LATENCY`` cycles for TPART* (``words``: destination words, one per cycle), one more
     for TROWEXPAND* mode 2 and two more for mode 1 (the first row's pattern comes through the expanded
-    operand's reader and the pattern builder). ``FIXED`` = walker 1 + line FIFO 1 + reader 4 + combiner 1
-    (+ done 1 - 1: the writer's last word and ``done`` overlap by one): 7; of these the reader,
+    operand's reader and the pattern builder). ``FIXED`` = walker 1 + line FIFO 1 + reader
+    (``UbReader.LATENCY`` = 6) + combiner 1 (+ done 1 - 1: the writer's last word and ``done`` overlap
+    by one): 9; of these the reader,
     combiner and lanes are the pipeline depth, so the fixed overhead beyond it is 2 cycles. Throughput: one destination word per cycle for full-operand
     lines (TROWEXPAND* mode 2 needs ``ceil((d + 32) / W)`` expanded words per row, so rows shorter than
     that take that long); TPART* with a source stored in the other order: one element per cycle.
@@ -74,7 +75,7 @@ class ElementwiseEngine(wiring.Component):
 
     opcodes = EW_OPCODES
     #: Cycles from ``start`` to ``done`` beyond one per destination word and the lanes' latency (TPART*).
-    FIXED = 7
+    FIXED = 3 + UbReader.LATENCY
 
     @classmethod
     def cycles(cls, config, words):
@@ -227,7 +228,7 @@ class ElementwiseEngine(wiring.Component):
         first = Signal(init=1)              # the next full-operand word is its segment's first
         t_reg = Signal(signed(len(seg.t0) + 1))
         ok_reg = Signal()
-        p_reg = Signal(len(pat.patterns.payload))
+        p_reg = Signal(len(pat.patterns.payload), reset_less=True)
         odd = Signal()                      # W = 16: the segment's odd words use P[16:32]
         t_now = Signal.like(t_reg)
         ok_now, odd_now = Signal(), Signal()
@@ -238,7 +239,9 @@ class ElementwiseEngine(wiring.Component):
         ]
         # The lanes take a word in K beats of L bytes (K = W / L, config.ew_lane_bytes): the combiner takes
         # a new word in the last beat of the current one.
-        a_r, b_r, keep_r, valid_r = Signal(8 * W), Signal(8 * W), Signal(W), Signal()
+        a_r, b_r, keep_r = (Signal(8 * W, reset_less=True), Signal(8 * W, reset_less=True),
+                            Signal(W, reset_less=True))
+        valid_r = Signal()
         beat = Signal(range(K))
         last_beat = Signal()
         m.d.comb += last_beat.eq(beat == K - 1)
@@ -285,7 +288,7 @@ class ElementwiseEngine(wiring.Component):
             m.d.comb += [wr.words.valid.eq(lanes.out_valid), wr.words.payload.eq(lanes.result)]
         else:       # the beats come out in order, K per word: collect the first K - 1, write with the last
             out_beat = Signal(range(K))
-            merge = Signal(8 * L * (K - 1))
+            merge = Signal(8 * L * (K - 1), reset_less=True)
             with m.If(lanes.out_valid):
                 m.d.sync += out_beat.eq(Mux(out_beat == K - 1, 0, out_beat + 1))
                 with m.Switch(out_beat):

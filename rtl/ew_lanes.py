@@ -29,11 +29,12 @@ class LaneOp(enum.Enum, shape=3):
 _CHEAP_LATENCY = 4
 
 
-def _delay(m, v, n, name):
-    """``v`` delayed by ``n`` clock cycles (``n`` registers in the ``sync`` domain)."""
+def _delay(m, v, n, name, reset_less=True):
+    """``v`` delayed by ``n`` clock cycles (``n`` registers in the ``sync`` domain). Data registers are
+    reset-less (a reset reaches only the valid bits: fewer loads on the reset net, free packing)."""
     v = Value.cast(v)
     for i in range(n):
-        r = Signal(v.shape(), name=f"{name}_d{i + 1}")
+        r = Signal(v.shape(), name=f"{name}_d{i + 1}", reset_less=reset_less)
         m.d.sync += r.eq(v)
         v = r
     return v
@@ -69,7 +70,7 @@ class _Ctrl:
         """The flags registered (stage ``k``)."""
         out = {}
         for name in self.FLAGS:
-            r = Signal(name=f"ctl{k}_{name}")
+            r = Signal(name=f"ctl{k}_{name}", reset_less=True)
             m.d.sync += r.eq(getattr(self, name))
             out[name] = r
         return _Ctrl(out)
@@ -173,7 +174,7 @@ class ElementwiseLanes(wiring.Component):
         for k in range(1, L + 1):
             ctrl.append(ctrl[-1].delayed(m, k))
             keeps.append(_delay(m, keeps[-1], 1, f"keep{k}"))
-            valids.append(_delay(m, valids[-1], 1, f"valid{k}"))
+            valids.append(_delay(m, valids[-1], 1, f"valid{k}", reset_less=False))
         m.d.comb += self.out_valid.eq(valids[L])
 
         # operand delay lines (shared by the float widening and the integer path)
@@ -197,7 +198,7 @@ class ElementwiseLanes(wiring.Component):
             bypass = _delay(m, bypass, L - 1 - _CHEAP_LATENCY, f"s{s}_bypass")
             fp_word = _delay(m, fp_word, L - 1 - self._fp_latency, f"s{s}_fpw")
             c, keep = ctrl[L - 1], keeps[L - 1]
-            res = Signal(32, name=f"s{s}_res")
+            res = Signal(32, name=f"s{s}_res", reset_less=True)
             for j in range(4):
                 use_fp = c.fp_arith & ~keep[4 * s + j]
                 m.d.sync += res[8 * j:8 * j + 8].eq(Mux(use_fp, fp_word[8 * j:8 * j + 8],
@@ -228,7 +229,7 @@ class ElementwiseLanes(wiring.Component):
                     v = Mux(c.fp32, x_dw, v)
                 if name == "b":
                     v = v ^ (c.sub << 31)
-                r = Signal(32, name=f"s{s}_{name}{i}_f32")
+                r = Signal(32, name=f"s{s}_{name}{i}_f32", reset_less=True)
                 m.d.sync += r.eq(v)
                 ops.append(r)
             add = FPAdd(FP32, self.add_depth)
@@ -252,7 +253,7 @@ class ElementwiseLanes(wiring.Component):
                 m.d.comb += [u.in_valid.eq(0), u.en.eq(1)]
             add_r = _delay(m, add.result, dfp - self.add_depth, f"s{s}_add{i}")
             mul_r = _delay(m, mul_out, dfp - self.mul_depth, f"s{s}_mul{i}")
-            r32 = Signal(32, name=f"s{s}_r32_{i}")       # registered: stage k1 + 1
+            r32 = Signal(32, name=f"s{s}_r32_{i}", reset_less=True)       # registered: stage k1 + 1
             m.d.sync += r32.eq(Mux(ctrl[k1].mul, mul_r, add_r))
             results32.append(r32)
 
@@ -282,19 +283,20 @@ class ElementwiseLanes(wiring.Component):
                 (Mux(c1.size1, byte(a1, 3), al), Mux(c1.size1, byte(b1, 3), bh)), (ah, bh)]
         mregs = []
         for k, (x, y) in enumerate(mops):
-            rx, ry = Signal(16, name=f"s{s}_m{k}x"), Signal(16, name=f"s{s}_m{k}y")
+            rx = Signal(16, name=f"s{s}_m{k}x", reset_less=True)
+            ry = Signal(16, name=f"s{s}_m{k}y", reset_less=True)
             m.d.sync += [rx.eq(x), ry.eq(y)]
             mregs.append((rx, ry))
         # stage 2 -> 3: products; add / sub and max / min
         prods = []
         for k, (x, y) in enumerate(mregs):
-            p = Signal(32 if k == 0 else 16, name=f"s{s}_p{k}")
+            p = Signal(32 if k == 0 else 16, name=f"s{s}_p{k}", reset_less=True)
             m.d.sync += p.eq(x * y)
             prods.append(p)
         a2, b2, c2 = a_d[2], b_d[2], ctrl[2]
-        addsub = Signal(32, name=f"s{s}_addsub")
+        addsub = Signal(32, name=f"s{s}_addsub", reset_less=True)
         m.d.sync += addsub.eq(self._addsub(c2, a2, b2))
-        ext = Signal(32, name=f"s{s}_ext")
+        ext = Signal(32, name=f"s{s}_ext", reset_less=True)
         m.d.sync += ext.eq(self._extremum(m, s, c2, a2, b2))
         # stage 3 -> 4: combine, select, merge with a
         c3, a3 = ctrl[3], a_d[3]
@@ -304,7 +306,7 @@ class ElementwiseLanes(wiring.Component):
         mul8 = Cat(p1[:8], p2[:8], p4[:8], p3[:8])
         mulr = Mux(c3.size1, mul8, Mux(c3.size2, mul16, mul32))
         cheap = Mux(c3.extremum, ext, Mux(c3.mul, mulr, addsub))
-        bypass = Signal(32, name=f"s{s}_cheap")
+        bypass = Signal(32, name=f"s{s}_cheap", reset_less=True)
         for j in range(4):
             take_a = keeps[3][4 * s + j] | c3.fp_arith
             m.d.sync += bypass[8 * j:8 * j + 8].eq(Mux(take_a, byte(a3, j), byte(cheap, j)))

@@ -74,8 +74,8 @@ class PatternBuilder(wiring.Component):
         m.d.comb += merged.eq(acc | Cat(fold))
 
         # ---- mode 1: hold a word of scalars, emit one replicated scalar per cycle ------------------------
-        held = Signal(8 * W)
-        held_be = Signal(W)
+        held = Signal(8 * W, reset_less=True)
+        held_be = Signal(W, reset_less=True)
         have = Signal()
         e = Signal(range(W + 1))
         scalar_pat = Signal(8 * PB)

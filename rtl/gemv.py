@@ -58,7 +58,7 @@ class GemvEngine(wiring.Component):
     opcodes = GEMV_OPCODES
     #: Cycles from ``start`` to ``done`` beyond the products' steps and the pipeline (walker, line FIFO,
     #: reader, fire, reducer start, writer, done).
-    FIXED = 9
+    FIXED = 5 + UbReader.LATENCY
 
     @classmethod
     def latency(cls, config):

@@ -116,11 +116,12 @@ def e4m3_to_fp16(m, x):
     return out
 
 
-def _delay(m, v, n, name, en=None):
-    """``v`` through ``n`` registers (clock-enabled by ``en`` if given)."""
+def _delay(m, v, n, name, en=None, reset_less=True):
+    """``v`` through ``n`` registers (clock-enabled by ``en`` if given); reset-less unless the value
+    holds a valid bit (a reset then reaches only what needs it: fewer loads on the reset net)."""
     v = Value.cast(v)
     for i in range(n):
-        r = Signal(v.shape(), name=f"{name}_d{i + 1}")
+        r = Signal(v.shape(), name=f"{name}_d{i + 1}", reset_less=reset_less)
         if en is None:
             m.d.sync += r.eq(v)
         else:
@@ -135,8 +136,8 @@ class _Widen(Elaboratable):
     caller) -> ``fp32`` and ``int8`` after ``WIDEN_DEPTH`` cycles."""
 
     def __init__(self, name):
-        self.raw = Signal(32, name=f"{name}_raw")
-        self.kind = Signal(OperandKind, name=f"{name}_kind")
+        self.raw = Signal(32, name=f"{name}_raw", reset_less=True)
+        self.kind = Signal(OperandKind, name=f"{name}_kind", reset_less=True)
         self.fp32 = Signal(32, name=f"{name}_fp32")
         self.int8 = Signal(signed(8), name=f"{name}_int8")
         self._name = name
@@ -192,7 +193,7 @@ class MacArray(wiring.Component):
 
         m.submodules.wa = wa = _Widen("a")
         m.d.sync += [wa.raw.eq(self.a), wa.kind.eq(self.a_kind)]
-        tag = _delay(m, Cat(self.valid, self.tag.as_value()), PRODUCT_LATENCY, "ptag")
+        tag = _delay(m, Cat(self.valid, self.tag.as_value()), PRODUCT_LATENCY, "ptag", reset_less=False)
         prods = []
         for j in range(HL):
             wb = _Widen(f"b{j}")
@@ -209,7 +210,7 @@ class MacArray(wiring.Component):
             mul = FPMul(FP32, MUL_DEPTH)
             m.submodules[f"mul{j}"] = mul
             m.d.comb += [mul.a.eq(wa.fp32), mul.b.eq(wb.fp32)]
-            iprod = Signal(signed(16), name=f"iprod{j}")
+            iprod = Signal(signed(16), name=f"iprod{j}", reset_less=True)
             m.d.sync += iprod.eq(wa.int8 * wb.int8)
             iprod = _delay(m, iprod, MUL_DEPTH - 1, f"iprod{j}")
             p = Signal(32, name=f"prod{j}")
@@ -235,7 +236,7 @@ class MacArray(wiring.Component):
             add = FPAdd(FP32, ADD_DEPTH)
             m.submodules[f"add{j}"] = add
             m.d.comb += [add.a.eq(prods[j]), add.b.eq(y), add.en.eq(step)]
-            isum = Signal(32, name=f"isum{j}")
+            isum = Signal(32, name=f"isum{j}", reset_less=True)
             with m.If(step):
                 m.d.sync += isum.eq(prods[j] + y)
             isum = _delay(m, isum, ADD_DEPTH - 1, f"isum{j}", step)
@@ -243,7 +244,7 @@ class MacArray(wiring.Component):
             m.d.comb += s.eq(Mux(self.acc_int, isum, add.result))
             m.d.comb += ro.eq(_delay(m, s, R - ADD_DEPTH, f"ringd{j}", step))
             outs.append(ro)
-        otag = _delay(m, Cat(in_valid, in_tag.as_value()), R, "rtag", step)
+        otag = _delay(m, Cat(in_valid, in_tag.as_value()), R, "rtag", step, reset_less=False)
         out_valid = otag[0]
         out_tag = Signal(MacTag)
         m.d.comb += out_tag.eq(otag[1:])

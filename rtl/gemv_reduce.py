@@ -130,10 +130,10 @@ class Reducer(wiring.Component):
             add = FPAdd(FP32, ADD_DEPTH)
             m.submodules[f"add{j}"] = add
             m.d.comb += [add.a.eq(a), add.b.eq(b)]
-            isum = Signal(32, name=f"isum{j}")
+            isum = Signal(32, name=f"isum{j}", reset_less=True)
             m.d.sync += isum.eq(a + b)
             for i in range(ADD_DEPTH - 1):
-                r = Signal(32, name=f"isum{j}_d{i + 1}")
+                r = Signal(32, name=f"isum{j}_d{i + 1}", reset_less=True)
                 m.d.sync += r.eq(isum)
                 isum = r
             sums.append(Mux(self.acc_int, isum, add.result))

@@ -9,6 +9,7 @@ from .instructions import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GA
 from .isa import Opcode
 from .status import Status
 from .tile import elem_log2
+from .ub import UnifiedBuffer
 
 __all__ = ["LocalGatherEngine"]
 
@@ -124,7 +125,7 @@ class LocalGatherEngine(wiring.Component):
         empty = (groups == 0) | (n == 0)
 
         # ---- state -----------------------------------------------------------------------------------
-        idx_regs = [Signal(16, name=f"index{i}") for i in range(GROUP)]
+        idx_regs = [Signal(16, name=f"index{i}", reset_less=True) for i in range(GROUP)]
         idx_arr = Array(idx_regs)
         g_left = Signal(12)          # groups after the current one
         n_left = Signal(13)          # chunks of the group from the current block on
@@ -139,16 +140,34 @@ class LocalGatherEngine(wiring.Component):
         r = Signal(5)                # index being read
         stall = Signal()             # skip one issue cycle: the packer flushes a spilled word
 
-        # stage 1 (the cycle the read data arrives)
-        cap = Signal()
+        # Issue (cycle t) -> stage 1 (cycle t + READ_LATENCY, when the read data arrives): what stage 1
+        # needs travels beside the reads, set in the issue cycle (the ``i_*`` signals, zero when nothing
+        # is issued) and delayed by ``LAT`` registers.
+        LAT = UnifiedBuffer.READ_LATENCY
+        i_cap, i_pc = Signal(), Signal()
+        i_cap_r = Signal(4)
+        i_cap_off0, i_cap_off1 = Signal(sh), Signal(sh)
+        i_offA, i_offB, i_lo = Signal(sh), Signal(sh), Signal(sh)
+        i_pair, i_write = Signal(), Signal()
+        i_waddr = Signal(range(cfg.ub_words))
+        m.d.sync += stall.eq(0)
+        issued = [Cat(i_cap, i_pc, i_cap_r, i_cap_off0, i_cap_off1, i_offA, i_offB, i_lo, i_pair, i_write,
+                      i_waddr, stall)]
+        for d in range(LAT):
+            r_ = Signal(len(issued[0]), name=f"issued{d + 1}")
+            m.d.sync += r_.eq(issued[-1])
+            issued.append(r_)
+        cap, pc = Signal(), Signal()
         cap_r = Signal(4)
         cap_off0, cap_off1 = Signal(sh), Signal(sh)
-        pc = Signal()
         s_offA, s_offB, s_lo = Signal(sh), Signal(sh), Signal(sh)
         s_pair, s_write = Signal(), Signal()
         s_waddr = Signal(range(cfg.ub_words))
-        s_flush = Signal()
-        m.d.sync += [cap.eq(0), pc.eq(0), s_flush.eq(stall), stall.eq(0)]
+        s_flush = Signal()           # a skipped issue cycle reaches stage 1: the spilled word is written
+        m.d.comb += Cat(cap, pc, cap_r, cap_off0, cap_off1, s_offA, s_offB, s_lo, s_pair, s_write, s_waddr,
+                        s_flush).eq(issued[-1])
+        # pieces or flushes still on their way to stage 1 (the last one ends the instruction)
+        in_flight = Cat(x[1] for x in issued[1:-1]).any() | Cat(x[-1] for x in issued[:-1]).any()
 
         def begin_block(src_base, dst_base, idx_base, left):
             m.d.sync += [
@@ -198,15 +217,16 @@ class LocalGatherEngine(wiring.Component):
                 with m.If(~stall):
                     a1 = idx_addr + idx_stride
                     m.d.comb += [rd0.addr.eq(idx_addr >> sh), rd0.en.eq(1)]
-                    m.d.sync += [cap.eq(1), cap_r.eq(r), cap_off0.eq(idx_addr[:sh])]
+                    m.d.comb += [i_cap.eq(1), i_cap_r.eq(r), i_cap_off0.eq(idx_addr[:sh])]
                     if two:
                         m.d.comb += [rd1.addr.eq(a1 >> sh), rd1.en.eq(1)]
-                        m.d.sync += [cap_off1.eq(a1[:sh]), r.eq(r + 2), idx_addr.eq(idx_addr + (idx_stride << 1))]
-                        last = (r + 2 >= kcnt) & (r >= 2)
+                        m.d.comb += i_cap_off1.eq(a1[:sh])
+                        m.d.sync += [r.eq(r + 2), idx_addr.eq(idx_addr + (idx_stride << 1))]
+                        last = (r + 2 >= kcnt) & (r >= 2 * LAT)
                     else:
                         m.d.sync += [r.eq(r + 1), idx_addr.eq(a1)]
-                        last = (r + 1 >= kcnt) & (r >= 1)
-                    # at least two cycles: an index read in cycle t is in its register from t + 2
+                        last = (r + 1 >= kcnt) & (r >= LAT)
+                    # at least LAT + 1 cycles: an index read in cycle t is in its register from t + LAT + 1
                     with m.If(last):
                         # no write before the checker has passed the command (``go``): wait for it (only
                         # the first block can get here before ``go``)
@@ -224,11 +244,11 @@ class LocalGatherEngine(wiring.Component):
                     m.d.comb += [rd0.addr.eq(srcA >> sh), rd0.en.eq(1)]
                     if two:
                         m.d.comb += [rd1.addr.eq(srcB >> sh), rd1.en.eq(pair)]
-                    m.d.sync += [
-                        pc.eq(1), s_offA.eq(offA), s_offB.eq(offB), s_lo.eq(lo), s_pair.eq(pair),
-                        s_write.eq((lane_end >= W) | seg_end), s_waddr.eq(dst_ptr >> sh),
-                        dst_ptr.eq(dst_ptr + L),
+                    m.d.comb += [
+                        i_pc.eq(1), i_offA.eq(offA), i_offB.eq(offB), i_lo.eq(lo), i_pair.eq(pair),
+                        i_write.eq((lane_end >= W) | seg_end), i_waddr.eq(dst_ptr >> sh),
                     ]
+                    m.d.sync += dst_ptr.eq(dst_ptr + L)
                     with m.If(pair):
                         m.d.sync += [k.eq(Mux(lastB_j, kB + 1, kB)), j.eq(Mux(lastB_j, 0, jB + 1))]
                     with m.Else():
@@ -259,8 +279,8 @@ class LocalGatherEngine(wiring.Component):
                         with m.Else():
                             m.next = "DONE"
 
-            with m.State("DONE"):    # the last write (or the flush after it) happens in this cycle
-                with m.If(~stall):
+            with m.State("DONE"):    # until the last write (or the flush after it) happens
+                with m.If(~stall & ~in_flight):
                     m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
                     m.next = "IDLE"
 
@@ -284,7 +304,7 @@ class LocalGatherEngine(wiring.Component):
         # (every intermediate is a Signal: reusing an expression would copy it into each use)
         plA, plB, placed = Signal(16 * W), Signal(16 * W), Signal(16 * W)
         beA, beB, placed_be = Signal(2 * W), Signal(2 * W), Signal(2 * W)
-        pend = Signal(8 * W)
+        pend = Signal(8 * W, reset_less=True)
         pend_be = Signal(W)
         pend_addr = Signal(range(cfg.ub_words))
         cur = Signal(8 * W)

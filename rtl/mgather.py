@@ -8,7 +8,7 @@ from .checker import exceeds, stage
 from .isa import Command, OobMode, Opcode
 from .status import Status
 from .tile import elem_log2
-from .ub import UbReadSignature
+from .ub import UbReadSignature, UnifiedBuffer
 from .walker import LINE_BYTES_BITS
 
 __all__ = ["GatherLine", "GatherRead", "IndexLines", "ElementPlacer", "ModuloPipeline", "mgather_checks"]
@@ -90,10 +90,11 @@ class ModuloPipeline(wiring.Component):
         valid, u, s, r, tag = self.i_valid, self.i_u, self.i_s, C(0, w + 1), self.i_tag
         for k in range(w):
             shifted = Cat(u[w - 1 - k], r[:w])              # r * 2 + next bit of u
-            nr = Signal(w + 1, name=f"r{k}")
+            nr = Signal(w + 1, name=f"r{k}", reset_less=True)      # data: only the valid bits reset
             m.d.sync += nr.eq(Mux(shifted >= s, shifted - s, shifted))
-            nv, nu, ns, nt = (Signal.like(x, name=f"{n}{k}") for x, n in
-                              ((valid, "v"), (u, "u"), (s, "s"), (tag, "t")))
+            nv = Signal(name=f"v{k}")
+            nu, ns, nt = (Signal(len(x), name=f"{n}{k}", reset_less=True) for x, n in
+                          ((u, "u"), (s, "s"), (tag, "t")))
             m.d.sync += [nv.eq(valid), nu.eq(u), ns.eq(s), nt.eq(tag)]
             valid, u, s, r, tag = nv, nu, ns, nr, nt
         m.d.comb += [self.o_valid.eq(valid), self.o_r.eq(r[:w]), self.o_tag.eq(tag)]
@@ -131,6 +132,8 @@ class IndexLines(wiring.Component):
     def __init__(self, config, depth=64):
         self._config = config
         self._depth = depth
+        #: index words read ahead: enough for one read per cycle through the UB's read latency
+        self._words = UnifiedBuffer.READ_LATENCY + 1
         layout = GatherLine(config)
         super().__init__({
             "cmd": In(Command), "start": In(1),
@@ -166,7 +169,7 @@ class IndexLines(wiring.Component):
         s1_valid, s1_move = Signal(), Signal()
         s2_valid, s2_done = Signal(), Signal()
         # WRAP only: the modulo pipeline cannot stall, so issue waits for room for every index in it.
-        inflight = Signal(range(2 + 32 + 2 + 1))
+        inflight = Signal(range(self._words + UnifiedBuffer.READ_LATENCY + 32 + 2 + 2))
         s3_valid = Signal()      # a run in stage 3 (below), not yet in the FIFOs
         room = ((q_data.level + inflight + s3_valid < self._depth - 1) &
                 (q_ar.level + inflight + s3_valid < self._depth - 1))
@@ -200,8 +203,11 @@ class IndexLines(wiring.Component):
             with m.Elif(fit_dst < fit_idx):
                 m.d.comb += n.eq(fit_dst)
         nonempty = (dst.valid_rows != 0) & (dst.valid_cols != 0)
-        s1_free = ~s1_valid | s1_move
-        issue = (busy | (self.start & nonempty)) & s1_free & (~wrap | room)
+        # Index words come back READ_LATENCY cycles after their read: a read is issued only when a place
+        # waits for its word (``credits``: in flight, in the word queue or in stage 1 count).
+        credits = Signal(range(self._words + 1), init=self._words)
+        issue = (busy | (self.start & nonempty)) & (credits != 0) & (~wrap | room)
+        m.d.sync += credits.eq(credits - issue + s1_move)
         m.d.comb += [self.ub_rd.addr.eq(idx_addr >> sh), self.ub_rd.en.eq(issue)]
         with m.If(self.start):
             m.d.sync += [busy.eq(nonempty), idx_row.eq(idx.base), idx_ptr.eq(idx.base),
@@ -219,16 +225,32 @@ class IndexLines(wiring.Component):
             with m.Else():
                 m.d.sync += [j.eq(j + n), idx_ptr.eq(idx_addr + (n << 2)), dst_ptr.eq(dst_addr + (n << esz))]
 
-        # ---- stage 1: the index word arrives (and stays on the port while the segment waits) --------
-        s1_lo, s1_n = Signal(range(L)), Signal(range(L + 1))
-        s1_dst = Signal(24)      # dst byte address of the segment's first element
-        with m.If(issue):
-            m.d.sync += [s1_valid.eq(1), s1_lo.eq(lo), s1_n.eq(n), s1_dst.eq(dst_addr)]
-        with m.Elif(s1_move):
-            m.d.sync += s1_valid.eq(0)
+        # ---- stage 1: the index word (READ_LATENCY cycles after its read) ----------------------------
+        # The segment's fields travel beside the read; its word is taken from the UB port as it arrives,
+        # straight into stage 1 when that is free and nothing waits, else into the word queue.
+        meta = data.StructLayout({"lo": range(L), "n": range(L + 1), "dst": 24})
+        a_valid, a_meta = issue, Signal(meta)
+        m.d.comb += [a_meta.lo.eq(lo), a_meta.n.eq(n), a_meta.dst.eq(dst_addr)]
+        for k in range(UnifiedBuffer.READ_LATENCY):
+            nv, nm = Signal(name=f"rd{k}_valid"), Signal(meta, name=f"rd{k}_meta")
+            m.d.sync += [nv.eq(a_valid), nm.eq(a_meta)]
+            a_valid, a_meta = nv, nm
+        m.submodules.q_word = q_word = fifo.SyncFIFO(width=8 * W + meta.size, depth=self._words)
+        s1 = Signal(meta)
+        word = Signal(8 * W)
+        m.d.comb += [
+            q_word.w_data.eq(Cat(self.ub_rd.data, a_meta)),
+            q_word.w_en.eq(a_valid & (q_word.r_rdy | ~s1_move)),
+            q_word.r_en.eq(s1_move),
+            s1_valid.eq(q_word.r_rdy | a_valid),
+        ]
+        with m.If(q_word.r_rdy):
+            m.d.comb += [word.eq(q_word.r_data[:8 * W]), s1.eq(q_word.r_data[8 * W:])]
+        with m.Else():
+            m.d.comb += [word.eq(self.ub_rd.data), s1.eq(a_meta)]
+        s1_lo, s1_n, s1_dst = s1.lo, s1.n, s1.dst
         s2a_valid, s2a_move = Signal(), Signal()
         m.d.comb += s1_move.eq(s1_valid & (wrap | ~s2a_valid | s2a_move))
-        word = self.ub_rd.data
         u = [word.word_select(k, 32) for k in range(L)]
 
         # ---- stage 2a: out-of-bounds resolution of every lane (WRAP: one lane, through the pipeline) -
@@ -237,7 +259,7 @@ class IndexLines(wiring.Component):
                      mod.i_tag.eq(Cat(s1_dst, s1_lo))]
         with m.If(wrap):
             m.d.comb += mod.i_u.eq(word.word_select(s1_lo, 32))
-        r = [Signal(32, name=f"r{k}") for k in range(L)]        # resolved table entry per lane
+        r = [Signal(32, name=f"r{k}", reset_less=True) for k in range(L)]    # resolved table entry per lane
         zero = [Signal(name=f"zero{k}") for k in range(L)]
         pend_a = Signal(L)
         s2a_dst, s2a_lo = Signal(24), Signal(range(L))
@@ -257,10 +279,10 @@ class IndexLines(wiring.Component):
 
         # ---- stage 2b: every lane's table address, and which lanes share a beat with the lane before -
         # (registered, so that choosing a run below is logic over registers only)
-        ea = [Signal(cfg.gm_addr_bits, name=f"ea{k}") for k in range(L)]    # element-mode byte address
+        ea = [Signal(cfg.gm_addr_bits, name=f"ea{k}", reset_less=True) for k in range(L)]  # element-mode byte address
         zero_b = [Signal(name=f"zero_b{k}") for k in range(L)]
         same = [Signal(name=f"same{k}") for k in range(L)]                   # lane k joins lane k - 1's run
-        r_row = Signal(32)                                                  # row mode: the row's index
+        r_row = Signal(32, reset_less=True)                                 # row mode: the row's index
         pend = Signal(L)                                                    # lanes not yet sent out
         s2_dst, s2_lo = Signal(24), Signal(range(L))
         m.d.comb += s2a_move.eq(s2a_valid & (~s2_valid | s2_done))
@@ -299,8 +321,8 @@ class IndexLines(wiring.Component):
         # Stage 3: the run leaves stage 2 into a register (``s3``), then into the FIFOs. Row mode's table
         # offset (row index x row stride, a 32 x 32 multiply) is computed on the way into s3 and added to
         # the table base on the way out, so no path holds the multiply and an add and the address logic.
-        s3_line = Signal(layout)
-        s3_prod = Signal(cfg.gm_addr_bits)          # row mode: r x gm.row_stride
+        s3_line = Signal(layout, reset_less=True)
+        s3_prod = Signal(cfg.gm_addr_bits, reset_less=True)     # row mode: r x gm.row_stride
         s3_out = Signal()                           # s3 leaves into the FIFOs (or straight to ``ar``)
         m.d.comb += [s3_out.eq(s3_valid & q_ar.w_rdy & q_data.w_rdy),
                      emit.eq(s2_valid & (~s3_valid | s3_out))]

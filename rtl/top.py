@@ -96,6 +96,12 @@ class VectorUnit(wiring.Component):
             ports["ub_dbg"] = In(UbDebugSignature(config))
         super().__init__(ports)
 
+    #: Cycles from an engine's ``start`` to its ``go`` for a command the checker passes: the checker's
+    #: pipeline, then one register (``go`` reaches every engine from a flip-flop).
+    GO_DELAY = Checker.LATENCY + 1
+    #: ``cycles`` of a response to a command the checker rejects.
+    REJECT_CYCLES = Checker.LATENCY + 1
+
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
@@ -108,61 +114,59 @@ class VectorUnit(wiring.Component):
         tag = Signal(16)
         status = Signal(Status)
         cycles = Signal(32)
-        active = Signal(range(len(engines) + 1))    # len(engines) = none
-        start_pending = Signal()                     # start the active engine in the first CHECK cycle
+        # One-hot engine select, a register per engine (all zero: no engine): every multiplexer over
+        # the engines is an AND-OR of registers, and each engine's ``start`` is a flip-flop.
+        sel = [Signal(name=f"sel_{type(e).__name__.lower()}") for e in engines]
+        start = [Signal(name=f"start_{type(e).__name__.lower()}") for e in engines]
         wait = Signal(range(Checker.LATENCY + 1))    # CHECK cycles so far
         early_done = Signal()                        # the engine finished before the verdict
         early_status = Signal(Status)
         go = Signal()                                # the checker passed the command: side effects allowed
         abort = Signal()                             # the checker failed it: reset the started engine
         m.d.comb += checker.cmd.eq(cmd)
-        for engine in engines:
-            m.d.comb += [engine.cmd.eq(cmd), engine.go.eq(go)]
-            # An engine started on a command the checker then rejects is reset: it has only read the UB.
+        for engine, st in zip(engines, start):
+            m.d.comb += [engine.cmd.eq(cmd), engine.go.eq(go), engine.start.eq(st)]
+            # An engine started on a command the checker then rejects is reset (the cycle after the
+            # verdict, from a register): it has only read the UB.
             m.submodules[type(engine).__name__.lower()] = ResetInserter(abort)(engine)
         engine_done = Signal()
         engine_status = Signal(Status)
-        for index, engine in enumerate(engines):
-            with m.If(active == index):
-                m.d.comb += [engine_done.eq(engine.done), engine_status.eq(engine.status)]
+        m.d.comb += [engine_done.eq(Cat(e.done & s for e, s in zip(engines, sel)).any()),
+                     engine_status.eq(_and_or([(s, e.status) for e, s in zip(engines, sel)], len(Status)))]
+        m.d.sync += [abort.eq(0)] + [st.eq(0) for st in start]
 
         with m.FSM(name="frontend"):
             with m.State("IDLE"):
                 m.d.comb += self.s_axis_cmd.tready.eq(1)
-                m.d.sync += [active.eq(len(engines)), start_pending.eq(0), wait.eq(0), early_done.eq(0)]
+                m.d.sync += [wait.eq(0), early_done.eq(0), go.eq(0)] + [s.eq(0) for s in sel]
                 with m.If(self.s_axis_cmd.tvalid):
                     m.d.sync += [cmd.eq(self.s_axis_cmd.tdata), cycles.eq(0)]
                     # The engine starts in the first CHECK cycle, while the checker decides (speculatively:
                     # it may read the UB, but it holds its UB writes and AXI requests until ``go``).
                     # MGATHER fetches its first index there.
                     opcode = Command(self.s_axis_cmd.tdata).opcode
-                    for index, engine in enumerate(engines):
-                        with m.If(Cat(opcode == op for op in engine.opcodes).any()):
-                            m.d.sync += [active.eq(index), start_pending.eq(1)]
+                    for engine, s, st in zip(engines, sel, start):
+                        mine = Cat(opcode == op for op in engine.opcodes).any()
+                        m.d.sync += [s.eq(mine), st.eq(mine)]
                     m.next = "CHECK"
             with m.State("CHECK"):
-                m.d.sync += [cycles.eq(cycles + 1), tag.eq(cmd.tag), wait.eq(wait + 1), start_pending.eq(0)]
-                for index, engine in enumerate(engines):
-                    with m.If(active == index):
-                        m.d.comb += engine.start.eq(start_pending)
+                m.d.sync += [cycles.eq(cycles + 1), tag.eq(cmd.tag), wait.eq(wait + 1)]
                 with m.If(engine_done):                 # e.g. an empty transfer is done as it starts
                     m.d.sync += [early_done.eq(1), early_status.eq(engine_status)]
                 with m.If(wait == Checker.LATENCY):     # the checker's verdict
                     with m.If(~checker.ok):
-                        m.d.comb += abort.eq(1)
-                        m.d.sync += status.eq(checker.status)
+                        m.d.sync += [abort.eq(1), status.eq(checker.status)]
+                        m.next = "RESPOND"
+                    with m.Elif(early_done | engine_done):
+                        m.d.sync += status.eq(Mux(early_done, early_status, engine_status))
                         m.next = "RESPOND"
                     with m.Else():
-                        m.d.comb += go.eq(1)
+                        m.d.sync += go.eq(1)
                         m.next = "RUN"
-                        with m.If(early_done | engine_done):
-                            m.d.sync += status.eq(Mux(early_done, early_status, engine_status))
-                            m.next = "RESPOND"
             with m.State("RUN"):
-                m.d.comb += go.eq(1)
                 m.d.sync += cycles.eq(cycles + 1)
                 with m.If(engine_done):
-                    m.d.sync += status.eq(engine_status)
+                    m.d.sync += [status.eq(engine_status), go.eq(0)]
                     m.next = "RESPOND"
             with m.State("RESPOND"):
                 rsp = Signal(Response)
@@ -174,63 +178,74 @@ class VectorUnit(wiring.Component):
                 with m.If(self.m_axis_rsp.tready):
                     m.next = "IDLE"
 
-        self._share(m, engines, active, ub)
+        self._share(m, engines, sel, ub)
         return m
 
-    def _share(self, m, engines, active, ub):
-        """Give the UB ports and the AXI master to the active engine; inputs reach only that engine.
+    def _share(self, m, engines, sel, ub):
+        """Give the UB ports and the AXI master to the selected engine; inputs reach only that engine.
 
-        UB read data is gated to zero for engines that are not active: an idle engine's datapath (the
+        The UB registers its port inputs (``UnifiedBuffer``: addresses, enables and write data go through
+        one register before the block RAMs), so the engine multiplexers here are AND-OR gates of the
+        one-hot select in front of those registers, and nothing else is between.
+
+        UB read data is gated to zero for engines that are not selected: an idle engine's datapath (the
         local_gather shifters, for one) then sees constant inputs instead of re-evaluating on every read
         another engine or the debug port makes (in Icarus that activity made a whole-UB TSTORE of random
         data ~10x slower). While the front end is idle the UB debug port, if present, owns read port 0
         and the write port."""
         axi = self.m_axi
-        # The engines' UB writes go through one register: the engine-select multiplexer and the block
-        # RAMs' write inputs are then separate timing paths (a write lands one cycle later than the
-        # engine issued it; nothing reads a word in the cycle after writing it: engines read ahead of
-        # their writes, the next instruction starts cycles after ``done``, the debug port only when idle).
-        wr_addr = Signal.like(ub.wr.addr, name="ub_wr_addr_r")
-        wr_data = Signal.like(ub.wr.data, name="ub_wr_data_r")
-        wr_be = Signal.like(ub.wr.be, name="ub_wr_be_r")
-        m.d.comb += [ub.wr.addr.eq(wr_addr), ub.wr.data.eq(wr_data), ub.wr.be.eq(wr_be)]
-        m.d.sync += wr_be.eq(0)             # no engine selected: no write
-        for index, engine in enumerate(engines):
-            sel = active == index
-            members = engine.signature.members
-            if "axi" in members:
+        writers = [(s, e.ub_wr) for e, s in zip(engines, sel) if "ub_wr" in e.signature.members]
+        wr = {name: Signal.like(getattr(ub.wr, name), name=f"ub_wr_{name}") for name in ("addr", "data", "be")}
+        for name, sig in wr.items():
+            m.d.comb += sig.eq(_and_or([(s, getattr(p, name)) for s, p in writers], len(sig)))
+        for i, port in enumerate(ub.rd):
+            readers = [(s, e.ub_rd[i]) for e, s in zip(engines, sel)
+                       if "ub_rd" in e.signature.members and i < len(e.ub_rd)]
+            m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, p in readers], len(port.addr))),
+                         port.en.eq(_and_or([(s, p.en) for s, p in readers], 1))]
+            for s, p in readers:
+                m.d.comb += [p.data.eq(port.data & s.replicate(len(port.data))),
+                             p.next.eq(port.next & s.replicate(len(port.next)))]
+        for engine, s in zip(engines, sel):
+            if "axi" in engine.signature.members:
                 for name, member in engine.axi.signature.members.items():
                     ours, theirs = getattr(axi, name), getattr(engine.axi, name)
                     if member.flow == Out:
-                        with m.If(sel):
+                        with m.If(s):
                             m.d.comb += ours.eq(theirs)
                     elif name in ("rvalid", "bvalid", "arready", "awready", "wready"):
-                        m.d.comb += theirs.eq(ours & sel)
+                        m.d.comb += theirs.eq(ours & s)
                     else:
                         m.d.comb += theirs.eq(ours)
-            if "ub_wr" in members:
-                with m.If(sel):
-                    m.d.sync += [wr_addr.eq(engine.ub_wr.addr), wr_data.eq(engine.ub_wr.data),
-                                 wr_be.eq(engine.ub_wr.be)]
-            if "ub_rd" in members:
-                for port, theirs in zip(ub.rd, engine.ub_rd):
-                    with m.If(sel):
-                        m.d.comb += [port.addr.eq(theirs.addr), port.en.eq(theirs.en)]
-                    m.d.comb += [theirs.data.eq(port.data & sel.replicate(len(port.data))),
-                                 theirs.next.eq(port.next & sel.replicate(len(port.next)))]
         if self.config.ub_debug_port:
-            self._debug_port(m, ub)
+            self._debug_port(m, ub, wr)
+        else:
+            m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
 
-    def _debug_port(self, m, ub):
+    def _debug_port(self, m, ub, wr):
         """The UB debug port: granted while the front end is idle (``s_axis_cmd.tready``); it drives UB
-        read port 0 and the write port then (the engines are idle: their write enables are zero)."""
+        read port 0 and the write port then (the engines are idle: their enables are zero)."""
         dbg, rd = self.ub_dbg, ub.rd[0]
         grant = self.s_axis_cmd.tready
         fire = dbg.valid & grant
         m.d.comb += dbg.ready.eq(grant)
+        m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
         with m.If(grant):
             m.d.comb += [rd.addr.eq(dbg.addr), rd.en.eq(fire & ~dbg.we),
                          ub.wr.addr.eq(dbg.addr), ub.wr.data.eq(dbg.wdata),
                          ub.wr.be.eq(Mux(fire & dbg.we, dbg.be, 0))]
-        m.d.sync += dbg.rvalid.eq(fire & ~dbg.we)
-        m.d.comb += dbg.rdata.eq(rd.data)
+        rvalid = fire & ~dbg.we
+        for k in range(UnifiedBuffer.READ_LATENCY):
+            r = Signal(name=f"dbg_rvalid{k + 1}")
+            m.d.sync += r.eq(rvalid)
+            rvalid = r
+        m.d.comb += [dbg.rvalid.eq(rvalid), dbg.rdata.eq(rd.data)]
+
+
+def _and_or(choices, width):
+    """The value of the chosen one of ``choices`` (``(select, value)`` pairs, at most one select high;
+    zero when none is), ``width`` bits: an AND-OR multiplexer of the one-hot selects, no priority chain."""
+    out = C(0, width)
+    for s, v in choices:
+        out = out | (Value.cast(v).as_unsigned() & s.replicate(width))
+    return out

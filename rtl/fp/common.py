@@ -182,7 +182,8 @@ class Pipe:
         out = {}
         for name, v in values.items():
             v = Value.cast(v)
-            r = Signal(v.shape(), name=f"p{k}_{name}")
+            # reset-less: a pipeline register holds data, never state (fewer loads on the reset net)
+            r = Signal(v.shape(), name=f"p{k}_{name}", reset_less=True)
             with self.m.If(self.en):
                 self.m.d.sync += r.eq(v)
             out[name] = r

@@ -50,7 +50,7 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from golden.machine import Machine
-from rtl.checker import Checker
+from rtl.top import VectorUnit
 from rtl.instructions import EXEC_STATUSES
 from rtl.isa import Command
 from rtl.status import Status
@@ -125,7 +125,7 @@ class EngineBench:
     seed, stall, latency : the AXI slave's stall RNG seed, stall probability per channel and cycle, and
         read latency in cycles (``rtl_axi_slave.AxiSlaveModel``)
     timeout : cycles after ``start`` without ``done`` before the bench declares a hang
-    go_delay : cycles from ``start`` to ``go`` (the unit's checker latency by default, as the front end
+    go_delay : cycles from ``start`` to ``go`` (``VectorUnit.GO_DELAY`` by default, as the front end
         does it); before ``go`` the bench asserts that the engine writes nothing and requests no AXI
         transfer (``rtl.engine.EngineSignature``, "Speculative start")
     gm_windows : [(address, bytes)] of GM compared with the golden machine after every command
@@ -136,7 +136,7 @@ class EngineBench:
     """
 
     def __init__(self, config, engine, *, seed=0, stall=0.3, latency=3, timeout=20_000, gm_windows=(),
-                 on_undefined="raise", go_delay=Checker.LATENCY):
+                 on_undefined="raise", go_delay=VectorUnit.GO_DELAY):
         self.config = config
         self.engine = engine(config) if isinstance(engine, type) else engine
         self.golden = Machine(config)
@@ -209,6 +209,7 @@ class EngineBench:
         await ctx.tick()
         ctx.set(eng.start, 0)
         ctx.set(eng.go, 0)
+        await ctx.tick()                    # the UB registers its writes: the last lands a cycle later
         result = Result(status, cycles, self.axi.ar[n_ar:] if self.axi else [],
                         self.axi.aw[n_aw:] if self.axi else [])
         self.results.append(result)

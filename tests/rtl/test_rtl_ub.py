@@ -1,6 +1,7 @@
-"""UnifiedBuffer against a word model: byte-enable writes into the two parity banks, 1-cycle reads on
-every port returning ``data`` (word ``addr``) and ``next`` (word ``addr + 1``, wrapping to word 0),
-not transparent, both held while ``en`` is low."""
+"""UnifiedBuffer against a word model: byte-enable writes into the two parity banks, pipelined reads
+(``READ_LATENCY`` cycles) on every port returning ``data`` (word ``addr``) and ``next`` (word
+``addr + 1``, wrapping to word 0), a read in the cycle of a write not transparent, a read in the cycle
+after it returning the new word, both held until the next read's words arrive."""
 
 import random
 
@@ -44,6 +45,16 @@ def test_ub_banked_window(preset_name, ports):
         ctx.set(dut.wr.data, data)
         ctx.set(dut.wr.be, be)
 
+    L = UnifiedBuffer.READ_LATENCY
+    issued = [[] for _ in dut.rd]      # per port: (tick at which its data is due, (data, next))
+
+    def check(ctx, ticks, what):
+        for i, port in enumerate(dut.rd):
+            due = [w for t, w in issued[i] if t <= ticks]
+            if due:         # the latest read whose data has arrived; held until the next one arrives
+                got = (ctx.get(port.data), ctx.get(port.next))
+                assert got == due[-1], f"{what}: port {i}: got {got}, want {due[-1]}"
+
     async def bench(ctx):
         # fill everything (random, full byte enables) so that every read compares non-trivial words
         for a in range(N):
@@ -51,47 +62,59 @@ def test_ub_banked_window(preset_name, ports):
             await write(ctx, a, data, (1 << W) - 1)
             await ctx.tick()
             model[a] = data
+        ticks = 0
         for step in range(1500):
             waddr = rng.choice([rng.randrange(N), 0, N - 1])
             data = rng.getrandbits(8 * W)
             be = rng.getrandbits(W) if rng.random() < 0.8 else rng.choice([0, (1 << W) - 1])
             await write(ctx, waddr, data, be)
-            raddrs = [pick(waddr) for _ in dut.rd]
-            for port, a in zip(dut.rd, raddrs):
+            # mostly a read every cycle on every port; sometimes en low for a while (other addresses,
+            # writes into the very words just read): data and next keep the last read's words
+            for i, port in enumerate(dut.rd):
+                a = pick(waddr) if rng.random() < 0.85 else rng.choice([(waddr + 1) % N, rng.randrange(N)])
+                en = rng.random() < 0.8
+                ctx.set(port.addr, a)
+                ctx.set(port.en, en)
+                if en:      # before this cycle's write: a write and a read in one cycle is not transparent
+                    issued[i].append((ticks + L, expect(a)))
+                    note(i, a)
+            await ctx.tick()
+            ticks += 1
+            model[waddr] = _merge(model[waddr], data, be, W)
+            check(ctx, ticks, f"step {step}")
+        # a read in the cycle after a write returns the written word
+        for port in dut.rd:
+            ctx.set(port.en, 0)
+        for step in range(50):
+            a = rng.randrange(N)
+            data, be = rng.getrandbits(8 * W), rng.getrandbits(W)
+            await write(ctx, a, data, be)
+            await ctx.tick()
+            ticks += 1
+            model[a] = _merge(model[a], data, be, W)
+            await write(ctx, 0, 0, 0)
+            for i, port in enumerate(dut.rd):
                 ctx.set(port.addr, a)
                 ctx.set(port.en, 1)
-            want = [expect(a) for a in raddrs]           # before this cycle's write: not transparent
+                issued[i].append((ticks + L, expect(a)))
             await ctx.tick()
-            model[waddr] = _merge(model[waddr], data, be, W)
-            for i, (port, a) in enumerate(zip(dut.rd, raddrs)):
-                got = (ctx.get(port.data), ctx.get(port.next))
-                assert got == want[i], f"step {step} port {i} addr {a}: got {got}, want {want[i]}"
-                note(i, a)
-            if rng.random() < 0.25:
-                # en low for a few cycles: other addresses (other parities) and writes into the very
-                # words just read; data and next keep what the last enabled read returned
-                held = [(ctx.get(p.data), ctx.get(p.next)) for p in dut.rd]
-                for _ in range(rng.randrange(1, 4)):
-                    for port, a in zip(dut.rd, raddrs):
-                        ctx.set(port.en, 0)
-                        ctx.set(port.addr, rng.choice([(a + 1) % N, rng.randrange(N)]))
-                    wa = rng.choice([*raddrs, *((a + 1) % N for a in raddrs)])
-                    d2, be2 = rng.getrandbits(8 * W), rng.getrandbits(W)
-                    await write(ctx, wa, d2, be2)
-                    await ctx.tick()
-                    model[wa] = _merge(model[wa], d2, be2, W)
-                    for i, port in enumerate(dut.rd):
-                        assert (ctx.get(port.data), ctx.get(port.next)) == held[i], f"port {i} did not hold"
-                await write(ctx, 0, 0, 0)
+            ticks += 1
+            for port in dut.rd:
+                ctx.set(port.en, 0)
+            for _ in range(L):
+                await ctx.tick()
+                ticks += 1
+                check(ctx, ticks, f"write then read {step}")
         # read back every word through every port: the writes landed in the right bank
         ctx.set(dut.wr.be, 0)
         for a in range(N):
             for i, port in enumerate(dut.rd):
                 ctx.set(port.addr, (a + i) % N)
                 ctx.set(port.en, 1)
+                issued[i].append((ticks + L, expect((a + i) % N)))
             await ctx.tick()
-            for i, port in enumerate(dut.rd):
-                assert (ctx.get(port.data), ctx.get(port.next)) == expect((a + i) % N), f"readback {a} port {i}"
+            ticks += 1
+            check(ctx, ticks, f"readback {a}")
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)

@@ -156,7 +156,7 @@ def _run_reader(cfg, lines, *, stall, seed, elements=False, depth=8):
     return [c for c, _ in got], first_taken[0]
 
 
-@pytest.mark.parametrize("config,depth", [("small", 8), ("default", 8), ("small", 5)])
+@pytest.mark.parametrize("config,depth", [("small", 8), ("default", 8), ("small", UbReader.MIN_DEPTH)])
 def test_reader_every_alignment_back_to_back(config, depth):
     """Every (source lane, destination lane) pair, no stall: one word per cycle, no bubble anywhere
     (also with the smallest buffer)."""
@@ -164,8 +164,8 @@ def test_reader_every_alignment_back_to_back(config, depth):
     rng = random.Random(f"sweep-{config}")
     lines = _sweep_lines(rng, cfg)
     cycles, taken = _run_reader(cfg, lines, stall=0.0, seed=f"rd-{config}", depth=depth)
-    # first word 4 cycles after its line is taken, then one word in every cycle
-    assert cycles[0] == taken + 4
+    # first word UbReader.LATENCY cycles after its line is taken, then one word in every cycle
+    assert cycles[0] == taken + UbReader.LATENCY
     assert cycles == list(range(cycles[0], cycles[0] + len(cycles)))
 
 
@@ -196,7 +196,7 @@ def test_reader_elements(config, stall):
         lines.append((rng.randrange(N), count << esz, dst, esz, stride))
     cycles, taken = _run_reader(cfg, lines, stall=stall, seed=f"el-{config}-{stall}", elements=True)
     if stall == 0.0:
-        assert cycles == list(range(taken + 4, taken + 4 + len(cycles)))
+        assert cycles == list(range(taken + UbReader.LATENCY, taken + UbReader.LATENCY + len(cycles)))
 
 
 class _WriterBench:
