@@ -14,6 +14,7 @@ from amaranth import *
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .byteshift import SELECT_LATENCY, select_bytes
 from .ub import UbReadSignature, UbWriteSignature, UnifiedBuffer
 from .walker import LINE_BYTES_BITS
 
@@ -63,8 +64,8 @@ class UbReader(wiring.Component):
         ``lanes x 4`` bytes), the shifter and the buffer shrink with it. Default: ``W``.
     depth : int
         Output buffer, in words: at least :attr:`MIN_DEPTH`, the least that keeps one word per cycle (a
-        read's word leaves the buffer ``READ_LATENCY + 2`` cycles after the read at the earliest, and
-        its credit is back a cycle later; one entry is kept spare).
+        read's word leaves the buffer ``LATENCY - 1`` cycles after the read at the earliest, and its
+        credit is back a cycle later; one entry is kept spare).
 
     Ports
     -----
@@ -78,22 +79,24 @@ class UbReader(wiring.Component):
 
     Latency: :attr:`LATENCY`. A line taken in cycle ``t`` is read from ``t + 1`` on; its first word is
     on ``words`` in ``t + LATENCY`` (read ``t + 1``, the UB's words ``READ_LATENCY`` cycles later,
-    shifted into the buffer in that cycle, buffer output two cycles later).
+    shifted into place in ``SELECT_LATENCY`` cycles (:func:`rtl.byteshift.select_bytes`), into the
+    buffer, buffer output two cycles later).
     Throughput: one word per cycle while ``words.ready`` is high, at any alignment of source and
     destination; the next line is taken in the cycle that reads the last word of the current one, so
     back-to-back lines have no bubble.
 
     Timing: the line's start address and word count are computed once when the line is taken; per
-    word only a running pointer is incremented. The byte shift is the only logic between the UB's
-    output and the buffer, whose output is a register.
+    word only a running pointer is incremented and a credit counter compared with zero. The byte shift
+    is split in two by a register (:func:`rtl.byteshift.select_bytes`) between the UB's data registers
+    and the buffer, whose output is a register.
     """
 
-    #: Cycles from a line taken to its first word on ``words``: the UB's read latency, the shift into
-    #: the buffer, the buffer's output register.
-    LATENCY = UnifiedBuffer.READ_LATENCY + 3
-    #: The least buffer depth that keeps one word per cycle: a credit comes back ``READ_LATENCY + 3``
+    #: Cycles from a line taken to its first word on ``words``: the UB's read latency, the shift
+    #: (``SELECT_LATENCY``) into the buffer, the buffer's output register.
+    LATENCY = UnifiedBuffer.READ_LATENCY + SELECT_LATENCY + 3
+    #: The least buffer depth that keeps one word per cycle: a credit comes back ``LATENCY``
     #: cycles after its read, and one entry is kept spare.
-    MIN_DEPTH = UnifiedBuffer.READ_LATENCY + 4
+    MIN_DEPTH = LATENCY + 1
 
     def __init__(self, config, *, elements=False, depth=8, align=1, out_bytes=None):
         if depth < self.MIN_DEPTH:
@@ -185,13 +188,16 @@ class UbReader(wiring.Component):
             else:
                 m.d.sync += [left.eq((p.dst_off + p.length + W - 1) >> sh), end.eq(p.dst_off + p.length)]
 
-        # ---- data: the read's window shifted into place, into the buffer ----------------------------
+        # ---- data: the read's window shifted into place (SELECT_LATENCY), into the buffer -------------
         word = Signal(self.WordLayout)
         window = Cat(self.ub_rd.data, self.ub_rd.next)
-        la = self._align.bit_length() - 1  # low bits of the shift that are zero by ``align``
+        shifted = select_bytes(m, window, s_off, self._n, align=self._align, name="shift")
+        for k in range(SELECT_LATENCY):
+            nv, nb, nl = Signal(name=f"t{k}_valid"), Signal(W, name=f"t{k}_be"), Signal(name=f"t{k}_last")
+            m.d.sync += [nv.eq(s_valid), nb.eq(s_be), nl.eq(s_last)]
+            s_valid, s_be, s_last = nv, nb, nl
         m.d.comb += [
-            word.data.eq(window.bit_select(Cat(C(0, 3 + la), s_off[la:]), 8 * self._n) if la < sh
-                         else self.ub_rd.data[:8 * self._n]),
+            word.data.eq(shifted),
             word.be.eq(s_be[:self._n]), word.last.eq(s_last),
             buf.w_data.eq(word), buf.w_en.eq(s_valid),
             self.words.valid.eq(buf.r_rdy), self.words.payload.eq(buf.r_data), buf.r_en.eq(self.words.ready),
