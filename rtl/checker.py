@@ -9,7 +9,7 @@ from .isa import Command, DType, Layout, Opcode, UB_ALIGN
 from .status import Status
 from .tile import dtype_valid, elem_log2
 
-__all__ = ["Checker", "CHECK_ORDER", "tile_checks", "dtype_in", "stage", "exceeds"]
+__all__ = ["Checker", "CHECK_ORDER", "tile_checks", "dtype_in", "stage", "stage_product", "exceeds"]
 
 
 def dtype_in(dtype, allowed):
@@ -28,6 +28,21 @@ def stage(m, value, name=None):
     reg = Signal(value.shape(), name=name)
     m.d.sync += reg.eq(value)
     return reg
+
+
+def stage_product(m, a, b, name=None):
+    """``a * b`` for unsigned ``a`` (at most 18 bits) and ``b`` of any width, as a list of registered
+    partial products whose sum is the product: ``b`` is cut into 16-bit pieces, each multiplied by ``a``
+    in one DSP block (MULT18X18D) and registered (:func:`stage`), and shifted into place. A 16 x 32
+    multiply done whole is two DSPs and a wide add in one cycle (~17 ns on an ECP5); its pieces are one
+    DSP each (~5 ns with the wires). Give the list to :func:`exceeds` as terms: it adds them."""
+    a, b = Value.cast(a), Value.cast(b)
+    assert len(a) <= 18, "stage_product: the first factor must fit a DSP block's 18 bits"
+    terms = []
+    for k, lo in enumerate(range(0, len(b), 16)):
+        piece = stage(m, a * b[lo:lo + 16], None if name is None else f"{name}_pp{k}")
+        terms.append(piece if lo == 0 else Cat(C(0, lo), piece))
+    return terms
 
 
 def exceeds(m, terms, limit, name=None):
@@ -49,7 +64,9 @@ def exceeds(m, terms, limit, name=None):
         m.d.comb += clipped.eq(Mux(t[bits + 1:].any(), cap, t[:bits + 1]))
         sat.append(clipped)
     total = Signal(bits + 2 + len(terms).bit_length(), name=name)
-    m.d.comb += total.eq(sum(sat))
+    while len(sat) > 1:         # a balanced tree of adds: log2(terms) carry chains in a row, not terms - 1
+        sat = [sat[i] + sat[i + 1] if i + 1 < len(sat) else sat[i] for i in range(0, len(sat), 2)]
+    m.d.comb += total.eq(sat[0])
     return total > limit
 
 

@@ -72,16 +72,22 @@ class VectorUnit(wiring.Component):
     end is idle (the cycles ``s_axis_cmd.tready`` is high: no command in flight), so it can never
     disturb an instruction; an access in the cycle a command is accepted takes effect before that
     command. It shares UB read port 0 and the write port with the engines (no extra RAM port); a read
-    returns ``rdata`` with ``rvalid`` one cycle after the transfer. Tie ``valid`` low when unused.
+    returns ``rdata`` with ``rvalid`` ``UnifiedBuffer.READ_LATENCY`` (3) cycles after the transfer, and
+    reads may follow each other every cycle. Tie ``valid`` low when unused.
 
     Behaviour: one instruction at a time. A command is accepted (``tready`` high) only when the unit
-    is idle. The engine for its opcode gets ``start`` in the next cycle (speculatively) and owns the
-    shared UB and AXI ports from then on, so it may read the UB at once; the checker
-    (:class:`rtl.checker.Checker`, ``LATENCY`` register stages) decides meanwhile. A passing verdict
-    raises the engine's ``go`` (its first UB write or AXI request may follow); a failing one resets
-    the engine, which has touched nothing, and answers the checker's status (``cycles`` =
-    ``LATENCY + 1``). ``cycles`` in the response counts clock cycles from the acceptance edge to the
-    edge that raises ``tvalid``.
+    is idle. The engine for its opcode gets ``start`` in the next cycle (speculatively, from a
+    register) and owns the shared UB and AXI ports from then on, so it may read the UB at once; the
+    checker (:class:`rtl.checker.Checker`, ``LATENCY`` register stages) decides meanwhile. A passing
+    verdict raises the engine's ``go`` from a register :attr:`GO_DELAY` cycles after ``start`` (its
+    first UB write or AXI request may follow); a failing one resets the engine (from a register, in the
+    cycle after the verdict), which has touched nothing, and answers the checker's status (``cycles`` =
+    :attr:`REJECT_CYCLES`). ``cycles`` in the response counts clock cycles from the acceptance edge to
+    the edge that raises ``tvalid``.
+
+    Timing: every multiplexer over the engines is an AND-OR of a one-hot select held in registers, and
+    the UB registers what it is given (rtl/ub.py), so the front end adds one LUT level between an
+    engine's UB port and a register.
     """
 
     def __init__(self, config):

@@ -331,3 +331,45 @@ def test_exceeds_saturating_sum():
     sim = Simulator(m)
     sim.add_testbench(bench)
     sim.run()
+
+
+def test_stage_product_terms():
+    """``rtl.checker.stage_product``: the registered partial products of a 16 x 32 multiply sum to the
+    product one clock edge later, and ``exceeds`` over them (with other terms) is the range check of the
+    whole sum (how the GM range checks use them)."""
+    from amaranth import Module, Signal
+    from rtl.checker import exceeds, stage_product
+    limit = 1 << 32
+    m = Module()
+    a, b, base = Signal(16), Signal(32), Signal(40)
+    terms = stage_product(m, a, b)
+    base_r = Signal(40)
+    m.d.sync += base_r.eq(base)
+    total = Signal(64)
+    m.d.comb += total.eq(sum(terms))
+    over = Signal()
+    m.d.comb += over.eq(exceeds(m, [base_r, *terms], limit))
+    rng = random.Random(7)
+    edge = [0, 1, 0xFFFF, 0x8000]
+    cases = [(rng.choice(edge + [rng.randrange(1 << 16)]), rng.choice([0, 1, (1 << 32) - 1, rng.randrange(1 << 32)]),
+              rng.choice([0, limit - 1, limit, rng.randrange(1 << 40)])) for _ in range(300)]
+    # around the limit: base + a * b = limit - 1, limit, limit + 1
+    for _ in range(50):
+        x, y = rng.randrange(1, 1 << 16), rng.randrange(1, 1 << 32)
+        p = x * y
+        if p < limit:
+            cases += [(x, y, limit - p + d) for d in (-1, 0, 1)]
+
+    async def bench(ctx):
+        for x, y, z in cases:
+            ctx.set(a, x)
+            ctx.set(b, y)
+            ctx.set(base, z)
+            await ctx.tick()
+            assert ctx.get(total) == x * y, (x, y)
+            assert ctx.get(over) == (z + x * y > limit), (x, y, z)
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
