@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import fields
 
-from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, ResetSignal, Signal
+from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, ResetSignal, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -69,8 +69,9 @@ class ShiftChainWrapper(wiring.Component):
     def __init__(self, unit):
         self.unit = unit
         members = list(unit.signature.flatten(unit))
-        self.inputs = [v for _, m, v in members if m.flow == In]
-        self.outputs = [v for _, m, v in members if m.flow == Out]
+        # (a port may be a data.View, e.g. an engine's ``cmd``: cast to the Value it views)
+        self.inputs = [Value.cast(v) for _, m, v in members if m.flow == In]
+        self.outputs = [Value.cast(v) for _, m, v in members if m.flow == Out]
         self.port_names = ["__".join(map(str, p)) for p, _, _ in members]
         self.in_bits = sum(len(v) for v in self.inputs)
         self.out_bits = sum(len(v) for v in self.outputs)
@@ -471,7 +472,7 @@ def main(argv=None):
         if args.check:
             status = max(status, check(checked, tags[:len(checked)], results, errors, args.bar, args.seed))
         return status
-    except ToolError as e:
+    except (ToolError, ValueError) as e:        # ValueError: an unknown engine (--engine)
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -7,6 +7,7 @@ each endpoint and groups by module; the log/stat parsers read the figures the fl
 import pytest
 
 from amaranth.back import rtlil
+from amaranth.hdl import Value
 
 from rtl.config import preset
 from rtl.top import VectorUnit
@@ -134,6 +135,23 @@ def test_wrapper_registers_every_port_bit():
     assert label("wrap_out_TRELLIS_FF_Q_7") == "ports(out)"
     assert label("unit.ub.mem_even.0.0") == "unit.ub"
     assert label("m_axi__rdata_LUT4_Z") == "unit"
+
+
+def test_wrapper_around_one_engine():
+    """``--engine``: an engine alone in the wrapper (its ``cmd`` is a data.View: cast, counted by its
+    width), a tag naming it, and an unknown engine named in the error."""
+    from sim.synth import design_of, tag_of
+    cfg = preset("small")
+    engine = design_of(cfg, "LocalGatherEngine")
+    w = ShiftChainWrapper(engine)
+    bits = {True: 0, False: 0}
+    for _, member, value in engine.signature.flatten(engine):
+        bits[member.flow.name == "In"] += len(Value.cast(value))
+    assert (w.in_bits, w.out_bits) == (bits[True], bits[False])
+    assert "unit" in _modules(rtlil.convert(w, name="top"))
+    assert tag_of("small", {}, 1, "LocalGatherEngine") == "small@LocalGatherEngine"
+    with pytest.raises(ValueError, match="unknown engine 'Nope'.*LocalGatherEngine"):
+        design_of(cfg, "Nope")
 
 
 def test_config_overrides_and_tags():

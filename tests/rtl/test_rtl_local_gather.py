@@ -113,11 +113,29 @@ def _fp32_gather(config, B, offsets, seed):
     return dst_bytes // W, cycles
 
 
+def _expected_cycles(config, ports, B, n):
+    """Cycles from start to done of one group of 16 rows with word-aligned destination rows (no spill
+    flushes), as LocalGatherEngine documents them: per block of K chunks max(INDEX_MIN_CYCLES, ceil(K / 2))
+    index cycles (max(INDEX_MIN_CYCLES, K) with one port) and 16 rows of slots (a slot: one piece, or
+    two paired when 2 P <= W and two ports), then PIPELINE - 1 cycles to the last write."""
+    W = config.ub_word_bytes
+    P = min(B, W, 32)
+    paired = ports == 2 and 2 * P <= W
+    total = 0
+    for first in range(0, n, 16):
+        K = min(16, n - first)
+        pieces = K * (B // P)
+        index = -(-K // 2) if ports == 2 else K
+        total += max(LocalGatherEngine.INDEX_MIN_CYCLES, index) + 16 * (-(-pieces // 2) if paired else pieces)
+    return total + LocalGatherEngine.PIPELINE - 1
+
+
 def test_local_gather_engine_throughput():
     """Aligned destination rows, chunks of W bytes at random offsets, 2 ports: > 90% of a word per cycle."""
     config = preset("default")
     words, cycles = _fp32_gather(config, config.ub_word_bytes, "random", 5)
     assert words / cycles > 0.9, cycles
+    assert cycles == _expected_cycles(config, 2, config.ub_word_bytes, 32), cycles
 
 
 @pytest.mark.parametrize("ports", [1, 2])
@@ -132,6 +150,8 @@ def test_local_gather_engine_straddle_free(preset_name, ports):
     words, straddle = _fp32_gather(config, B, "straddle", 6)
     _, inside = _fp32_gather(config, B, "inside", 7)
     assert straddle == inside, (straddle, inside)
+    n = 32 if config.ub_bytes >= 64 * 1024 else 16          # _fp32_gather's shape: 16 rows, n chunks
+    assert straddle == _expected_cycles(config, ports, B, n), (straddle, _expected_cycles(config, ports, B, n))
     if ports == 2:
         assert words / straddle > 0.9, straddle
     else:
