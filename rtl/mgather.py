@@ -1,44 +1,50 @@
 """MGATHER: index tiles in the UB turned into GM lines for the transfer engine's read path."""
 
 from amaranth import *
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .checker import exceeds, stage
-from .isa import Command, OobMode, Opcode
+from .isa import Command, OobMode, Opcode, UB_ALIGN
 from .status import Status
 from .tile import elem_log2
 from .ub import UbReadSignature, UnifiedBuffer
-from .walker import LINE_BYTES_BITS
+from .walker import BurstLine, LutFifo, RegFifo, burst_chunk_beats, span_bits
 
 __all__ = ["GatherLine", "GatherRead", "IndexLines", "ElementPlacer", "ModuloPipeline", "mgather_checks"]
 
 
 def GatherLine(config):
-    """A line of the read path. Row mode: one table row. Element mode: a *run*, i.e. up to one index
-    word's worth of consecutive destination elements whose table elements share one bus beat (or are
-    all ``zero``), written to one UB word.
+    """What the data side gets per line (row mode) or *run* (element mode: up to one index word's worth of
+    consecutive destination elements of one segment whose table elements share one bus beat, or are all
+    ``zero``; one UB write).
 
-    ``zero`` lines read nothing and write zeros; ``reuse`` lines take the previous line's beat again
-    instead of a new one (coalescing across runs: no AR is issued). Element mode only: ``first`` is the
-    index-word lane of the run's first element and ``offs[k]`` the byte offset in the beat of the
-    element of lane ``k`` (see :class:`ElementPlacer`).
+    ``ub_addr``: row mode, the line's UB byte address; element mode, a UB byte address in the run's UB
+    word (that of the segment's first element). ``delta`` (element mode): the lane of that word where
+    index lane 0's element would go, so lane ``k``'s element goes to bytes ``delta + k * size`` (mod
+    ``W``) on. ``src_off`` (row mode): the line's byte offset in its first beat.
+    ``mask`` (element mode): the run's index lanes; ``offs[k]``: the byte offset in the beat of lane
+    ``k``'s element. ``zero``: read nothing, write zeros; ``reuse``: take the previous non-zero run's beat
+    again (no AR was issued); ``last``: the instruction's last line or run.
     """
     W = config.ub_word_bytes
+    L = W // 4
     return data.StructLayout({
         "ub_addr": 24,
-        "gm_addr": config.gm_addr_bits,
-        "length":  LINE_BYTES_BITS,
+        "src_off": range(W),
+        "delta":   range(W),
+        "mask":    L,
+        "offs":    data.ArrayLayout(range(W), L),
         "zero":    1,
         "reuse":   1,
-        "first":   range(W // 4),
-        "offs":    data.ArrayLayout(range(W), W // 4),
+        "last":    1,
     })
 
 
 def GatherRead(config):
-    """What the address side needs of a line: the bytes to read (``skip``: none, a zero or reuse line)."""
-    return data.StructLayout({"gm_addr": config.gm_addr_bits, "length": LINE_BYTES_BITS, "skip": 1})
+    """What the address side needs of a line (:func:`rtl.walker.BurstLine`): the bytes to read; ``skip``
+    for a zero or reuse run; element runs are ``single`` (one beat)."""
+    return BurstLine(config)
 
 
 def mgather_checks(m, config, cmd, fail):
@@ -72,13 +78,23 @@ def mgather_checks(m, config, cmd, fail):
 class ModuloPipeline(wiring.Component):
     """``u mod s`` for unsigned ``width``-bit operands, one restoring-division step per stage.
 
-    Ports: ``i_valid``, ``i_u``, ``i_s``, ``i_tag`` in; ``o_valid``, ``o_r``, ``o_tag`` out ``width``
-    cycles later. No backpressure: the user bounds what is in flight. ``s`` must be non-zero.
-    Latency: ``width`` cycles; throughput one per cycle.
+    Ports: ``i_valid``, ``i_u``, ``i_tag`` in, ``i_s`` in (the divisor: it must hold its value from one
+    cycle before the first input until the last result); ``o_valid``, ``o_r``, ``o_tag`` out
+    :attr:`latency` cycles later. No backpressure: the user bounds what is in flight. ``s`` must be
+    non-zero. Throughput one per cycle.
+
+    Structure (area): an input register, then ``width`` stages; stage ``k`` holds only what is still
+    needed: the ``width - 1 - k`` bits of ``u`` not yet shifted in and a remainder of at most ``k + 1``
+    bits. The divisor is not pipelined (it is constant), and "``s`` has a bit above the remainder's
+    width" is a register per stage (from registered 4-bit ORs of ``s``: two LUT levels); the tag waits
+    in a ring of LUT RAM (written and read at the same address, :attr:`latency` cycles apart). Only the
+    valid bits reset.
     """
 
     def __init__(self, width, tag_width):
         self._w = width
+        #: cycles from an input to its result
+        self.latency = width + 1
         super().__init__({
             "i_valid": In(1), "i_u": In(width), "i_s": In(width), "i_tag": In(tag_width),
             "o_valid": Out(1), "o_r": Out(width), "o_tag": Out(tag_width),
@@ -87,59 +103,129 @@ class ModuloPipeline(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         w = self._w
-        valid, u, s, r, tag = self.i_valid, self.i_u, self.i_s, C(0, w + 1), self.i_tag
+        s = self.i_s
+        nibbles = [Signal(name=f"snz{i}") for i in range(0, w, 4)]   # s[4i:4i+4] != 0
+        m.d.sync += [nz.eq(s[4 * i:4 * i + 4] != 0) for i, nz in enumerate(nibbles)]
+
+        def above(nb):                  # s >= 2 ** nb, from registers
+            first = (nb + 3) // 4
+            return Cat(s[nb:4 * first] if nb < 4 * first else C(0, 1), *nibbles[first:]).any()
+
+        valid = Signal(name="v_in")
+        u = Signal(w, name="u_in", reset_less=True)
+        m.d.sync += [valid.eq(self.i_valid), u.eq(self.i_u)]
+        r = C(0, 0)
         for k in range(w):
-            shifted = Cat(u[w - 1 - k], r[:w])              # r * 2 + next bit of u
-            nr = Signal(w + 1, name=f"r{k}", reset_less=True)      # data: only the valid bits reset
-            m.d.sync += nr.eq(Mux(shifted >= s, shifted - s, shifted))
+            shifted = Cat(u[-1], r)                          # r * 2 + the next bit of u
+            nb = len(shifted)
+            if nb < w:
+                big = Signal(name=f"sbig{k}")                # no subtraction in this stage
+                m.d.sync += big.eq(above(nb))
+                diff = shifted - s[:nb]
+                ge = ~big & ~diff[nb]
+            else:
+                diff = shifted - s
+                ge = ~diff[nb]
+            nr = Signal(min(nb, w), name=f"r{k}", reset_less=True)
+            m.d.sync += nr.eq(Mux(ge, diff[:len(nr)], shifted[:len(nr)]))
             nv = Signal(name=f"v{k}")
-            nu, ns, nt = (Signal(len(x), name=f"{n}{k}", reset_less=True) for x, n in
-                          ((u, "u"), (s, "s"), (tag, "t")))
-            m.d.sync += [nv.eq(valid), nu.eq(u), ns.eq(s), nt.eq(tag)]
-            valid, u, s, r, tag = nv, nu, ns, nr, nt
-        m.d.comb += [self.o_valid.eq(valid), self.o_r.eq(r[:w]), self.o_tag.eq(tag)]
+            m.d.sync += nv.eq(valid)
+            if k < w - 1:
+                nu = Signal(w - 1 - k, name=f"u{k}", reset_less=True)
+                m.d.sync += nu.eq(u[:-1])
+                u = nu
+            valid, r = nv, nr
+        depth = self.latency
+        ring = m.submodules.tags = memory.Memory(shape=len(self.i_tag), depth=depth, init=[])
+        wp, rp = ring.write_port(), ring.read_port(domain="comb")
+        ptr = Signal(range(depth))
+        m.d.sync += ptr.eq(Mux(ptr == depth - 1, 0, ptr + 1))
+        m.d.comb += [wp.addr.eq(ptr), wp.data.eq(self.i_tag), wp.en.eq(1), rp.addr.eq(ptr)]
+        m.d.comb += [self.o_valid.eq(valid), self.o_r.eq(r), self.o_tag.eq(rp.data)]
         return m
+
+
+def _less(a, b, chunk=8):
+    """``a < b`` for unsigned values of one width, as compares of ``chunk``-bit pieces combined by a
+    priority over the pieces (short carry chains side by side instead of one long one)."""
+    pieces = [(a[i:i + chunk] < b[i:i + chunk], a[i:i + chunk] == b[i:i + chunk])
+              for i in range(0, len(a), chunk)]                  # (less, equal), low piece first
+    while len(pieces) > 1:                                       # a balanced tree of pairs
+        pairs = [pieces[i:i + 2] for i in range(0, len(pieces), 2)]
+        pieces = [((hi[0] | (hi[1] & lo[0])), hi[1] & lo[1]) if len(p) == 2 else p[0]
+                  for p in pairs for lo, hi in [p if len(p) == 2 else (p[0], p[0])]]
+    return pieces[0][0]
+
+
+def _product_terms(a, b, width):
+    """The 16 x 16-bit partial products of ``a * b`` that reach the low ``width`` bits, as
+    ``(value, shift)``; each maps to one DSP multiplier."""
+    terms = []
+    for i in range(0, len(a), 16):
+        for j in range(0, len(b), 16):
+            if i + j < width:
+                terms.append((a[i:i + 16] * b[j:j + 16], i + j))
+    return terms
 
 
 class IndexLines(wiring.Component):
     """Reads an MGATHER index tile from the UB and emits its lines in row-major order on two streams, each
-    a FIFO of ``depth`` lines: ``ar`` (:func:`GatherRead`, for address issue) and ``data``
-    (:func:`GatherLine`, for the data path).
+    with a :class:`rtl.walker.RegFifo` of ``depth`` entries (registered heads): ``ar``
+    (:func:`GatherRead`, for address issue) and ``data`` (:func:`GatherLine`, for the data path).
 
     Row mode: one line per destination row. Element mode: the walk takes a *segment* per cycle, the
     indices of one row that share an index word (and a destination word), up to ``W / 4``; their table
     elements are resolved in parallel and the segment leaves as *runs*, one per cycle: maximal groups of
     consecutive elements in the same bus beat (or all ``zero``). A run is one AR (none when it reuses the
-    previous run's beat or is ``zero``) and one UB write, so sorted or clustered indices move several
-    elements per cycle and random ones one.
+    previous non-zero run's beat or is ``zero``) and one UB write, so sorted or clustered indices move
+    several elements per cycle and random ones one.
 
     Out-of-bounds handling of an index ``u`` (read as uint32) against the table size ``S``:
     CLAMP -> ``S - 1``; WRAP -> ``u mod S`` (through a :class:`ModuloPipeline`, one index per segment);
     ZERO -> a ``zero`` line; UNDEFINED -> treated as CLAMP (the result is undefined; clamping keeps every
     read inside the table).
 
-    Ports: ``cmd`` (held), ``start`` (pulse), ``ub_rd`` (a UB read port, which must not be used by anyone
-    else while the walk runs: its data is held while a segment waits), ``ar``/``data`` (streams out).
-    Throughput: one line per cycle. Latency: the first index is read in the ``start`` cycle; its line is
-    on ``ar`` 4 cycles later (36 with WRAP; ``ar`` bypasses its FIFO when that is empty) and on ``data``
-    5 cycles later (37). Stages, each behind a register so that the unit keeps its clock: 0 walk and
-    index read (running pointers, no multiply), 1 index word, 2a resolved indices (out of bounds), 2b
-    table addresses and same-beat flags of every lane, then run selection over registers only, 3 the
-    run (row mode: row x stride multiplied on the way in, added to the table base on the way out), then
-    the FIFOs.
+    Ports: ``cmd`` (held), ``start`` (pulse; the walk runs if ``cmd`` is an MGATHER with a non-empty
+    destination), ``ub_rd`` (a UB read port, used from the ``start`` cycle until the walk ends), ``ar`` /
+    ``data`` (streams out; ``valid`` and the payload are registers).
+
+    Pipeline (every stage a register, so that the unit keeps its clock; ``t`` = ``start``):
+
+    - setup (``t``): the command's fields the walk needs, registered; the first index word is read in
+      ``t`` (its segment's fields are formed in ``t + 1`` and join the read on the way);
+    - 0, the walk (from ``t + 2`` one segment and one read per cycle): running pointers, no multiply;
+      "the row ends in this segment" is a register, computed with the walk state it belongs to;
+    - 1, the index word (``READ_LATENCY`` cycles after its read), straight from the UB port;
+    - 2a, the resolved index of every lane (out of bounds, compares of 8-bit pieces; WRAP through the
+      modulo pipeline, 33 cycles);
+    - 2b, every lane's table address (element mode) or the row index (row mode);
+    - 2c, the segment queue (``seg_depth`` entries of LUT RAM, read asynchronously, so that taking the
+      next segment only moves a pointer): every lane's beat and offset, the lanes that share a beat with
+      the lane before, the row index x row stride partial products (DSPs, on the way in); runs are chosen
+      from the head, one per cycle (a one-hot first lane and prefix logic over 8 lanes);
+    - 3, the run, registered: there ``reuse`` (its beat against the last non-zero run's, a register) and
+      the row's address (base + the partial products: one add) are formed on the way into both output
+      queues.
+
+    So the first line is on ``ar`` ``READ_LATENCY + 5`` cycles after ``start`` (``+ 33`` with WRAP).
+    Stages 1 to 2b never stall: a read is issued only when the segment queue has room for it and for
+    every segment in flight (counted a cycle late; WRAP: when both output queues have room for every
+    index in flight, because the modulo pipeline cannot stall; the segment queue then drains one WRAP
+    segment per cycle). A run leaves the segment queue only when both output queues have room for it and
+    for the one in stage 3 (a register, from their levels a cycle late).
+    Throughput: one segment per cycle into the queue, one line or run per cycle out of it.
     """
 
-    def __init__(self, config, depth=64):
+    def __init__(self, config, depth=64, seg_depth=16):
         self._config = config
         self._depth = depth
-        #: index words read ahead: enough for one read per cycle through the UB's read latency
-        self._words = UnifiedBuffer.READ_LATENCY + 1
-        layout = GatherLine(config)
+        self._seg_depth = seg_depth
+        assert UnifiedBuffer.READ_LATENCY >= 2        # the first segment's fields join its read at stage 1
         super().__init__({
             "cmd": In(Command), "start": In(1),
             "ub_rd": Out(UbReadSignature(config)),
             "ar": Out(stream.Signature(GatherRead(config))),
-            "data": Out(stream.Signature(layout)),
+            "data": Out(stream.Signature(GatherLine(config))),
         })
 
     def elaborate(self, platform):
@@ -148,251 +234,315 @@ class IndexLines(wiring.Component):
         W = cfg.ub_word_bytes
         sh = W.bit_length() - 1
         L = W // 4                     # indices per UB word
+        Lb = L.bit_length() - 1
+        A = cfg.gm_addr_bits
+        RL = UnifiedBuffer.READ_LATENCY
         cmd = self.cmd
         dst, idx, gm = cmd.dst, cmd.src0, cmd.gm
-        row = cmd.opcode == Opcode.MGATHER_ROW
-        wrap = cmd.oob == OobMode.WRAP
-        esz = elem_log2(m, dst.dtype)
-        layout = GatherLine(cfg)
+        op = cmd.opcode.as_value()
 
-        m.submodules.q_ar = q_ar = fifo.SyncFIFO(width=GatherRead(cfg).size, depth=self._depth)
-        m.submodules.q_data = q_data = fifo.SyncFIFO(width=layout.size, depth=self._depth)
-        m.d.comb += [
-            q_ar.r_en.eq(self.ar.ready),
-            self.data.valid.eq(q_data.r_rdy), self.data.payload.eq(q_data.r_data),
-            q_data.r_en.eq(self.data.ready),
-        ]
-
-        size = Signal(32)       # table entries
-        m.d.sync += size.eq(Mux(row, gm.rows, gm.rows * gm.cols))
-
-        s1_valid, s1_move = Signal(), Signal()
-        s2_valid, s2_done = Signal(), Signal()
-        # WRAP only: the modulo pipeline cannot stall, so issue waits for room for every index in it.
-        inflight = Signal(range(self._words + UnifiedBuffer.READ_LATENCY + 32 + 2 + 2))
-        s3_valid = Signal()      # a run in stage 3 (below), not yet in the FIFOs
-        room = ((q_data.level + inflight + s3_valid < self._depth - 1) &
-                (q_ar.level + inflight + s3_valid < self._depth - 1))
-
-        # ---- stage 0: walk segments (i, j .. j + n - 1) and read their index word -----------------
-        # Running pointers, no multiply: ``idx_ptr``/``dst_ptr`` are the byte addresses of element (i, j)
-        # in the index tile and in dst (same cols), ``*_row`` those of (i, 0); strides are shifts of the
-        # held command. In the ``start`` cycle (walk idle) the element is (0, 0): the tiles' bases.
-        busy = Signal()
-        i = Signal(16)           # (i, j) is back at (0, 0) whenever the walk is idle
-        j = Signal(16)
-        ncols = Mux(row, 1, dst.valid_cols)
-        idx_row, idx_ptr, dst_row, dst_ptr = Signal(24), Signal(24), Signal(24), Signal(24)
-        idx_stride, dst_stride = Signal(18), Signal(18)
-        m.d.comb += [idx_stride.eq(idx.cols << 2), dst_stride.eq(dst.cols << esz)]
-        idx_addr, dst_addr = Signal(24), Signal(24)
-        m.d.comb += [idx_addr.eq(Mux(busy, idx_ptr, idx.base)), dst_addr.eq(Mux(busy, dst_ptr, dst.base))]
-        dst_off = dst_addr[:sh]
-        lo = idx_addr[2:sh]
-        n = Signal(range(L + 1))
-        fit_idx = Signal(range(L + 1))
-        fit_dst = Signal(range(W + 1))   # elements left in the destination word (binds only if W > 32)
-        rem = Signal(16)
-        m.d.comb += [fit_idx.eq(L - lo), fit_dst.eq((W - dst_off) >> esz), rem.eq(ncols - j),
-                     n.eq(fit_idx)]
-        with m.If(wrap):
-            m.d.comb += n.eq(1)
-        with m.Else():
-            with m.If((rem < fit_idx) & (rem <= fit_dst)):        # n = min(fit_idx, rem, fit_dst)
-                m.d.comb += n.eq(rem)
-            with m.Elif(fit_dst < fit_idx):
-                m.d.comb += n.eq(fit_dst)
-        nonempty = (dst.valid_rows != 0) & (dst.valid_cols != 0)
-        # Index words come back READ_LATENCY cycles after their read: a read is issued only when a place
-        # waits for its word (``credits``: in flight, in the word queue or in stage 1 count).
-        credits = Signal(range(self._words + 1), init=self._words)
-        issue = (busy | (self.start & nonempty)) & (credits != 0) & (~wrap | room)
-        m.d.sync += credits.eq(credits - issue + s1_move)
-        m.d.comb += [self.ub_rd.addr.eq(idx_addr >> sh), self.ub_rd.en.eq(issue)]
+        # ---- setup: registered at ``start`` (at most a few LUT levels from the held command) -----------
+        row, wrap, zmode = Signal(), Signal(), Signal()
+        esz = Signal(2)
+        istride, dstride = Signal(24), Signal(24)
+        ncols = Signal(16)
+        line_bytes = Signal(24)         # row mode: bytes per row
+        esz_c = elem_log2(m, dst.dtype)
+        row_c = ~op[0]                  # MGATHER_ROW = 0x10, MGATHER_ELEM = 0x11
+        nonempty_c = (dst.valid_rows != 0) & (dst.valid_cols != 0)
         with m.If(self.start):
-            m.d.sync += [busy.eq(nonempty), idx_row.eq(idx.base), idx_ptr.eq(idx.base),
-                         dst_row.eq(dst.base), dst_ptr.eq(dst.base)]
-        with m.If(issue):
-            with m.If(j + n == ncols):
-                m.d.sync += [j.eq(0), i.eq(i + 1), idx_ptr.eq(idx_row + idx_stride),
-                             idx_row.eq(idx_row + idx_stride), dst_ptr.eq(dst_row + dst_stride),
-                             dst_row.eq(dst_row + dst_stride)]
-                with m.If(~busy):            # the start cycle: the rows are the bases
-                    m.d.sync += [idx_ptr.eq(idx.base + idx_stride), idx_row.eq(idx.base + idx_stride),
-                                 dst_ptr.eq(dst.base + dst_stride), dst_row.eq(dst.base + dst_stride)]
-                with m.If(i == dst.valid_rows - 1):
-                    m.d.sync += [busy.eq(0), i.eq(0)]
+            m.d.sync += [
+                row.eq(row_c), wrap.eq(cmd.oob == OobMode.WRAP), zmode.eq(cmd.oob == OobMode.ZERO),
+                esz.eq(esz_c), istride.eq(idx.cols << 2), dstride.eq(dst.cols << esz_c),
+                ncols.eq(Mux(row_c, 1, dst.valid_cols)), line_bytes.eq(dst.valid_cols << esz_c),
+            ]
+        # Table entries (row mode: rows; element mode: rows x cols, low 32 bits) from the held command,
+        # the multiply over two cycles (partial products, then their sum), minus one a cycle later: ready
+        # when the first index word arrives (``start + READ_LATENCY``).
+        size, size_m1 = Signal(32), Signal(32)
+        parts = [Signal(32, name=f"size_p{k}", reset_less=True) for k in range(3)]
+        m.d.sync += [parts[0].eq(gm.rows[:16] * gm.cols[:16]), parts[1].eq(gm.rows[16:32] * gm.cols[:16]),
+                     parts[2].eq(gm.rows[:16] * gm.cols[16:32])]
+        m.d.sync += [size.eq(Mux(row, gm.rows, parts[0] + ((parts[1] + parts[2]) << 16))), size_m1.eq(size - 1)]
+        base_m1 = Signal(A)             # the table base - 1 and (row mode) + row bytes: a row's last byte
+        gm_last0 = Signal(A)            # is gm_last0 + row index x row stride
+        line_m1 = Signal(24)
+        m.d.sync += [base_m1.eq(gm.base - 1), gm_last0.eq(base_m1 + line_bytes), line_m1.eq(line_bytes - 1)]
+
+        # ---- stage 0: walk segments and read their index words ---------------------------------------
+        # A segment is lanes lo .. lo + n - 1 of index word ``iw``; its first element goes to UB byte
+        # ``dptr``; ``rem`` elements are left in the row (``irow`` / ``drow``: the row's start in the index
+        # tile and in dst). Only W > UB_ALIGN lets a destination word end inside an index word's lanes.
+        busy = Signal()
+        fix = Signal()                  # the first segment: its read went out with ``start``
+        lo = Signal(Lb)
+        iw = Signal(24 - sh)
+        dptr, irow, drow = Signal(24), Signal(24), Signal(24)
+        rem = Signal(16)
+        rows_left = Signal(16)
+        last_row = Signal()
+        with m.If(self.start):
+            m.d.sync += [
+                busy.eq(op[4] & nonempty_c), fix.eq(op[4] & nonempty_c),
+                lo.eq(idx.base[2:sh]), iw.eq(idx.base[sh:]), dptr.eq(dst.base), irow.eq(idx.base),
+                drow.eq(dst.base), rem.eq(Mux(row_c, 1, dst.valid_cols)), rows_left.eq(dst.valid_rows),
+                last_row.eq(dst.valid_rows == 1),
+            ]
+        fit = Signal(Lb + 1)            # lanes left in the index word (WRAP: one index per segment)
+        m.d.comb += fit.eq(Mux(wrap, 1, L - lo))
+        if W > UB_ALIGN:
+            fit_dst = Signal(W.bit_length())
+            m.d.comb += fit_dst.eq((W - dptr[:sh]) >> esz)
+            with m.If(fit_dst < fit):
+                m.d.comb += fit.eq(fit_dst)
+        rem_lo = rem[:Lb + 1]
+        rowend = Signal()               # the row ends in this segment
+        n = Signal(Lb + 1)
+        if W > UB_ALIGN:                # (general case: computed here)
+            m.d.comb += rowend.eq((rem[Lb + 1:] == 0) & (rem_lo <= fit))
+        else:                           # a register, computed with the state it belongs to
+            rowend_r = Signal()
+            m.d.comb += rowend.eq(rowend_r)
+            ncols_c = Mux(row_c, 1, dst.valid_cols)
+            ncols_le = Signal()         # ncols <= L (a register from the start)
+            ncols_le1 = Signal()        # ncols <= 1
+            with m.If(self.start):
+                m.d.sync += [ncols_le.eq(ncols_c <= L), ncols_le1.eq(ncols_c <= 1),
+                             rowend_r.eq(Mux(cmd.oob == OobMode.WRAP, ncols_c <= 1, ncols_c <= L - idx.base[2:sh]))]
+        m.d.comb += n.eq(Mux(rowend, rem_lo, fit))
+
+        # credits: segments in flight from their read until their last run has left the segment queue
+        # (counted down a cycle late: a credit comes back one cycle later than it could)
+        seg_inflight = Signal(range(64 + self._depth))
+        seg_credit = Signal()           # seg_inflight + 2 <= seg_depth, a cycle late
+        room_w = Signal()               # WRAP: the output queues have room for everything in flight
+        credit = Mux(wrap, room_w, seg_credit)
+        read = Signal()                 # a read with a segment (the first one's segment follows in fix)
+        step = Signal()                 # the walk forms a segment
+        m.d.comb += [
+            step.eq(busy & (fix | credit)),
+            read.eq((self.start & op[4] & nonempty_c) | (busy & ~fix & credit)),
+            self.ub_rd.en.eq(self.start | (busy & ~fix & credit)),
+            self.ub_rd.addr.eq(Mux(self.start, idx.base[sh:], iw)),
+        ]
+        with m.If(step):
+            m.d.sync += fix.eq(0)
+            with m.If(rowend):
+                nrow_i, nrow_d = irow + istride, drow + dstride
+                m.d.sync += [irow.eq(nrow_i), drow.eq(nrow_d), iw.eq(nrow_i[sh:]), lo.eq(nrow_i[2:sh]),
+                             dptr.eq(nrow_d), rem.eq(ncols), rows_left.eq(rows_left - 1),
+                             last_row.eq(rows_left == 2)]
+                with m.If(last_row):
+                    m.d.sync += busy.eq(0)
+                if W <= UB_ALIGN:       # the next row's first segment ends it: ncols <= L - its lo
+                    nlo = (irow[:sh] + istride[:sh])[2:sh]
+                    m.d.sync += rowend_r.eq(Mux(wrap, ncols_le1, ncols_le & (ncols[:Lb + 1] + nlo <= L)))
             with m.Else():
-                m.d.sync += [j.eq(j + n), idx_ptr.eq(idx_addr + (n << 2)), dst_ptr.eq(dst_addr + (n << esz))]
+                m.d.sync += rem.eq(rem - fit)            # (n = fit)
+                if W > UB_ALIGN:
+                    nl = lo + n
+                    m.d.sync += [lo.eq(nl[:Lb]), iw.eq(iw + nl[Lb]), dptr.eq(dptr + (n << esz))]
+                else:       # the segment ends at the index word's end (WRAP: after one lane); the next
+                            # one ends the row if rem - fit <= its lanes (L, or 1 with WRAP)
+                    m.d.sync += [lo.eq(Mux(wrap, lo + 1, 0)), iw.eq(iw + Mux(wrap, lo == L - 1, 1)),
+                                 dptr.eq(dptr + (fit << esz)),
+                                 rowend_r.eq(Mux(wrap, rem <= 2, rem <= 2 * L - lo))]
 
-        # ---- stage 1: the index word (READ_LATENCY cycles after its read) ----------------------------
-        # The segment's fields travel beside the read; its word is taken from the UB port as it arrives,
-        # straight into stage 1 when that is free and nothing waits, else into the word queue.
-        meta = data.StructLayout({"lo": range(L), "n": range(L + 1), "dst": 24})
-        a_valid, a_meta = issue, Signal(meta)
-        m.d.comb += [a_meta.lo.eq(lo), a_meta.n.eq(n), a_meta.dst.eq(dst_addr)]
-        for k in range(UnifiedBuffer.READ_LATENCY):
-            nv, nm = Signal(name=f"rd{k}_valid"), Signal(meta, name=f"rd{k}_meta")
-            m.d.sync += [nv.eq(a_valid), nm.eq(a_meta)]
+        # ---- stage 1: the index word, READ_LATENCY cycles after its read -------------------------------
+        Meta = data.StructLayout({"lo": range(L), "n": range(L + 1), "dptr": 24, "last": 1})
+        meta = Signal(Meta)
+        m.d.comb += [meta.lo.eq(lo), meta.n.eq(n), meta.dptr.eq(dptr), meta.last.eq(rowend & last_row)]
+        a_valid, a_meta = read, meta
+        for k in range(RL):
+            nv = Signal(name=f"rd{k}_valid")
+            nm = Signal(Meta, name=f"rd{k}_meta", reset_less=True)
+            m.d.sync += [nv.eq(a_valid), nm.eq(Mux(fix, meta, a_meta) if k == 1 else a_meta)]
             a_valid, a_meta = nv, nm
-        m.submodules.q_word = q_word = fifo.SyncFIFO(width=8 * W + meta.size, depth=self._words)
-        s1 = Signal(meta)
-        word = Signal(8 * W)
-        m.d.comb += [
-            q_word.w_data.eq(Cat(self.ub_rd.data, a_meta)),
-            q_word.w_en.eq(a_valid & (q_word.r_rdy | ~s1_move)),
-            q_word.r_en.eq(s1_move),
-            s1_valid.eq(q_word.r_rdy | a_valid),
-        ]
-        with m.If(q_word.r_rdy):
-            m.d.comb += [word.eq(q_word.r_data[:8 * W]), s1.eq(q_word.r_data[8 * W:])]
-        with m.Else():
-            m.d.comb += [word.eq(self.ub_rd.data), s1.eq(a_meta)]
-        s1_lo, s1_n, s1_dst = s1.lo, s1.n, s1.dst
-        s2a_valid, s2a_move = Signal(), Signal()
-        m.d.comb += s1_move.eq(s1_valid & (wrap | ~s2a_valid | s2a_move))
+        s1_valid, s1 = a_valid, a_meta
+        word = self.ub_rd.data
         u = [word.word_select(k, 32) for k in range(L)]
+        seg1 = Signal(L)
+        m.d.comb += seg1.eq(((C(1, L + 1) << s1.n) - 1) << s1.lo)
 
-        # ---- stage 2a: out-of-bounds resolution of every lane (WRAP: one lane, through the pipeline) -
-        m.submodules.mod = mod = ModuloPipeline(32, 24 + len(s1_lo))
-        m.d.comb += [mod.i_valid.eq(s1_valid & wrap), mod.i_u.eq(u[0]), mod.i_s.eq(size),
-                     mod.i_tag.eq(Cat(s1_dst, s1_lo))]
+        # ---- stage 2a: out-of-bounds resolution of every lane (WRAP: one lane, through the pipeline) --
+        m.submodules.mod = mod = ModuloPipeline(32, Meta.size)
+        m.d.comb += [mod.i_valid.eq(s1_valid & wrap), mod.i_u.eq(word.word_select(s1.lo, 32)),
+                     mod.i_s.eq(size), mod.i_tag.eq(s1)]
+        # (the index and whether it is inside the table are registered; the clamp to S - 1 is applied on
+        # the way into 2b)
+        v2a = Signal()
+        u2a = [Signal(32, name=f"u{k}", reset_less=True) for k in range(L)]
+        inside = [Signal(name=f"inside{k}", reset_less=True) for k in range(L)]
+        meta2a = Signal(Meta, reset_less=True)
+        seg2a = Signal(L, reset_less=True)
+        wmeta = Signal(Meta)
+        m.d.comb += wmeta.eq(mod.o_tag)
+        m.d.sync += v2a.eq(Mux(wrap, mod.o_valid, s1_valid))
         with m.If(wrap):
-            m.d.comb += mod.i_u.eq(word.word_select(s1_lo, 32))
-        r = [Signal(32, name=f"r{k}", reset_less=True) for k in range(L)]    # resolved table entry per lane
-        zero = [Signal(name=f"zero{k}") for k in range(L)]
-        pend_a = Signal(L)
-        s2a_dst, s2a_lo = Signal(24), Signal(range(L))
-        with m.If(s2a_move):
-            m.d.sync += s2a_valid.eq(0)
-        with m.If(wrap & mod.o_valid):
-            m.d.sync += [s2a_valid.eq(1), Cat(s2a_dst, s2a_lo).eq(mod.o_tag),
-                         pend_a.eq(C(1, L) << mod.o_tag[24:])]
-            m.d.sync += [x.eq(mod.o_r) for x in r] + [z.eq(0) for z in zero]
-        with m.Elif(~wrap & s1_move):
-            m.d.sync += [s2a_valid.eq(1), s2a_dst.eq(s1_dst), s2a_lo.eq(s1_lo),
-                         pend_a.eq(((C(1, L + 1) << s1_n) - 1) << s1_lo)]
-            for k in range(L):
-                inside = u[k] < size
-                m.d.sync += [r[k].eq(Mux(inside, u[k], size - 1)),
-                             zero[k].eq((cmd.oob == OobMode.ZERO) & ~inside)]
+            m.d.sync += [meta2a.eq(wmeta), seg2a.eq(C(1, L) << wmeta.lo)]
+            m.d.sync += [x.eq(mod.o_r) for x in u2a] + [x.eq(1) for x in inside]
+        with m.Else():
+            m.d.sync += [meta2a.eq(s1), seg2a.eq(seg1)]
+            m.d.sync += [u2a[k].eq(u[k]) for k in range(L)] + [inside[k].eq(_less(u[k], size)) for k in range(L)]
+        r = [Mux(inside[k], u2a[k], size_m1) for k in range(L)]      # resolved table entry per lane
 
-        # ---- stage 2b: every lane's table address, and which lanes share a beat with the lane before -
-        # (registered, so that choosing a run below is logic over registers only)
-        ea = [Signal(cfg.gm_addr_bits, name=f"ea{k}", reset_less=True) for k in range(L)]  # element-mode byte address
-        zero_b = [Signal(name=f"zero_b{k}") for k in range(L)]
-        same = [Signal(name=f"same{k}") for k in range(L)]                   # lane k joins lane k - 1's run
-        r_row = Signal(32, reset_less=True)                                 # row mode: the row's index
-        pend = Signal(L)                                                    # lanes not yet sent out
-        s2_dst, s2_lo = Signal(24), Signal(range(L))
-        m.d.comb += s2a_move.eq(s2a_valid & (~s2_valid | s2_done))
-        run = Signal(L)                                                     # lanes of the run leaving now
-        emit = Signal()
-        with m.If(emit):                                        # (a segment loading now overrides)
-            m.d.sync += pend.eq(pend & ~run)
-        with m.If(s2_done):
-            m.d.sync += s2_valid.eq(0)
-        with m.If(s2a_move):
-            ea_a = [gm.base + (x << esz) for x in r]
-            m.d.sync += [s2_valid.eq(1), s2_dst.eq(s2a_dst), s2_lo.eq(s2a_lo), pend.eq(pend_a),
-                         r_row.eq(Array(r)[s2a_lo])]
-            m.d.sync += [ea[k].eq(ea_a[k]) for k in range(L)] + [zero_b[k].eq(zero[k]) for k in range(L)]
-            m.d.sync += [same[k].eq((zero[k] == zero[k - 1]) &
-                                    (zero[k] | (ea_a[k][sh:] == ea_a[k - 1][sh:]))) for k in range(1, L)]
+        # ---- stage 2b: every lane's table address (element mode), the row index (row mode) ----------
+        v2b = Signal()
+        ea = [Signal(A, name=f"ea{k}", reset_less=True) for k in range(L)]
+        zero_b = [Signal(name=f"zero_b{k}", reset_less=True) for k in range(L)]
+        r_row = Signal(32, reset_less=True)
+        meta2b = Signal(Meta, reset_less=True)
+        seg2b = Signal(L, reset_less=True)
+        m.d.sync += [v2b.eq(v2a), meta2b.eq(meta2a), seg2b.eq(seg2a), r_row.eq(Array(r)[meta2a.lo])]
+        m.d.sync += [ea[k].eq(gm.base + (r[k] << esz)) for k in range(L)]
+        m.d.sync += [zero_b[k].eq(zmode & ~inside[k]) for k in range(L)]
 
-        # ---- stage 2b, out: the next run of the segment ----------------------------------------------
-        chain = C(0, 1)
+        # ---- stage 2c: the segment queue (LUT RAM, read asynchronously); its head's runs ----------------
+        terms = _product_terms(r_row, gm.row_stride, A)
+        lane_bits = max(L * (A - sh), 32 * len(terms))
+        Seg = data.StructLayout({
+            "lanes": lane_bits,         # element mode: every lane's beat; row mode: the partial products
+            "offs": data.ArrayLayout(range(W), L), "zero": L,
+            "same": L,                  # lane k shares lane k - 1's run (same beat, or both zero)
+            "seg": L, "meta": Meta,
+        })
+        entry = Signal(Seg)
+        m.d.comb += [entry.seg.eq(seg2b), entry.meta.eq(meta2b),
+                     entry.lanes.eq(Mux(row, Cat(t for t, _ in terms), Cat(x[sh:] for x in ea)))]
         for k in range(L):
-            head = pend[k] if k == 0 else pend[k] & ~pend[k - 1]
-            chain = head | ((chain & pend[k] & same[k]) if k else C(0, 1))
-            m.d.comb += run[k].eq(chain)
-        # the pending lanes are contiguous: this run is the segment's last when no neighbouring pending
-        # lanes break (two levels of logic, not the run's ripple: it reaches back to the index read)
-        last_run = ~Cat(pend[k] & pend[k - 1] & ~same[k] for k in range(1, L)).any() if L > 1 else C(1, 1)
-        first = Signal(range(L))
-        for k in reversed(range(L)):
-            with m.If(pend[k]):
-                m.d.comb += first.eq(k)
-        count = Signal(range(L + 1))
-        m.d.comb += count.eq(sum(run[k] for k in range(L)))
-        ea_first, zero_first = Signal(cfg.gm_addr_bits), Signal()
-        m.d.comb += [ea_first.eq(Array(ea)[first]), zero_first.eq(Array(zero_b)[first])]
+            m.d.comb += [entry.offs[k].eq(ea[k][:sh]), entry.zero[k].eq(zero_b[k])]
+            if k:
+                m.d.comb += entry.same[k].eq((zero_b[k] & zero_b[k - 1]) |
+                                             (~zero_b[k] & ~zero_b[k - 1] & (ea[k][sh:] == ea[k - 1][sh:])))
+        m.submodules.q_seg = q_seg = LutFifo(Seg.size, self._seg_depth)
+        m.d.comb += [q_seg.w_data.eq(entry), q_seg.w_en.eq(v2b)]
+        head = Signal(Seg)
+        m.d.comb += head.eq(q_seg.r_data)
+        beats = [head.lanes.word_select(k, A - sh) for k in range(L)]
+        prods = [head.lanes.word_select(k, 32) << s for k, (_, s) in enumerate(terms)]
 
-        # Stage 3: the run leaves stage 2 into a register (``s3``), then into the FIFOs. Row mode's table
-        # offset (row index x row stride, a 32 x 32 multiply) is computed on the way into s3 and added to
-        # the table base on the way out, so no path holds the multiply and an add and the address logic.
-        s3_line = Signal(layout, reset_less=True)
-        s3_prod = Signal(cfg.gm_addr_bits, reset_less=True)     # row mode: r x gm.row_stride
-        s3_out = Signal()                           # s3 leaves into the FIFOs (or straight to ``ar``)
-        m.d.comb += [s3_out.eq(s3_valid & q_ar.w_rdy & q_data.w_rdy),
-                     emit.eq(s2_valid & (~s3_valid | s3_out))]
+        done_mask = Signal(L)           # lanes of the head segment already sent out
+        pend = Signal(L)
+        m.d.comb += pend.eq(head.seg & ~done_mask)
+        h = Signal(L)                   # the run's first lane (one-hot)
+        m.d.comb += h.eq(Cat(pend[k] & ~pend[:k].any() if k else pend[0] for k in range(L)))
+        ok = [~pend[k] | h[k] | head.same[k] if k else C(1, 1) for k in range(L)]
+        run = Signal(L)
+        m.d.comb += run.eq(Cat(pend[k] & Cat(ok[:k + 1]).all() for k in range(L)))
+        last_run = Signal()
+        m.d.comb += last_run.eq(Cat(ok).all())
+        q_ar = RegFifo(GatherRead(cfg).size, self._depth, direct_on_pop=False)
+        q_data = RegFifo(GatherLine(cfg).size, self._depth, direct_on_pop=False)
+        m.submodules.q_ar, m.submodules.q_data = q_ar, q_data
+        room = Signal()                 # both output queues have room for a run in stage 3 and one more
+        emit = Signal()
+        m.d.comb += [emit.eq(q_seg.r_rdy & room), q_seg.r_en.eq(emit & last_run)]
+        with m.If(emit):
+            m.d.sync += done_mask.eq(Mux(last_run, 0, done_mask | run))
 
-        line = Signal(layout)
-        m.d.comb += [
-            line.gm_addr.eq(ea_first),              # element mode; row mode adds the product in s3
-            line.ub_addr.eq(s2_dst + ((first - s2_lo) << esz)),
-            line.length.eq(Mux(row, dst.valid_cols << esz, count << esz)),
-            line.zero.eq(zero_first),
-            line.first.eq(first),
+        def pick(values):               # the value of the run's first lane (an AND-OR of the lanes)
+            out = 0
+            for k, v in enumerate(values):
+                out = out | (Value.cast(v) & h[k].replicate(len(Value.cast(v))))
+            return out
+
+        # ---- stage 3: the run, registered; reuse, the row's address; into the output queues -------------
+        s3_valid = Signal()
+        s3_beat = Signal(A - sh, reset_less=True)
+        s3_zero = Signal(reset_less=True)
+        s3_mask = Signal(L, reset_less=True)
+        s3_offs = Signal(data.ArrayLayout(range(W), L), reset_less=True)
+        s3_meta = Signal(Meta, reset_less=True)
+        # row mode: base + row index x row stride, and the row's last byte, as (base + the unshifted
+        # partial product) + (the others' sum): one add left for stage 3
+        s3_lo, s3_last_lo, s3_rest = Signal(A, reset_less=True), Signal(A, reset_less=True), Signal(A, reset_less=True)
+        m.d.sync += [
+            s3_valid.eq(emit), s3_beat.eq(pick(beats)), s3_zero.eq((h & head.zero).any()), s3_mask.eq(run),
+            s3_offs.eq(head.offs), s3_meta.eq(head.meta), s3_meta.last.eq(head.meta.last & last_run),
+            s3_lo.eq(gm.base + prods[0]), s3_last_lo.eq(gm_last0 + prods[0]),
+            s3_rest.eq(sum(prods[1:]) if len(prods) > 1 else 0),
         ]
-        m.d.comb += [line.offs[k].eq(ea[k][:sh]) for k in range(L)]
-        last_beat = Signal(cfg.gm_addr_bits - sh)
+        last_beat = Signal(A - sh, reset_less=True)      # the beat of the last non-zero run
         have_beat = Signal()
-        m.d.comb += [
-            s2_done.eq(emit & last_run),
-            line.reuse.eq(~row & ~zero_first & have_beat & (last_beat == (ea_first >> sh))),
-        ]
+        reuse = Signal()
+        m.d.comb += reuse.eq(~row & ~s3_zero & have_beat & (s3_beat == last_beat))
+        with m.If(s3_valid & ~s3_zero):
+            m.d.sync += [last_beat.eq(s3_beat), have_beat.eq(1)]
         with m.If(self.start):
             m.d.sync += have_beat.eq(0)
-        with m.Elif(emit & ~zero_first):
-            m.d.sync += [last_beat.eq(ea_first >> sh), have_beat.eq(1)]
-        with m.If(emit):
-            m.d.sync += [s3_valid.eq(1), s3_line.eq(line), s3_prod.eq(r_row * gm.row_stride)]
-        with m.Elif(s3_out):
-            m.d.sync += s3_valid.eq(0)
-        with m.If(self.start):
-            m.d.sync += s3_valid.eq(0)
+        row_addr = Signal(A)
+        row_last = Signal(A)
+        m.d.comb += [row_addr.eq(s3_lo + s3_rest), row_last.eq(s3_last_lo + s3_rest)]
+        # the chunks the row touches - 1: (its offset in the chunk + bytes - 1) / chunk (the offset from
+        # the low bits only: the other partial products are shifted by 16 or more)
+        kc = (W * burst_chunk_beats(cfg)).bit_length() - 1
+        assert terms[0][1] == 0 and all(t[1] >= kc for t in terms[1:])
+        row_span = Signal(span_bits(cfg))
+        m.d.comb += row_span.eq((s3_lo[:kc] + line_m1) >> kc)
 
-        out = Signal(layout)
-        m.d.comb += [out.eq(s3_line), out.gm_addr.eq(Mux(row, gm.base + s3_prod, s3_line.gm_addr))]
-        read = Signal(GatherRead(cfg))
+        rd = Signal(GatherRead(cfg))
         m.d.comb += [
-            read.gm_addr.eq(out.gm_addr),
-            # an element run's bytes all lie in the beat of its first element
-            read.length.eq(Mux(row, out.length, 1)),
-            read.skip.eq(out.zero | out.reuse),
+            rd.gm_addr.eq(Mux(row, row_addr, s3_beat << sh)), rd.gm_last.eq(row_last),
+            rd.span.eq(row_span), rd.one_chunk.eq(row_span == 0), rd.single.eq(~row), rd.skip.eq(s3_zero | reuse), rd.last.eq(s3_meta.last),
         ]
-        # The address side bypasses its FIFO when that is empty (the FIFO's write-to-read cycle would
-        # delay every instruction's first AR); the data side has the memory latency to hide its own.
-        with m.If(q_ar.r_rdy):
-            m.d.comb += [self.ar.valid.eq(1), self.ar.payload.eq(q_ar.r_data), q_ar.w_en.eq(s3_out)]
-        with m.Else():
-            # (only a run that also enters the data FIFO now may leave: else its AR would go out twice)
-            m.d.comb += [self.ar.valid.eq(s3_out), self.ar.payload.eq(read),
-                         q_ar.w_en.eq(s3_out & ~self.ar.ready)]
-        m.d.comb += [q_ar.w_data.eq(read), q_data.w_data.eq(out), q_data.w_en.eq(s3_out)]
+        line = Signal(GatherLine(cfg))
+        m.d.comb += [
+            line.ub_addr.eq(s3_meta.dptr), line.src_off.eq(row_addr[:sh]),
+            line.delta.eq(s3_meta.dptr[:sh] - (s3_meta.lo << esz)),
+            line.mask.eq(s3_mask), line.offs.eq(s3_offs), line.zero.eq(s3_zero), line.reuse.eq(reuse),
+            line.last.eq(s3_meta.last),
+        ]
+        m.d.comb += [
+            q_ar.w_data.eq(rd), q_ar.w_en.eq(s3_valid), q_data.w_data.eq(line), q_data.w_en.eq(s3_valid),
+            self.ar.valid.eq(q_ar.r_rdy), self.ar.payload.eq(q_ar.r_data), q_ar.r_en.eq(self.ar.ready),
+            self.data.valid.eq(q_data.r_rdy), self.data.payload.eq(q_data.r_data), q_data.r_en.eq(self.data.ready),
+        ]
 
-        m.d.sync += inflight.eq(inflight + issue - s2_done)
+        # ---- credits ------------------------------------------------------------------------------------
+        # (from the queues' levels one cycle late: the margins cover what enters meanwhile)
+        # (``mem_level``: the entries behind the head, at most one less than the level)
+        popped = Signal()
+        m.d.sync += [popped.eq(q_seg.r_en), seg_inflight.eq(seg_inflight + read - popped),
+                     seg_credit.eq(seg_inflight + 2 <= self._seg_depth)]
+        m.d.sync += [
+            room.eq((q_ar.mem_level + 4 <= self._depth) & (q_data.mem_level + 4 <= self._depth)),
+            room_w.eq((q_ar.mem_level + seg_inflight + 6 <= self._depth) &
+                      (q_data.mem_level + seg_inflight + 6 <= self._depth)),
+        ]
         return m
 
 
 class ElementPlacer(wiring.Component):
     """Element mode's data path: places a run's elements from one bus beat into one UB word.
 
-    Destination lane ``l`` (byte) in ``[line.ub_addr mod W, + line.length)`` belongs to run element
-    ``e = (l - ub_addr mod W) >> esz`` and byte ``b`` of it; it takes beat byte
-    ``line.offs[(line.first + e) mod (W / 4)] + b``. ``be`` covers exactly the run's bytes.
+    Run (:func:`GatherLine`): index lane ``k`` of the run's ``mask`` holds an element at byte ``offs[k]``
+    of the beat, which goes to UB bytes ``delta + k * size`` (mod ``W``, ``size = 2 ** esz``) on of the
+    word ``ub_addr / W``; ``be`` covers exactly those bytes; a ``zero`` run writes zeros.
 
-    Ports: ``line`` (a :func:`GatherLine`), ``esz`` (log2 element bytes), ``beat`` in; ``data``, ``be``
-    out. Purely combinational (a byte crossbar).
+    Two steps with a register between, and a register on the output (:attr:`LATENCY` = 2), so that the
+    crossbar is small and shallow and the UB write port is driven from flip-flops:
+
+    - in the cycle the run is offered (``fire``): for each index lane, the aligned 4-byte word of the
+      beat holding its element (a ``W / 4``:1 multiplexer per bit; zeros for a zero run) and which of
+      its bytes make the element replicated to 4 bytes (for ``size`` 1 or 2); for each UB byte the index
+      lane it takes its byte from and whether it is written (from ``delta``, ``esz``, ``mask``);
+    - the cycle after: each lane's replicated element (a 4:1 byte multiplexer), then each UB byte picks
+      its lane (a ``W / 4``:1 multiplexer per bit), into the output registers.
+
+    Ports: ``fire``, ``line`` (:func:`GatherLine`), ``esz`` (log2 element bytes), ``beat`` in (valid with
+    ``fire``); ``valid``, ``addr`` (UB word), ``data``, ``be``, ``last`` out, :attr:`LATENCY` cycles
+    later, from registers.
     """
+
+    LATENCY = 2
 
     def __init__(self, config):
         self._config = config
         W = config.ub_word_bytes
         super().__init__({
-            "line": In(GatherLine(config)), "esz": In(2), "beat": In(8 * W),
-            "data": Out(8 * W), "be": Out(W),
+            "fire": In(1), "line": In(GatherLine(config)), "esz": In(2), "beat": In(8 * W),
+            "valid": Out(1), "addr": Out(range(config.ub_words)), "data": Out(8 * W), "be": Out(W),
+            "last": Out(1),
         })
 
     def elaborate(self, platform):
@@ -400,18 +550,46 @@ class ElementPlacer(wiring.Component):
         W = self._config.ub_word_bytes
         sh = W.bit_length() - 1
         L = W // 4
-        line = self.line
-        lo = Signal(sh)
-        m.d.comb += lo.eq(line.ub_addr[:sh])
-        for lane in range(W):
-            rel = Signal(sh, name=f"rel{lane}")
-            elem = Signal(range(L), name=f"elem{lane}")
-            src = Signal(sh, name=f"src{lane}")
-            m.d.comb += [
-                rel.eq(lane - lo),
-                elem.eq(line.first + (rel >> self.esz)),
-                src.eq(line.offs[elem] + (rel & ((C(1, 4) << self.esz) - 1))),
-                self.data.word_select(lane, 8).eq(self.beat.word_select(src, 8)),
-                self.be[lane].eq((lane >= lo) & (lane < lo + line.length)),
-            ]
+        Lb = L.bit_length() - 1
+        line, esz = self.line, self.esz
+
+        # ---- step A (combinational from the run and the beat), into registers ----------------------------
+        lane_word = [Signal(32, name=f"lw{k}", reset_less=True) for k in range(L)]
+        lane_sel = [[Signal(2, name=f"ls{k}_{b}", reset_less=True) for b in range(4)] for k in range(L)]
+        src = [Signal(max(1, Lb), name=f"src{j}", reset_less=True) for j in range(W)]   # lane of UB byte j
+        be = Signal(W, reset_less=True)
+        last, valid = Signal(reset_less=True), Signal()
+        addr = Signal(len(self.addr), reset_less=True)
+        for k in range(L):
+            # the aligned 4-byte word holding the element (zeros for a zero run), and for each of its 4
+            # bytes in the replicated element (size 1: b b b b, size 2: b0 b1 b0 b1) the byte it is
+            so = line.offs[k][:2]
+            m.d.sync += lane_word[k].eq(Mux(line.zero, 0, self.beat.word_select(line.offs[k][2:], 32)))
+            for b in range(4):
+                with m.Switch(esz):
+                    with m.Case(0):
+                        m.d.sync += lane_sel[k][b].eq(so)
+                    with m.Case(1):
+                        m.d.sync += lane_sel[k][b].eq(Cat(C(b & 1, 1), so[1]))
+                    with m.Default():
+                        m.d.sync += lane_sel[k][b].eq(b)
+        delta = line.delta
+        for j in range(W):
+            pos = Signal(sh, name=f"pos{j}")
+            m.d.comb += pos.eq(j - delta)
+            e = Signal(sh, name=f"e{j}")
+            m.d.comb += e.eq(pos >> esz)
+            inside = (e >> Lb) == 0 if Lb < sh else C(1, 1)
+            m.d.sync += [src[j].eq(e[:max(1, Lb)]), be[j].eq(inside & line.mask.bit_select(e[:max(1, Lb)], 1))]
+        m.d.sync += [last.eq(line.last), valid.eq(self.fire), addr.eq(line.ub_addr[sh:])]
+
+        # ---- step B: each lane's element bytes, then each UB byte picks its lane -------------------------
+        rep = [[lane_word[k].word_select(lane_sel[k][b], 8) for b in range(4)] for k in range(L)]
+        data_out = Cat(Array(rep[k][j % 4] for k in range(L))[src[j]] for j in range(W))
+        o_valid = Signal()
+        o_addr, o_data, o_be, o_last = (Signal.like(x, name=f"o_{n}", reset_less=True) for x, n in
+                                        ((addr, "addr"), (self.data, "data"), (be, "be"), (last, "last")))
+        m.d.sync += [o_valid.eq(valid), o_addr.eq(addr), o_data.eq(data_out), o_be.eq(be), o_last.eq(last)]
+        m.d.comb += [self.valid.eq(o_valid), self.addr.eq(o_addr), self.data.eq(o_data), self.be.eq(o_be),
+                     self.last.eq(o_last)]
         return m

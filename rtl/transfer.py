@@ -6,13 +6,13 @@ from amaranth.lib import fifo, wiring
 from .axi import Burst, Resp
 from .checker import exceeds, stage
 from .engine import EngineSignature
-from .isa import Opcode
+from .isa import Layout, Opcode
 from .realign import Realigner
 from .status import Status
 from .mgather import ElementPlacer, IndexLines, mgather_checks
 from .tile import elem_log2, tile_geometry
-from .ub_stream import UbReader, UbWriter
-from .walker import LINE_BYTES_BITS, BurstWalker, LineWalker
+from .ub_stream import UbReader
+from .walker import LINE_BYTES_BITS, BurstWalker, LineWalker, RegFifo
 
 __all__ = ["TransferEngine"]
 
@@ -32,25 +32,47 @@ class TransferEngine(wiring.Component):
 
     The transfer covers the tile's valid region, one *line* (a row of a row-major tile, a column of a
     column-major one) at a time, GM line ``l`` at ``gm.base + l * gm.row_stride``. Lines are split into
-    bus-aligned INCR bursts of at most ``config.max_burst_beats`` beats that never cross 4 KiB; byte
-    enables (UB) and write strobes (GM) cover exactly the line's bytes, so nothing outside the valid
-    region changes on either side.
+    bus-aligned INCR bursts that never cross 4 KiB and have at most ``config.max_burst_beats`` beats
+    (:class:`rtl.walker.BurstWalker`); byte enables (UB) and write strobes (GM) cover exactly the line's
+    bytes, so nothing outside the valid region changes on either side.
 
     Parameters: ``config`` (uses ``axi_data_bits`` = UB word width, ``max_outstanding_reads``,
     ``max_outstanding_writes``, ``max_burst_beats``, ``read_buffer_beats``).
 
     Ports: :class:`EngineSignature` with one UB read port, the UB write port and the AXI4 master.
 
-    Data paths: GM -> UB through a :class:`rtl.realign.Realigner` into a :class:`rtl.ub_stream.UbWriter`;
-    UB -> GM through a :class:`rtl.ub_stream.UbReader`, whose words come out aligned to the GM offset.
+    Structure (every path starts at a register and stays a few LUT levels deep, for the clock):
+
+    - setup: in the ``start`` cycle the command's geometry is registered (element size, line count and
+      length, UB base and stride, ``gm.base - 1``); the opcodes are told apart by single bits (the
+      engine only starts for its own four). The data-side walker starts in that cycle, the address-side
+      walker (which needs the first line's last byte, an add of registers) one cycle later.
+    - address side: lines from a :class:`rtl.walker.LineWalker` (or ``IndexLines.ar``) into a
+      :class:`rtl.walker.BurstWalker`, whose output register drives AR (or AW): ``arvalid`` is that
+      register AND ``go``, address and length are registers. A burst is loaded only while fewer than
+      ``max_outstanding_reads`` (``_writes``) are loaded or in flight.
+    - GM -> UB: R beats into a ``read_buffer_beats`` FIFO (``rready`` = not full), which an empty FIFO
+      bypasses (a beat is used in the cycle it arrives when the data side wants one). TLOAD and
+      MGATHER_ROW: the lines (from a walker or ``IndexLines.data``) and the beats go through a
+      :class:`rtl.realign.Realigner` (one register stage, then a 4:1 multiplexer) whose words carry their
+      UB address and exact byte enables straight to the UB write port. MGATHER_ELEM: a run and its beat
+      (new, the previous one again, or none for a zero run) through the
+      :class:`rtl.mgather.ElementPlacer` (two register stages, the second its output) to the UB write
+      port.
+    - UB -> GM (TSTORE): the walker's lines go to a :class:`rtl.ub_stream.UbReader`, whose words come out
+      aligned to their GM offset, to W (after their burst's AW; burst lengths queue in a FIFO).
 
     Throughput: one bus beat per cycle in either direction once the pipe is full, up to
     ``max_outstanding_reads`` read bursts in flight; a TLOAD line that needs one more UB word than bus
     beats costs one extra cycle (a TSTORE line none: the reader makes every beat from one UB read).
-    Latency: the first AR/AW leaves 2 cycles after ``start``; ``done`` follows the last UB write (TLOAD)
-    or the last B response (TSTORE) by one cycle. An AXI error response does not stop the transfer
-    (every requested beat is still taken, so nothing hangs) but suppresses all later UB writes and
-    answers ``AXI_READ_ERROR``/``AXI_WRITE_ERROR``.
+    Latency: the first AR/AW is loaded 2 cycles after ``start`` and leaves with ``go`` (3 cycles after
+    ``start`` in the unit); MGATHER's first AR leaves ``READ_LATENCY + 6`` cycles after ``start``
+    (:class:`rtl.mgather.IndexLines`). A beat that arrives in cycle ``t`` is offered to the UB write port
+    in ``t + 1`` (TLOAD, MGATHER_ROW) or ``t + 2`` (MGATHER_ELEM). ``done`` comes in the cycle of the
+    last UB write (TLOAD, MGATHER) or the cycle after the last B response (TSTORE); an empty region is
+    ``done`` the cycle after ``start``. An AXI error response does not stop the transfer (every
+    requested beat is still taken, so nothing hangs) but suppresses the UB writes of that beat and all
+    later ones and answers ``AXI_READ_ERROR``/``AXI_WRITE_ERROR``.
     """
 
     opcodes = (Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
@@ -87,243 +109,241 @@ class TransferEngine(wiring.Component):
         sh = W.bit_length() - 1
         cmd = self.cmd
         axi = self.axi
+        op = cmd.opcode.as_value()
+        gm = cmd.gm
 
-        # ---- transfer geometry, from the held command --------------------------------------------
-        is_store = cmd.opcode == Opcode.TSTORE
-        tile = _transfer_tile(cmd)
-        esz = elem_log2(m, tile.dtype)
-        lines, line_elems, ub_stride = tile_geometry(m, tile, esz)
+        # ---- setup: the command's geometry, registered at ``start`` ------------------------------------
+        # This engine starts only for its four opcodes: TLOAD 0x01, TSTORE 0x02, MGATHER_ROW 0x10,
+        # MGATHER_ELEM 0x11, so single opcode bits tell them apart. TLOAD / TSTORE lines follow the GM
+        # descriptor, whose shape and type the checker has compared with the tile's (the engine's side
+        # effects wait for ``go``): a line is ``gm.cols`` elements of a row-major tile, ``gm.rows`` of a
+        # column-major one.
+        store_c, gath_c, elem_c = op[1], op[4], op[4] & op[0]
+        esz_c = elem_log2(m, gm.dtype)
+        src0, dst = cmd.src0, cmd.dst
+        col_c = Mux(store_c, src0.layout.as_value(), dst.layout.as_value()) == Layout.COL_MAJOR.value
+        lines_c = Mux(col_c, gm.cols[:16], gm.rows[:16])
+        elems_c = Mux(col_c, gm.rows[:16], gm.cols[:16])
+        ub_base_c = Mux(store_c, src0.base, dst.base)
+        stride_elems_c = Mux(col_c, Mux(store_c, src0.rows, dst.rows), Mux(store_c, src0.cols, dst.cols))
+        empty_c = Mux(gath_c, (dst.valid_rows == 0) | (dst.valid_cols == 0),
+                      (gm.rows[:16] == 0) | (gm.cols[:16] == 0))
+
+        store, gath, elem = Signal(), Signal(), Signal()
+        esz = Signal(2)
+        lines, stride_elems = Signal(16), Signal(16)
+        gm_base_m1 = Signal(cfg.gm_addr_bits)
+        row_bytes = Signal(LINE_BYTES_BITS)       # MGATHER_ROW: bytes per destination row
+        running = Signal()
+        empty_done = Signal()
+        walk_addr_start = Signal()
+        line_bytes = Signal(LINE_BYTES_BITS)
+        line_m1 = Signal(LINE_BYTES_BITS)        # line_bytes - 1 = ((elems - 1) << esz) | (size - 1)
+        elems_m1_c = Mux(col_c, gm.rows[:16] - 1, gm.cols[:16] - 1)[:16]
+        m.d.sync += [empty_done.eq(0), walk_addr_start.eq(0)]
+        with m.If(self.start):
+            m.d.sync += [
+                store.eq(store_c), gath.eq(gath_c), elem.eq(elem_c), esz.eq(esz_c),
+                lines.eq(lines_c), line_bytes.eq(elems_c << esz_c), stride_elems.eq(stride_elems_c),
+                line_m1.eq((elems_m1_c << esz_c) | ((C(1, 3) << esz_c) - 1)),
+                gm_base_m1.eq(gm.base - 1), row_bytes.eq(dst.valid_cols << esz_c),
+                running.eq(~empty_c), empty_done.eq(empty_c), walk_addr_start.eq(~gath_c),
+            ]
+        ub_stride = Signal(24)
+        m.d.comb += ub_stride.eq(stride_elems << esz)
 
         m.submodules.walk_addr = walk_addr = LineWalker(cfg)   # AR or AW issue
-        m.submodules.walk_data = walk_data = LineWalker(cfg)   # realigner + UB writer, or UB reader
-        # The walkers take their start values from the command in the ``start`` cycle and run on a
-        # registered copy afterwards: the per-line adds never see the opcode decode, the tile select or
-        # the element-size shift (the command is held stable until ``done``).
-        setup = Signal(walk_addr.params.shape())
-        params = Signal(walk_addr.params.shape())
-        m.d.comb += [
-            setup.ub_base.eq(tile.base),
-            setup.ub_stride.eq(ub_stride),
-            setup.gm_base.eq(cmd.gm.base),
-            setup.gm_stride.eq(cmd.gm.row_stride),
-            setup.lines.eq(lines),
-            setup.line_bytes.eq(line_elems << esz),
-        ]
-        with m.If(self.start):
-            m.d.sync += params.eq(setup)
+        m.submodules.walk_data = walk_data = LineWalker(cfg)   # realigner, or UB reader
         for w in (walk_addr, walk_data):
-            m.d.comb += w.params.eq(Mux(self.start, setup, params))
-
-        esz_r = Signal(2)          # the element size of the running transfer (registered: it reaches the UB data)
-        running = Signal()
-        store = Signal()           # registered is_store for the running transfer
-        gath = Signal()            # running an MGATHER: lines come from the index tile
-        gath_elem = Signal()       # ... in element mode: its runs go through the element placer
-        err = Signal()
-        # Lines not yet completely written (UB for TLOAD and MGATHER_ROW, issued W for TSTORE);
-        # MGATHER_ELEM counts elements instead.
-        lines_left = Signal(32)
-        is_gather = (cmd.opcode == Opcode.MGATHER_ROW) | (cmd.opcode == Opcode.MGATHER_ELEM)
-        gather_lines = Mux(cmd.opcode == Opcode.MGATHER_ROW, cmd.dst.valid_rows,
-                           cmd.dst.valid_rows * cmd.dst.valid_cols)
-        empty = Mux(is_gather, (cmd.dst.valid_rows == 0) | (cmd.dst.valid_cols == 0),
-                    (lines == 0) | (line_elems == 0))
+            m.d.comb += [w.step.ub_stride.eq(ub_stride), w.step.gm_stride.eq(gm.row_stride),
+                         w.step.line_bytes.eq(line_bytes), w.step.line_m1.eq(line_m1)]
+        m.d.comb += [
+            walk_data.start.eq(self.start),
+            walk_data.init.ub_addr.eq(ub_base_c), walk_data.init.gm_addr.eq(gm.base),
+            walk_data.init.lines.eq(lines_c), walk_data.init.run.eq(~gath_c & ~empty_c),
+            walk_addr.start.eq(walk_addr_start),
+            walk_addr.init.gm_addr.eq(gm.base), walk_addr.init.gm_last.eq(gm_base_m1 + line_bytes),
+            walk_addr.init.lines.eq(lines), walk_addr.init.run.eq(running),
+        ]
 
         m.submodules.index = index = IndexLines(cfg)
-        m.d.comb += index.cmd.eq(cmd)
-        # lines_left is first needed when a line completes, cycles after start: the element count's
-        # multiply gets the cycle after start to itself (from the held command into a register).
-        count_pending = Signal()
-        with m.If(count_pending):
-            m.d.sync += [count_pending.eq(0), lines_left.eq(Mux(gath, gather_lines, lines))]
-        with m.If(self.start):
-            with m.If(empty):
-                m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
-            with m.Else():
-                m.d.sync += [running.eq(1), store.eq(is_store), gath.eq(is_gather), err.eq(0),
-                             gath_elem.eq(cmd.opcode == Opcode.MGATHER_ELEM), count_pending.eq(1),
-                             esz_r.eq(esz)]
-                m.d.comb += [walk_addr.start.eq(~is_gather), walk_data.start.eq(~is_gather),
-                             index.start.eq(is_gather)]
+        m.d.comb += [index.cmd.eq(cmd), index.start.eq(self.start)]
+        err = Signal()
 
-        # Address side: lines from the walker, or from the index tile (zero / reuse lines issue no AR).
+        # ---- address side: lines -> bursts -> the AR / AW register ---------------------------------------
         m.submodules.bursts = bursts = BurstWalker(cfg)
-        ar_line = index.ar.payload
-        skip = ar_line.skip
-        m.d.comb += [
-            bursts.lines.valid.eq(Mux(gath, index.ar.valid & ~skip, walk_addr.lines.valid)),
-            bursts.lines.payload.eq(walk_addr.lines.payload),
-            walk_addr.lines.ready.eq(~gath & bursts.lines.ready),
-            index.ar.ready.eq(gath & (skip | bursts.lines.ready)),
-        ]
+        wl = walk_addr.lines.payload
         with m.If(gath):
-            m.d.comb += [bursts.lines.payload.gm_addr.eq(ar_line.gm_addr),
-                         bursts.lines.payload.length.eq(ar_line.length),
-                         bursts.lines.payload.last.eq(0)]
+            m.d.comb += [bursts.lines.valid.eq(index.ar.valid), bursts.lines.payload.eq(index.ar.payload),
+                         index.ar.ready.eq(bursts.lines.ready)]
+        with m.Else():
+            m.d.comb += [bursts.lines.valid.eq(walk_addr.lines.valid),
+                         bursts.lines.payload.gm_addr.eq(wl.gm_addr), bursts.lines.payload.gm_last.eq(wl.gm_last),
+                         bursts.lines.payload.one_chunk.eq(wl.one_chunk), bursts.lines.payload.span.eq(wl.span),
+                         bursts.lines.payload.last.eq(wl.last),
+                         walk_addr.lines.ready.eq(bursts.lines.ready)]
         b = bursts.bursts.payload
-
-        # Data side. GM -> UB (TLOAD, MGATHER_ROW): lines from the walker or the index tile (row mode) go
-        # to the realigner (GM offset -> UB offset) and, in the same cycle, to the UB writer, which writes
-        # the realigner's words: both count ceil((ub_addr mod W + length) / W) words per line and take
-        # the next line with the last word of the current one, so they stay in step. UB -> GM (TSTORE):
-        # the walker's lines go to the UB reader, which reads them already aligned to their GM offset.
-        # Element mode's runs go through the element placer instead (below).
-        m.submodules.realign = realign = Realigner(W)
-        m.submodules.ub_writer = writer = UbWriter(cfg)
-        m.submodules.ub_reader = reader = UbReader(cfg)
-        line = Signal(index.data.payload.shape())
-        line_valid = Signal()
-        line_ready = Signal()
-        m.d.comb += line_ready.eq(Mux(store, reader.lines.ready, realign.line.ready))
-        # MGATHER's lines and runs reach the data side only with ``go``: a zero line or run writes the UB
-        # without any AXI read, and nothing may be written before the checker has passed the command.
-        data_valid = index.data.valid & self.go
-        with m.If(gath & ~gath_elem):
-            m.d.comb += [line.eq(index.data.payload), line_valid.eq(data_valid),
-                         index.data.ready.eq(line_ready & self.go)]
-        with m.Elif(~gath):
-            m.d.comb += [line.ub_addr.eq(walk_data.lines.payload.ub_addr),
-                         line.gm_addr.eq(walk_data.lines.payload.gm_addr),
-                         line.length.eq(walk_data.lines.payload.length),
-                         line_valid.eq(walk_data.lines.valid),
-                         walk_data.lines.ready.eq(line_ready)]
-        m.d.comb += [
-            realign.line.valid.eq(line_valid & ~store),
-            realign.line.payload.length.eq(line.length),
-            realign.line.payload.src_off.eq(line.gm_addr[:sh]),
-            realign.line.payload.dst_off.eq(line.ub_addr[:sh]),
-            writer.lines.valid.eq(line_valid & ~store & realign.line.ready),
-            writer.lines.payload.ub_addr.eq(line.ub_addr),
-            writer.lines.payload.length.eq(line.length),
-            reader.lines.valid.eq(line_valid & store),
-            reader.lines.payload.ub_addr.eq(line.ub_addr),
-            reader.lines.payload.length.eq(line.length),
-            reader.lines.payload.dst_off.eq(line.gm_addr[:sh]),
-        ]
-        cur_zero = Signal()        # the line the realigner is working on is a zero line (MGATHER_ROW)
-        with m.If(realign.line.valid & realign.line.ready):
-            m.d.sync += cur_zero.eq(line.zero)
-
-        # ---- constant AXI fields ------------------------------------------------------------------
         for ch in ("ar", "aw"):
             m.d.comb += [
                 getattr(axi, f"{ch}id").eq(0), getattr(axi, f"{ch}size").eq(sh),
                 getattr(axi, f"{ch}burst").eq(Burst.INCR), getattr(axi, f"{ch}cache").eq(_AXCACHE),
                 getattr(axi, f"{ch}addr").eq(b.addr), getattr(axi, f"{ch}len").eq(b.len),
             ]
-
-        # ---- TLOAD: AR issue, R buffer, realign into UB words ----------------------------------------
-        rd_outstanding = Signal(range(cfg.max_outstanding_reads + 1))
-        ar_ok = running & ~store & (rd_outstanding < cfg.max_outstanding_reads) & self.go
-        m.d.comb += axi.arvalid.eq(bursts.bursts.valid & ar_ok)
+        m.d.comb += [axi.arvalid.eq(bursts.bursts.valid & ~store & self.go),
+                     axi.awvalid.eq(bursts.bursts.valid & store & self.go)]
         ar_fire = axi.arvalid & axi.arready
+        aw_fire = axi.awvalid & axi.awready
+        m.d.comb += bursts.bursts.ready.eq(Mux(store, axi.awready, axi.arready) & self.go)
+        # Bursts loaded into the output register or in flight (reads until their last beat, writes until
+        # their B response): at most the configured number.
+        rd_out = Signal(range(cfg.max_outstanding_reads + 1))
+        wr_out = Signal(range(cfg.max_outstanding_writes + 1))
         r_last = axi.rvalid & axi.rready & axi.rlast
-        m.d.sync += rd_outstanding.eq(rd_outstanding + ar_fire - r_last)
-
-        # Unbuffered FIFO: a beat is readable the cycle after it arrives (the buffered one adds a cycle).
-        m.submodules.rbuf = rbuf = fifo.SyncFIFO(width=8 * W + 1, depth=cfg.read_buffer_beats)
-        m.d.comb += [
-            rbuf.w_data.eq(Cat(axi.rdata, axi.rresp != Resp.OKAY)),
-            rbuf.w_en.eq(axi.rvalid),
-            axi.rready.eq(rbuf.w_rdy),
+        b_fire = axi.bvalid & axi.bready
+        m.d.sync += [rd_out.eq(rd_out + (bursts.loaded & ~store) - r_last),
+                     wr_out.eq(wr_out + (bursts.loaded & store) - b_fire)]
+        m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=8, depth=max(2, cfg.max_outstanding_writes))
+        # "fewer than the maximum after this cycle", a register computed from the counter's register and
+        # this cycle's increment and decrement (the wlen FIFO holds at most one entry per write burst
+        # loaded or in flight, so its depth, max_outstanding_writes, is never exceeded)
+        def room_next(count, limit, inc, dec):
+            return (((count < limit - 1) | ((count == limit - 1) & ~(inc & ~dec)) |
+                     ((count == limit) & dec & ~inc)) if limit > 1 else (((count == 0) & ~(inc & ~dec)) |
+                                                                        ((count == 1) & dec & ~inc)))
+        rd_room, wr_room = Signal(init=1), Signal(init=1)
+        m.d.sync += [
+            rd_room.eq(room_next(rd_out, cfg.max_outstanding_reads, bursts.loaded & ~store, r_last)),
+            wr_room.eq(room_next(wr_out, cfg.max_outstanding_writes, bursts.loaded & store, b_fire)),
         ]
+        m.d.comb += bursts.credit.eq(Mux(store, wr_room, rd_room))
 
-        # ---- TSTORE: the UB reader (its one read port), beats aligned to GM, credit-limited -----------
+        # ---- GM -> UB: R beats, through the buffer or straight to the data side --------------------------
+        m.submodules.rbuf = rbuf = RegFifo(8 * W + 1, cfg.read_buffer_beats)
+        r_in = axi.rvalid & rbuf.w_rdy
+        beat_valid = Signal()
+        beat_data = Signal(8 * W)
+        beat_err = Signal()
+        beat_want = Signal()            # the data side takes a beat now if there is one (from registers)
+        m.d.comb += [
+            axi.rready.eq(rbuf.w_rdy),
+            beat_valid.eq(rbuf.r_rdy | (r_in & rbuf.empty)),
+            beat_data.eq(Mux(rbuf.r_rdy, rbuf.r_data[:8 * W], axi.rdata)),
+            beat_err.eq(Mux(rbuf.r_rdy, rbuf.r_data[8 * W], axi.rresp != Resp.OKAY)),
+            rbuf.w_data.eq(Cat(axi.rdata, axi.rresp != Resp.OKAY)),
+            rbuf.w_en.eq(r_in), rbuf.w_taken.eq(beat_want),
+            rbuf.r_en.eq(beat_want),
+        ]
+        with m.If(beat_want & beat_valid & beat_err):
+            m.d.sync += err.eq(1)
+
+        # TLOAD / MGATHER_ROW: lines and beats through the realigner. MGATHER's lines and runs reach the
+        # data side only with ``go``: a zero line or run writes the UB without any AXI read, and nothing
+        # may be written before the checker has passed the command.
+        m.submodules.realign = realign = Realigner(W, addr_bits=24 - sh)
+        rl = realign.line.payload
+        d = index.data.payload
+        wd = walk_data.lines.payload
+        with m.If(gath):
+            m.d.comb += [
+                realign.line.valid.eq(index.data.valid & ~elem & self.go),
+                rl.src_off.eq(d.src_off), rl.dst_off.eq(d.ub_addr[:sh]), rl.length.eq(row_bytes),
+                rl.zero.eq(d.zero), rl.addr.eq(d.ub_addr[sh:]), rl.last.eq(d.last),
+            ]
+        with m.Else():
+            m.d.comb += [
+                realign.line.valid.eq(walk_data.lines.valid & ~store),
+                rl.src_off.eq(wd.gm_addr[:sh]), rl.dst_off.eq(wd.ub_addr[:sh]), rl.length.eq(wd.length),
+                rl.addr.eq(wd.ub_addr[sh:]), rl.last.eq(wd.last),
+            ]
+        m.d.comb += [realign.i.valid.eq(beat_valid), realign.i.payload.eq(beat_data)]
+
+        # MGATHER_ELEM: a run and its beat (new, previous or none) through the element placer.
+        m.submodules.placer = placer = ElementPlacer(cfg)
+        run = index.data.payload
+        last_beat = Signal(8 * W, reset_less=True)     # the last beat a run took
+        # (no ``go`` needed: no beat arrives before it)
+        elem_want = elem & index.data.valid & ~run.zero & ~run.reuse
+        fire = Signal()
+        m.d.comb += [
+            fire.eq(elem & index.data.valid & self.go & (run.zero | run.reuse | beat_valid)),
+            placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(esz),
+            placer.beat.eq(Mux(run.reuse, last_beat, beat_data)),
+            beat_want.eq(Mux(elem, elem_want, realign.i.ready)),
+            index.data.ready.eq(Mux(elem, fire, realign.line.ready & self.go)),
+        ]
+        with m.If(elem_want & beat_valid):
+            m.d.sync += last_beat.eq(beat_data)
+
+        # the UB write port: the realigner's or the placer's word (their byte enables are exact)
+        with m.If(elem):
+            m.d.comb += [self.ub_wr.addr.eq(placer.addr), self.ub_wr.data.eq(placer.data)]
+            with m.If(placer.valid & ~err):
+                m.d.comb += self.ub_wr.be.eq(placer.be)
+        with m.Else():
+            o = realign.o.payload
+            m.d.comb += [self.ub_wr.addr.eq(o.addr), self.ub_wr.data.eq(o.data)]
+            with m.If(realign.o.valid & ~err):
+                m.d.comb += self.ub_wr.be.eq(o.be)
+        load_done = Signal()            # the last UB write of a TLOAD / MGATHER happens now
+        m.d.comb += load_done.eq(Mux(elem, placer.valid & placer.last, realign.o.valid & realign.o.payload.last))
+
+        # ---- UB -> GM (TSTORE): the UB reader (its one read port), beats aligned to GM ------------------
+        m.submodules.ub_reader = reader = UbReader(cfg)
         rd = self.ub_rd[0]
         m.d.comb += [index.ub_rd.data.eq(rd.data),
                      reader.ub_rd.data.eq(rd.data), reader.ub_rd.next.eq(rd.next)]
         # MGATHER reads its index tile through the same port, from the ``start`` cycle on; the reader
         # reads only during a TSTORE.
-        with m.If(gath | (self.start & is_gather)):
+        with m.If(gath | (self.start & gath_c)):
             m.d.comb += [rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en)]
         with m.Else():
             m.d.comb += [rd.addr.eq(reader.ub_rd.addr), rd.en.eq(reader.ub_rd.en)]
+        m.d.comb += [
+            reader.lines.valid.eq(walk_data.lines.valid & store),
+            reader.lines.payload.ub_addr.eq(wd.ub_addr),
+            reader.lines.payload.length.eq(wd.length),
+            reader.lines.payload.dst_off.eq(wd.gm_addr[:sh]),
+            walk_data.lines.ready.eq(Mux(store, reader.lines.ready, realign.line.ready)),
+        ]
 
-        # Realigner input: R buffer (TLOAD, MGATHER_ROW) or zeros (MGATHER_ROW zero line). Row lines never
-        # reuse a beat: that is element mode's coalescing (below).
-        last_beat = Signal(8 * W)  # the last beat taken from the R buffer
-        from_r = ~store & ~cur_zero
-        with m.If(cur_zero):
-            m.d.comb += [realign.i.valid.eq(1), realign.i.payload.eq(0)]
-        with m.Else():
-            m.d.comb += [realign.i.valid.eq(rbuf.r_rdy), realign.i.payload.eq(rbuf.r_data[:8 * W])]
-        m.d.comb += rbuf.r_en.eq(from_r & realign.i.ready)
-        with m.If(rbuf.r_rdy & rbuf.r_en):
-            m.d.sync += last_beat.eq(rbuf.r_data[:8 * W])
-            with m.If(rbuf.r_data[8 * W]):
-                m.d.sync += err.eq(1)
-
-        # MGATHER_ELEM: a run and its beat (new, previous or zeros) make one UB write per cycle.
-        m.submodules.placer = placer = ElementPlacer(cfg)
-        run = index.data.payload
-        run_beat_ok = run.zero | run.reuse | rbuf.r_rdy
-        run_fire = gath_elem & data_valid & run_beat_ok
-        run_bad = ~run.zero & ~run.reuse & rbuf.r_data[8 * W]     # this beat answered an error
-        m.d.comb += [placer.line.eq(run), placer.esz.eq(esz_r),
-                     placer.beat.eq(Mux(run.zero, 0, Mux(run.reuse, last_beat, rbuf.r_data[:8 * W])))]
-        with m.If(gath_elem):
-            m.d.comb += [index.data.ready.eq(run_beat_ok & self.go),
-                         rbuf.r_en.eq(run_fire & ~run.zero & ~run.reuse)]
-
-        # TLOAD / MGATHER_ROW output: the realigner's words through the UB writer (latency 0: written in
-        # the cycle they leave the realigner; the writer's byte enables equal the realigner's).
-        m.d.comb += [writer.words.valid.eq(realign.o.valid), realign.o.ready.eq(writer.words.ready),
-                     writer.words.payload.eq(realign.o.payload.data)]
-        with m.If(gath_elem):
-            m.d.comb += [self.ub_wr.addr.eq(run.ub_addr >> sh), self.ub_wr.data.eq(placer.data)]
-            with m.If(running & run_fire & ~err & ~run_bad):
-                m.d.comb += self.ub_wr.be.eq(placer.be)
-        with m.Elif(~store):
-            m.d.comb += [self.ub_wr.addr.eq(writer.ub_wr.addr), self.ub_wr.data.eq(writer.ub_wr.data)]
-            with m.If(running & ~err):
-                m.d.comb += self.ub_wr.be.eq(writer.ub_wr.be)
-        line_done = Signal()       # a line's last word written to the UB (GM -> UB) or sent on W (TSTORE)
-        w_line_done = reader.words.valid & reader.words.ready & reader.words.payload.last
-        m.d.comb += line_done.eq(Mux(store, w_line_done, writer.done))
-        consumed = Signal(LINE_BYTES_BITS)    # lines (or MGATHER_ELEM elements) finished this cycle
-        m.d.comb += consumed.eq(Mux(gath_elem, Mux(run_fire, run.length >> esz_r, 0), line_done))
-        with m.If(consumed != 0):
-            m.d.sync += lines_left.eq(lines_left - consumed)
-
-        # TSTORE: AW issue; burst lengths queue up for the W channel.
-        m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=8, depth=max(2, cfg.max_outstanding_writes))
-        wr_outstanding = Signal(range(cfg.max_outstanding_writes + 1))
+        # TSTORE: AW issue (above); burst lengths queue up for the W channel.
         aw_all = Signal()        # every AW of the transfer is out
-        m.d.comb += axi.awvalid.eq(running & store & self.go & bursts.bursts.valid & wlen.w_rdy &
-                                   (wr_outstanding < cfg.max_outstanding_writes))
-        aw_fire = axi.awvalid & axi.awready
-        m.d.comb += [wlen.w_data.eq(b.len), wlen.w_en.eq(aw_fire)]
-        m.d.comb += bursts.bursts.ready.eq(Mux(store, aw_fire, ar_fire))
-        b_fire = axi.bvalid & axi.bready
-        m.d.sync += wr_outstanding.eq(wr_outstanding + aw_fire - b_fire)
-        m.d.comb += axi.bready.eq(1)
+        m.d.comb += [wlen.w_data.eq(b.len), wlen.w_en.eq(aw_fire), axi.bready.eq(1)]
         with m.If(aw_fire & b.last):
             m.d.sync += aw_all.eq(1)
         with m.If(b_fire & (axi.bresp != Resp.OKAY)):
             m.d.sync += err.eq(1)
-
         beat = Signal(8)
         word = reader.words.payload
+        m.d.comb += [axi.wdata.eq(word.data), axi.wstrb.eq(word.be), axi.wlast.eq(beat == wlen.r_data)]
         with m.If(store):
             m.d.comb += [
                 axi.wvalid.eq(reader.words.valid & wlen.r_rdy),
-                axi.wdata.eq(word.data), axi.wstrb.eq(word.be),
-                axi.wlast.eq(beat == wlen.r_data),
                 reader.words.ready.eq(axi.wready & wlen.r_rdy),
             ]
         with m.If(axi.wvalid & axi.wready):
             m.d.sync += beat.eq(Mux(axi.wlast, 0, beat + 1))
             m.d.comb += wlen.r_en.eq(axi.wlast)
+        lines_left = Signal(16)       # TSTORE: lines not yet completely sent on W
+        lines_zero = Signal()         # ... none (a register beside the counter)
+        with m.If(walk_addr_start):
+            m.d.sync += [lines_left.eq(lines), lines_zero.eq(0)]
+        with m.Elif(reader.words.valid & reader.words.ready & word.last):
+            m.d.sync += [lines_left.eq(lines_left - 1), lines_zero.eq(lines_left == 1)]
+        wr_idle = Signal()            # no write burst loaded or in flight (a register beside wr_out)
+        wr_next = wr_out + (bursts.loaded & store) - b_fire
+        m.d.sync += wr_idle.eq(wr_next == 0)
 
         # ---- completion -----------------------------------------------------------------------------
-        # TLOAD / MGATHER: done in the cycle of the last UB write (it lands at the same clock edge).
-        load_done = ~store & (lines_left == consumed)
-        store_done = store & aw_all & (wr_outstanding == 0) & (lines_left == 0)
-        with m.If(running & ~count_pending & (load_done | store_done)):
-            m.d.sync += [running.eq(0), aw_all.eq(0)]
+        store_done = aw_all & wr_idle & lines_zero
+        with m.If(empty_done):
+            m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
+        with m.Elif(running & Mux(store, store_done, load_done)):
+            m.d.sync += [running.eq(0), aw_all.eq(0), err.eq(0)]
             m.d.comb += [
                 self.done.eq(1),
-                self.status.eq(Mux(err, Mux(store, Status.AXI_WRITE_ERROR, Status.AXI_READ_ERROR),
-                                   Status.OK)),
+                self.status.eq(Mux(err, Mux(store, Status.AXI_WRITE_ERROR, Status.AXI_READ_ERROR), Status.OK)),
             ]
+        with m.If(self.start):
+            m.d.sync += [err.eq(0), aw_all.eq(0)]
         return m

@@ -14,7 +14,7 @@ from rtl.transfer import TransferEngine
 from rtl.isa import DTYPE_BYTES, DType, OobMode, Opcode
 from rtl.status import Status
 
-from rtl_engine_bench import EngineBench
+from test_rtl_transfer import ProtocolBench
 
 TABLE, IDX_GM, OUT = 0x40000, 0x10000, 0x80000
 
@@ -95,7 +95,7 @@ def test_mgather_block_vs_golden(seed):
     # the UB is compared after every command through the bench's backdoor, and once more per case via
     # TSTORE into the OUT window: the UB image as the engine's own read port sees it. Odd seeds get the
     # checker's verdict late (``go_delay``): a zero line or run must still wait for it.
-    bench = EngineBench(cfg, TransferEngine, seed=seed, stall=0.3, gm_windows=[(OUT, cfg.ub_bytes)],
+    bench = ProtocolBench(cfg, TransferEngine, seed=seed, stall=0.3, gm_windows=[(OUT, cfg.ub_bytes)],
                         go_delay=9 if seed % 2 else 2)
     slave = bench.axi
     bench.gm_write(TABLE, bytes(rng.randrange(256) for _ in range(0x4000)))
@@ -130,7 +130,7 @@ def test_mgather_full_fifos(mode):
     bypass, so its AR went out twice). Default configuration (32-byte words, 8 index lanes)."""
     cfg = preset("default")
     rng = random.Random(mode)
-    bench = EngineBench(cfg, TransferEngine, latency=40, stall=0.0, timeout=100_000)
+    bench = ProtocolBench(cfg, TransferEngine, latency=40, stall=0.0, timeout=100_000)
     rows, width, trows = 256, 16, 2048
     bench.gm_write(TABLE, bytes(rng.randrange(256) for _ in range(trows * width * 4)))
     if mode == "row":
@@ -150,3 +150,33 @@ def test_mgather_full_fifos(mode):
     assert results[0].status == Status.OK
     if mode == "row":
         assert len(results[0].reads) == rows, "one AR per row, no more"
+
+
+@pytest.mark.parametrize("oob", [OobMode.WRAP, OobMode.CLAMP])
+def test_mgather_row_ends(oob):
+    """Element mode with rows that end inside, at and just past an index word (valid_cols 1, 2, L - 1, L,
+    L + 1, 2L + 1 for L indices per word), so the walk's row end (a register computed a segment ahead)
+    is right for the first row, for later rows starting at every lane, and with WRAP (one index per
+    segment); indices past the table so that WRAP's modulo and CLAMP matter."""
+    cfg = preset("small")
+    L = cfg.ub_word_bytes // 4
+    rng = random.Random(oob.value)
+    bench = ProtocolBench(cfg, TransferEngine, seed=5, stall=0.2)
+    bench.gm_write(TABLE, bytes(rng.randrange(256) for _ in range(0x4000)))
+
+    async def stimulus(b):
+        for C in (1, 2, L - 1, L, L + 1, 2 * L + 1):
+            for dtype in (DType.FP32, DType.INT8):
+                R = 5
+                idx = np.array([rng.randrange(300) for _ in range(R * C)], np.uint32).reshape(R, C)
+                b.ub_write(0xC00, idx.tobytes())
+                t_idx = {"base": 0xC00, "rows": R, "cols": C, "valid_rows": R, "valid_cols": C, "dtype": DType.UINT32}
+                cmd = {"opcode": Opcode.MGATHER_ELEM, "oob": oob, "src0": t_idx,
+                       "dst": {"base": 0x200, "rows": R, "cols": C, "valid_rows": R, "valid_cols": C, "dtype": dtype},
+                       "gm": {"base": TABLE, "rows": 20, "cols": 10, "row_stride": 10 * DTYPE_BYTES[dtype],
+                              "dtype": dtype}}
+                r = await b.execute(cmd, note=f"C={C} {dtype.name} indices {idx.tolist()}")
+                assert r.status == Status.OK
+                _check_reads(cfg, cmd, idx, r.reads)
+
+    bench.run(stimulus)

@@ -1,4 +1,6 @@
-"""Realigner against a byte-level model: random offsets, lengths, data and stalls on every stream."""
+"""Realigner against a byte-level model: random offsets, lengths, data, zero lines and stalls on the input
+streams (the output has no backpressure); and its rate: one word per cycle, a cycle more only for a line
+that needs one more output word than input words."""
 
 import random
 
@@ -6,58 +8,113 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl.realign import Realigner
-from rtl_streams import stream_get, stream_put
+from rtl_streams import stream_put
 
 
 def _words(buf, width):
     return [int.from_bytes(bytes(buf[k:k + width]), "little") for k in range(0, len(buf), width)]
 
 
-@pytest.mark.parametrize("width", [16, 32])
-@pytest.mark.parametrize("stall", [0.0, 0.4])
-def test_realigner_random_lines(width, stall):
-    rng = random.Random(width * 7 + int(stall * 10))
+def _lines(rng, width, n, zeros):
     lines = []
-    for _ in range(40):
+    for k in range(n):
         length = rng.choice([1, 2, width - 1, width, width + 1, rng.randrange(1, 5 * width)])
-        lines.append((rng.randrange(width), rng.randrange(width), length,
-                      bytes(rng.randrange(256) for _ in range(length))))
+        zero = zeros and rng.random() < 0.2
+        payload = bytes(length) if zero else bytes(rng.randrange(256) for _ in range(length))
+        lines.append((rng.randrange(width), rng.randrange(width), length, zero, rng.randrange(1 << 20),
+                      rng.random() < 0.1, payload))
+    return lines
+
+
+def _run(width, lines, rng, stall):
+    """Simulate; returns (outputs as dicts, cycle of each output, cycle of each input word taken)."""
     dut = Realigner(width)
     sim = Simulator(dut)
     sim.add_clock(1e-8)
+    n_out_total = sum(-(-(d + n) // width) for _, d, n, *_ in lines)
+    outs, out_cycles, in_cycles = [], [], []
 
     async def feed_lines(ctx):
-        for src_off, dst_off, length, _ in lines:
-            await stream_put(ctx, dut.line, {"src_off": src_off, "dst_off": dst_off, "length": length},
-                             rng=rng, stall=stall)
+        for src_off, dst_off, length, zero, addr, last, _ in lines:
+            await stream_put(ctx, dut.line, {"src_off": src_off, "dst_off": dst_off, "length": length,
+                                             "zero": zero, "addr": addr, "last": last}, rng=rng, stall=stall)
 
     async def feed_data(ctx):
-        for src_off, _, length, payload in lines:
+        for src_off, _, length, zero, *_, payload in lines:
+            if zero:
+                continue
             n_in = -(-(src_off + length) // width)
             buf = bytearray(rng.randrange(256) for _ in range(n_in * width))  # junk around the line
             buf[src_off:src_off + length] = payload
             for word in _words(buf, width):
                 await stream_put(ctx, dut.i, word, rng=rng, stall=stall)
 
-    async def check(ctx):
-        for src_off, dst_off, length, payload in lines:
-            n_out = -(-(dst_off + length) // width)
-            for index in range(n_out):
-                out = await stream_get(ctx, dut.o, rng=rng, stall=stall)
-                lo, hi = index * width, (index + 1) * width
-                got = out.data.to_bytes(width, "little") if isinstance(out.data, int) else \
-                    int(out.data).to_bytes(width, "little")
-                be = int(out.be)
-                for lane in range(width):
-                    pos = lo + lane - dst_off
-                    inside = 0 <= pos < length
-                    assert bool(be >> lane & 1) == inside, (src_off, dst_off, length, index, lane)
-                    if inside:
-                        assert got[lane] == payload[pos], (src_off, dst_off, length, index, lane)
-                assert int(out.index) == index
-                assert bool(out.line_last) == (index == n_out - 1)
+    async def collect(ctx):
+        cycle = 0
+        while len(outs) < n_out_total:
+            _, _, valid, payload, iv, ir = await ctx.tick().sample(dut.o.valid, dut.o.payload, dut.i.valid,
+                                                                   dut.i.ready)
+            if iv and ir:
+                in_cycles.append(cycle)
+            if valid:
+                outs.append({"data": int(payload.data), "be": int(payload.be), "addr": int(payload.addr),
+                             "index": int(payload.index), "line_last": int(payload.line_last),
+                             "last": int(payload.last)})
+                out_cycles.append(cycle)
+            cycle += 1
+            assert cycle < 100_000, "realigner hangs"
 
     sim.add_testbench(feed_lines, background=True)
     sim.add_testbench(feed_data, background=True)
-    sim.add_testbench(check)
+    sim.add_testbench(collect)
     sim.run()
+    return outs, out_cycles, in_cycles
+
+
+def _check(width, lines, outs):
+    outs = iter(outs)
+    for src_off, dst_off, length, zero, addr, last, payload in lines:
+        n_out = -(-(dst_off + length) // width)
+        for index in range(n_out):
+            out = next(outs)
+            got = out["data"].to_bytes(width, "little")
+            where = (src_off, dst_off, length, zero, index)
+            for lane in range(width):
+                pos = index * width + lane - dst_off
+                inside = 0 <= pos < length
+                assert bool(out["be"] >> lane & 1) == inside, (where, lane)
+                if inside:
+                    assert got[lane] == payload[pos], (where, lane)
+            assert out["index"] == index, where
+            assert out["addr"] == (addr + index) % (1 << 24), where
+            assert bool(out["line_last"]) == (index == n_out - 1), where
+            assert bool(out["last"]) == (last and index == n_out - 1), where
+
+
+@pytest.mark.parametrize("width", [16, 32])
+@pytest.mark.parametrize("stall", [0.0, 0.4])
+def test_realigner_random_lines(width, stall):
+    rng = random.Random(width * 7 + int(stall * 10))
+    lines = _lines(rng, width, 60, zeros=True)
+    outs, _, _ = _run(width, lines, rng, stall)
+    _check(width, lines, outs)
+
+
+@pytest.mark.parametrize("width", [16, 32])
+def test_realigner_rate(width):
+    """No stalls: after the first line, the input is taken every cycle except the one flush cycle of each
+    line with more output than input words, and every output word leaves LATENCY cycles after its last
+    input word (so back-to-back lines have no bubble)."""
+    rng = random.Random(width)
+    lines = _lines(rng, width, 80, zeros=False)
+    outs, out_cycles, in_cycles = _run(width, lines, rng, 0.0)
+    _check(width, lines, outs)
+    flushes = []
+    for src_off, dst_off, length, *_ in lines:
+        n_in, n_out = -(-(src_off + length) // width), -(-(dst_off + length) // width)
+        lead = dst_off < src_off
+        flushes.append(n_out + lead > n_in and not (lead and n_in == 1))
+    flushes = sum(flushes[:-1])         # the last line's flush comes after its last input word
+    span = in_cycles[-1] - in_cycles[0] + 1
+    assert span == len(in_cycles) + flushes, f"{span} cycles for {len(in_cycles)} input words, {flushes} flushes"
+    assert out_cycles[-1] - in_cycles[-1] in (Realigner.LATENCY, Realigner.LATENCY + 1)   # + a flush word

@@ -1,6 +1,7 @@
 """TransferEngine + UnifiedBuffer in Amaranth's simulator against a Python AXI slave (rtl_engine_bench):
 random 2-D transfers (both layouts, odd strides and bases), GM bytes compared, AXI rules checked on every
-burst; every command also checked against the golden machine (whole UB, whole 1 MiB of GM)."""
+burst (and valid / payload held until ready on AR, AW, W); every command also checked against the golden
+machine (whole UB, whole 1 MiB of GM)."""
 
 import random
 
@@ -12,9 +13,54 @@ from rtl.transfer import TransferEngine
 from rtl.isa import DTYPE_BYTES, DType, Layout, OobMode, Opcode
 from rtl.status import Status
 
+import rtl_engine_bench
 from rtl_engine_bench import EngineBench
 
 GM_BYTES = 1 << 20      # the AXI slave model's memory
+
+
+class ProtocolBench(EngineBench):
+    """:class:`rtl_engine_bench.EngineBench` plus a monitor of the engine's AXI master outputs: once
+    ``arvalid`` / ``awvalid`` / ``wvalid`` is high without its ``ready``, it stays high and its payload
+    holds until the handshake (AXI4 A3.2.1). A violation fails the simulation at once."""
+
+    def run(self, stimulus):
+        axi = self.engine.axi
+        channels = {
+            "AR": (axi.arvalid, axi.arready, [axi.araddr, axi.arlen, axi.arsize, axi.arburst, axi.arid]),
+            "AW": (axi.awvalid, axi.awready, [axi.awaddr, axi.awlen, axi.awsize, axi.awburst, axi.awid]),
+            "W": (axi.wvalid, axi.wready, [axi.wdata, axi.wstrb, axi.wlast]),
+        }
+
+        async def monitor(ctx):
+            held = {}
+            signals = [x for valid, ready, payload in channels.values() for x in (valid, ready, *payload)]
+            cycle = 0
+            while True:
+                values = iter((await ctx.tick().sample(*signals))[2:])
+                cycle += 1
+                for name, (_, _, payload) in channels.items():
+                    valid, ready = next(values), next(values)
+                    now = tuple(int(next(values)) for _ in payload)
+                    if name in held:
+                        assert valid, f"{name}VALID dropped without a handshake (cycle {cycle})"
+                        assert now == held[name], f"{name} payload changed while waiting for READY (cycle {cycle})"
+                    held.pop(name, None)
+                    if valid and not ready:
+                        held[name] = now
+
+        simulator = rtl_engine_bench.Simulator
+
+        class _Sim(simulator):
+            def __init__(self, top):
+                super().__init__(top)
+                self.add_process(monitor)
+
+        rtl_engine_bench.Simulator = _Sim
+        try:
+            return super().run(stimulus)
+        finally:
+            rtl_engine_bench.Simulator = simulator
 
 
 def _lines(base, stride, lines, line_bytes):
@@ -26,7 +72,7 @@ def test_transfer_engine_block(seed, go_delay):
     """``go_delay`` 7: the checker's verdict comes late; nothing may be written or requested before it."""
     cfg = preset("small")
     rng = random.Random(seed)
-    bench = EngineBench(cfg, TransferEngine, seed=seed, gm_windows=[(0, GM_BYTES)], go_delay=go_delay)
+    bench = ProtocolBench(cfg, TransferEngine, seed=seed, gm_windows=[(0, GM_BYTES)], go_delay=go_delay)
     bench.gm_write(0, bytes(rng.randrange(256) for _ in range(GM_BYTES)))
     slave = bench.axi
     expected = bytearray(slave.mem)
@@ -60,7 +106,7 @@ def test_mgather_then_tstore_block():
     """MGATHER reads its index tile through the UB port TSTORE uses: a following TSTORE must not see
     those index words (regression: they used to land in the TSTORE buffer)."""
     cfg = preset("small")
-    bench = EngineBench(cfg, TransferEngine, seed=3, stall=0.4, gm_windows=[(0x80000, 4096)])
+    bench = ProtocolBench(cfg, TransferEngine, seed=3, stall=0.4, gm_windows=[(0x80000, 4096)])
     slave = bench.axi
     idx = np.array([0, 5, 1023, 1024, 70000, 0xFFFFFFFF, 512, 3], np.uint32)
     bench.gm_write(0x1000, idx.tobytes())
@@ -84,5 +130,36 @@ def test_mgather_then_tstore_block():
             r = min(int(u), 1023)
             assert img[0x400 + 128 * i:0x400 + 128 * (i + 1)] == bytes(slave.mem[0x40000 + 128 * r:0x40000 + 128 * (r + 1)])
         assert slave.errors == []
+
+    bench.run(stimulus)
+
+
+def test_transfer_long_lines_block():
+    """Lines of many bursts (up to 4000 bytes, so several burst chunks and 4 KiB boundaries per line, at odd GM
+    offsets) both ways; and the burst split: every burst stays inside its chunk of
+    ``burst_chunk_beats`` beats, and a line has exactly one burst per chunk it touches."""
+    from rtl.walker import burst_chunk_beats
+    cfg = preset("small")
+    W, chunk = cfg.axi_data_bytes, cfg.axi_data_bytes * burst_chunk_beats(cfg)
+    rng = random.Random(9)
+    bench = ProtocolBench(cfg, TransferEngine, seed=9, gm_windows=[(0, GM_BYTES)])
+    bench.gm_write(0, bytes(rng.randrange(256) for _ in range(GM_BYTES)))
+
+    async def stimulus(b):
+        for cols, dtype, start in ((1000, DType.FP32, 4 * 1021), (1500, DType.INT16, 2 * 3001),
+                                   (64, DType.UINT8, 4095), (600, DType.FP32, 0x3F0)):
+            size = DTYPE_BYTES[dtype]
+            t = {"base": 0, "rows": 1, "cols": cols, "valid_rows": 1, "valid_cols": cols, "dtype": dtype}
+            for op, slot, base in ((Opcode.TLOAD, "dst", start), (Opcode.TSTORE, "src0", 0x80000 + start + 4 * size)):
+                g = {"base": base, "rows": 1, "cols": cols, "row_stride": cols * size, "dtype": dtype}
+                r = await b.execute({"opcode": op, slot: t, "gm": g})
+                assert r.status == Status.OK
+                bursts = r.reads if op == Opcode.TLOAD else r.writes
+                first, end = base // W * W, -(-(base + cols * size) // W) * W
+                assert [a for a, _ in bursts] == sorted(a for a, _ in bursts) and bursts[0][0] == first
+                assert sum(n for _, n in bursts) * W == end - first, "beats of the line, each once"
+                for a, n in bursts:
+                    assert a // chunk == (a + n * W - 1) // chunk, f"burst {a:#x}+{n} leaves its chunk"
+                assert len(bursts) == (end - 1) // chunk - first // chunk + 1
 
     bench.run(stimulus)
