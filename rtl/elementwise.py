@@ -1,17 +1,18 @@
 """The elementwise engine: TROWEXPAND* (row-broadcast) and TPART* (partial validity) on one streaming datapath."""
 
 from amaranth import *
-from amaranth.lib import fifo, wiring
+from amaranth.lib import data, wiring
 
 from .engine import EngineSignature
 from .ew_lanes import ElementwiseLanes, LaneOp
 from .ew_pattern import PatternBuilder
-from .ew_walker import Segment, SegmentParams, SegmentWalker
+from .ew_walker import FlagFifo, SegmentParams, SegmentWalker
 from .instructions import EXPAND_BLOCK_BYTES, INSTRUCTIONS
 from .isa import Layout, Opcode
 from .status import Status
 from .tile import elem_log2
 from .ub_stream import UbReader, UbWriter
+from .walker import LINE_BYTES_BITS
 
 __all__ = ["ElementwiseEngine", "EW_OPCODES", "lane_op"]
 
@@ -29,6 +30,15 @@ def is_rowexpand(opcode):
     return Opcode(opcode).name.startswith("TROWEXPAND")
 
 
+def _delay_reset(m, v, n, name):
+    """``v`` through ``n`` registers (with reset: an aborted command leaves none set)."""
+    for i in range(n):
+        r = Signal(name=f"{name}_d{i + 1}")
+        m.d.sync += r.eq(v)
+        v = r
+    return v
+
+
 def _same_valid(a, b):
     return (a.valid_rows == b.valid_rows) & (a.valid_cols == b.valid_cols)
 
@@ -44,45 +54,62 @@ class ElementwiseEngine(wiring.Component):
 
     Ports: :class:`EngineSignature` with two UB read ports and the UB write port (no AXI).
 
-    Datapath, one destination word per cycle at any alignment of the three tiles:
+    Datapath, one destination word per ``K = W / ew_lane_bytes`` cycles at any alignment of the three tiles:
 
-    1. setup (the ``start`` cycle): the command's geometry as :func:`rtl.ew_walker.SegmentParams`
-       (shifts and muxes, no multiply), taken by the walker in that cycle and registered for the rest;
-    2. :class:`rtl.ew_walker.SegmentWalker`: one *segment* per cycle (a destination line, or one element
-       when a TPART source is stored in the other order than ``dst``), pushed as a line into FIFOs for
-       the full-operand reader (UB port 0), the second-operand reader (UB port 1: the partial source,
-       or the expanded operand's block / scalar lines), the writer, and the combiner;
+    1. setup, three register stages over the held command (the ``start`` cycle: opcode, type, layout and
+       shape decodes; DECODE: what the walker takes when it starts, the full / other operand's fields
+       selected; PARAMS: the steps shifted to bytes): :func:`rtl.ew_walker.SegmentParams`, shifts and
+       muxes, no multiply, a few LUT levels per stage;
+    2. :class:`rtl.ew_walker.SegmentWalker` (started in PARAMS): one *segment* per cycle (a destination
+       line, or one element when a TPART source is stored in the other order than ``dst``), pushed as a
+       line into queues (:class:`rtl.ew_walker.FlagFifo`, flags from registers) for the full-operand
+       reader (UB port 0), the second-operand reader (UB port 1: the partial source, or the expanded
+       operand's block / scalar lines) and the writer, and through one register stage into the
+       combiner's (the partial source's extent in the segment's words, the last-segment mark);
     3. two :class:`rtl.ub_stream.UbReader`: words realigned to the destination's lanes;
     4. TROWEXPAND*: :class:`rtl.ew_pattern.PatternBuilder` makes one 32-byte broadcast pattern per row
        (the expanded operand is read once per row in mode 2, once per ``W / size`` rows in mode 1);
-    5. combiner: pairs a full-operand word with the partial source's word or the row's pattern, and
-       (TPART*) marks the bytes outside the partial source's valid region as copies; registered;
-    6. :class:`rtl.ew_lanes.ElementwiseLanes` (``LATENCY`` cycles);
+    5. combiner: pairs a full-operand word with the partial source's word or the row's pattern (held at
+       the head of the pattern queue until the row's last word), and (TPART*) marks the bytes outside the
+       partial source's valid region as copies (from a per-segment state register: whole words inside,
+       the bytes of the boundary word); ``fire`` (a word taken) is two LUT levels of registers and
+       enables only handshake state, the operand registers load every cycle (K = 1) or whenever free
+       (K > 1: otherwise they shift down by a beat);
+    6. :class:`rtl.ew_lanes.ElementwiseLanes` (``LATENCY`` cycles, depths :attr:`LANE_DEPTHS`);
     7. :class:`rtl.ub_stream.UbWriter`: exact byte enables, nothing outside ``dst``'s valid region.
 
     Before ``go`` the readers fill their buffers but the combiner takes nothing, so no UB write can
-    happen. Latency: ``done`` comes the cycle after the last word is written; an empty destination
-    region is done in the ``start`` cycle. From ``start`` to ``done``: ``words + FIXED +
-    ElementwiseLanes.LATENCY`` cycles for TPART* (``words``: destination words, one per cycle), one more
-    for TROWEXPAND* mode 2 and two more for mode 1 (the first row's pattern comes through the expanded
-    operand's reader and the pattern builder). ``FIXED`` = walker 1 + line FIFO 1 + reader
-    (``UbReader.LATENCY`` = 6) + combiner 1 (+ done 1 - 1: the writer's last word and ``done`` overlap
-    by one): 9; of these the reader,
-    combiner and lanes are the pipeline depth, so the fixed overhead beyond it is 2 cycles. Throughput: one destination word per cycle for full-operand
-    lines (TROWEXPAND* mode 2 needs ``ceil((d + 32) / W)`` expanded words per row, so rows shorter than
-    that take that long); TPART* with a source stored in the other order: one element per cycle.
+    happen. Latency: ``done`` (a register: the last word's mark travels beside it through the lanes)
+    comes in the cycle the writer takes the last word (the UB writes it at that edge; reads issued from
+    the next cycle see it); an empty destination region is done in the ``start`` cycle. From ``start``
+    to ``done``: :meth:`cycles`, ``words * K + FIXED + ElementwiseLanes.LATENCY`` for TPART*
+    (``words``: destination words) and :attr:`PATTERN_CYCLES` more for TROWEXPAND* (the first row's
+    pattern comes through the expanded operand's reader, the pattern builder's register and its queue).
+    ``FIXED`` = setup 2 + walker 1 + line queue 1 + reader (``UbReader.LATENCY`` = 7) + combiner 1 (- 1:
+    the last word's write cycle is counted in ``words``) = 11; the reader, combiner and lanes are the
+    pipeline depth, the rest (4 cycles) is fixed overhead. Throughput: one destination word per ``K``
+    cycles for full-operand lines (TROWEXPAND* mode 2 needs ``ceil((d + 32) / W)`` expanded words per
+    row, so rows shorter than that take that long); TPART* with a source stored in the other order: one
+    element per cycle.
     """
 
     opcodes = EW_OPCODES
     #: Cycles from ``start`` to ``done`` beyond one per destination word and the lanes' latency (TPART*).
-    FIXED = 3 + UbReader.LATENCY
+    FIXED = 4 + UbReader.LATENCY
+    #: Pipeline depths of the lanes (:class:`rtl.ew_lanes.ElementwiseLanes` keyword arguments).
+    LANE_DEPTHS = {}
+
+    #: Cycles TROWEXPAND* adds to :attr:`FIXED` (by mode; index 0: TPART*): its first row's pattern
+    #: comes through the expanded operand's reader and the pattern builder.
+    PATTERN_CYCLES = (0, 2, 2)
 
     @classmethod
-    def cycles(cls, config, words):
-        """Cycles from ``start`` to ``done`` of a TPART* line-path instruction writing ``words`` destination
-        words (TROWEXPAND*: one more in mode 2, two more in mode 1)."""
+    def cycles(cls, config, words, mode=0):
+        """Cycles from ``start`` to ``done`` of a line-path instruction writing ``words`` destination words:
+        TPART* (``mode`` 0) or TROWEXPAND* in ``mode`` 1 or 2, rows long enough for one word per
+        ``K`` cycles (see the class doc)."""
         K = config.ub_word_bytes // config.ew_lane_bytes
-        return words * K + cls.FIXED + ElementwiseLanes.latency()
+        return words * K + cls.FIXED + cls.PATTERN_CYCLES[mode] + ElementwiseLanes.latency(**cls.LANE_DEPTHS)
 
     @staticmethod
     def available(config):
@@ -124,86 +151,118 @@ class ElementwiseEngine(wiring.Component):
         m = Module()
         cfg = self._config
         W = cfg.ub_word_bytes
+        sh = W.bit_length() - 1
+        L = cfg.ew_lane_bytes
+        K = W // L
         cmd = self.cmd
         dst, s0, s1 = cmd.dst, cmd.src0, cmd.src1
 
         m.submodules.walker = walker = SegmentWalker(cfg)
+        run_done = Signal()                 # RUN: the last word is written this cycle
         m.submodules.rd_a = rd_a = UbReader(cfg)
         m.submodules.rd_b = rd_b = UbReader(cfg)
         m.submodules.wr = wr = UbWriter(cfg)
         m.submodules.pattern = pat = PatternBuilder(cfg, rd_b.WordLayout)
-        L = cfg.ew_lane_bytes
-        K = W // L
-        m.submodules.lanes = lanes = ElementwiseLanes(L)
+        m.submodules.lanes = lanes = ElementwiseLanes(L, **self.LANE_DEPTHS)
         wiring.connect(m, rd_a.ub_rd, wiring.flipped(self.ub_rd[0]))
         wiring.connect(m, rd_b.ub_rd, wiring.flipped(self.ub_rd[1]))
         wiring.connect(m, wr.ub_wr, wiring.flipped(self.ub_wr))
 
-        # ---- 1. setup: the command's geometry, registered in the start cycle -------------------------
-        esz = elem_log2(m, dst.dtype)
-        trow = Cat(cmd.opcode == op for op in EW_OPCODES if is_rowexpand(op)).any()
-        full_is_1 = ~_same_valid(s0, dst)
-        full, other = Signal.like(s0), Signal.like(s0)
-        m.d.comb += [full.eq(Mux(full_is_1, s1.as_value(), s0.as_value())),
-                     other.eq(Mux(full_is_1, s0.as_value(), s1.as_value()))]
-        dst_cm = dst.layout == Layout.COL_MAJOR
-
-        def lead(t):        # bytes between consecutive lines of tile t in its own order
-            return Mux(t.layout == Layout.COL_MAJOR, t.rows, t.cols) << esz
-
-        def steps(t):       # (next line, next element) of t along dst's order
-            same = t.layout == dst.layout
-            return Mux(same, lead(t), 1 << esz), Mux(same, 1 << esz, lead(t))
-
-        params = Signal(SegmentParams(cfg))
-        setup = Signal(SegmentParams(cfg))
-        (a_li, a_pos), (b_li, b_pos), (d_li, d_pos) = steps(full), steps(other), steps(dst)
-        mode1 = other.layout == Layout.COL_MAJOR
-        m.d.comb += [
-            setup.lines.eq(Mux(dst_cm, dst.valid_cols, dst.valid_rows)),
-            setup.pos_n.eq(Mux(dst_cm, dst.valid_rows, dst.valid_cols)),
-            setup.esz.eq(esz), setup.trow.eq(trow), setup.mode1.eq(mode1),
-            setup.elem_path.eq(~trow & ((full.layout != dst.layout) | (other.layout != dst.layout))),
-            setup.line_bytes.eq(Mux(dst_cm, dst.valid_rows, dst.valid_cols) << esz),
-            setup.d_base.eq(dst.base), setup.a_base.eq(full.base), setup.b_base.eq(other.base),
-            setup.e_base.eq(other.base),
-            setup.d_step_li.eq(d_li), setup.a_step_li.eq(a_li), setup.b_step_li.eq(b_li),
-            setup.d_step_pos.eq(d_pos), setup.a_step_pos.eq(a_pos), setup.b_step_pos.eq(b_pos),
-            setup.e_step.eq(Mux(mode1, W, lead(other))),
-            setup.p_lines.eq(Mux(dst_cm, other.valid_cols, other.valid_rows)),
-            setup.p_pos.eq(Mux(dst_cm, other.valid_rows, other.valid_cols)),
-        ]
-        op = Signal(LaneOp)
-        swap = Signal()                     # TROWEXPAND* with src1 full: the pattern is the lanes' ``a``
-        dtype = Signal.like(dst.dtype)
-        # The walker starts in the ``start`` cycle from the combinational setup (it captures its bases and
-        # counts then) and runs on the registered copy afterwards (the command is stable until ``done``).
-        m.d.comb += walker.params.eq(Mux(self.start, setup, params))
+        # ---- 1. setup: three register stages over the held command -------------------------------------
+        # 1 (the ``start`` cycle): decodes of the command. 2 (DECODE): what the walker takes when it starts
+        # (bases, counts) and the selections of the full / other operand's fields. 3 (PARAMS, the walker's
+        # start cycle): the steps, shifted to bytes, used from the cycle after. Each stage is a few LUT
+        # levels of registers and the command's fields; nothing downstream sees the command itself.
+        cm = lambda t: t.layout == Layout.COL_MAJOR
+        esz_c = elem_log2(m, dst.dtype)
+        trow_c = Cat(cmd.opcode == op for op in EW_OPCODES if is_rowexpand(op)).any()
         empty = (dst.valid_rows == 0) | (dst.valid_cols == 0)
+
+        esz, trow, fi, s0_cm, s1_cm, dst_cm = Signal(2), Signal(), Signal(), Signal(), Signal(), Signal()
+        op = Signal(LaneOp)
+        dtype = Signal.like(dst.dtype)
         with m.If(self.start):
-            m.d.sync += [params.eq(setup), dtype.eq(dst.dtype), swap.eq(trow & full_is_1)]
+            m.d.sync += [esz.eq(esz_c), trow.eq(trow_c), fi.eq(~_same_valid(s0, dst)), s0_cm.eq(cm(s0)),
+                         s1_cm.eq(cm(s1)), dst_cm.eq(cm(dst)), dtype.eq(dst.dtype)]
             with m.Switch(cmd.opcode):
                 for opcode in EW_OPCODES:
                     with m.Case(opcode):
                         m.d.sync += op.eq(lane_op(opcode))
 
-        # ---- 2. segments into the FIFOs of their consumers ------------------------------------------
+        params = Signal(SegmentParams(cfg))
+        m.d.comb += walker.params.eq(params)
+        # stage 2: ``fi``: the full operand is src1 (the other one is src0)
+        pick_full = lambda x1, x0: Mux(fi, x1, x0)
+        pick_other = lambda x1, x0: Mux(fi, x0, x1)
+        other_cm = Signal()
+        a_same, b_same = Signal(), Signal()
+        p_is_a, p_is_b = Signal(), Signal()           # TROWEXPAND*: the pattern is the lanes' ``a`` / ``b``
+        lead_d, lead_a, lead_b = Signal(16), Signal(16), Signal(16)    # elements between lines, own order
+        c_trow, c_p_is_a, pat_esz, pat_mode1 = Signal(), Signal(), Signal(2), Signal()
+        o_vr, o_vc = pick_other(s1.valid_rows, s0.valid_rows), pick_other(s1.valid_cols, s0.valid_cols)
+        with m.FSM():
+            with m.State("IDLE"):
+                with m.If(self.start & ~empty):
+                    m.next = "DECODE"
+            with m.State("DECODE"):
+                m.d.sync += [
+                    params.lines.eq(Mux(dst_cm, dst.valid_cols, dst.valid_rows)),
+                    params.pos_n.eq(Mux(dst_cm, dst.valid_rows, dst.valid_cols)),
+                    params.esz.eq(esz),
+                    params.elem_path.eq(~trow & ~((s0_cm == dst_cm) & (s1_cm == dst_cm))),
+                    params.d_base.eq(dst.base), params.a_base.eq(pick_full(s1.base, s0.base)),
+                    params.b_base.eq(pick_other(s1.base, s0.base)), params.e_base.eq(pick_other(s1.base, s0.base)),
+                    params.p_lines.eq(Mux(dst_cm, o_vc, o_vr)), params.p_pos.eq(Mux(dst_cm, o_vr, o_vc)),
+                    other_cm.eq(pick_other(s1_cm, s0_cm)),
+                    a_same.eq(pick_full(s1_cm, s0_cm) == dst_cm), b_same.eq(pick_other(s1_cm, s0_cm) == dst_cm),
+                    p_is_a.eq(trow & fi), p_is_b.eq(trow & ~fi),
+                    lead_d.eq(Mux(dst_cm, dst.rows, dst.cols)),
+                    lead_a.eq(pick_full(Mux(s1_cm, s1.rows, s1.cols), Mux(s0_cm, s0.rows, s0.cols))),
+                    lead_b.eq(pick_other(Mux(s1_cm, s1.rows, s1.cols), Mux(s0_cm, s0.rows, s0.cols))),
+                ]
+                m.next = "PARAMS"
+            with m.State("PARAMS"):
+                size = C(1, 3) << params.esz
+                sh_ = lambda v: v << params.esz
+                m.d.sync += [
+                    params.trow.eq(trow), params.mode1.eq(other_cm), params.size.eq(size),
+                    params.seg_length.eq(Mux(params.elem_path, size, sh_(params.pos_n))),
+                    params.d_step_li.eq(sh_(lead_d)), params.d_step_pos.eq(size),
+                    params.a_step_li.eq(Mux(a_same, sh_(lead_a), size)),
+                    params.a_step_pos.eq(Mux(a_same, size, sh_(lead_a))),
+                    params.b_step_li.eq(Mux(b_same, sh_(lead_b), size)),
+                    params.b_step_pos.eq(Mux(b_same, size, sh_(lead_b))),
+                    params.e_step.eq(Mux(other_cm, W, sh_(lead_b))),
+                    params.p_pos_bytes.eq(sh_(params.p_pos)), params.p_any.eq(params.p_pos != 0),
+                ]
+                m.d.comb += walker.start.eq(1)
+                m.next = "RUN"
+            with m.State("RUN"):
+                # copies for the combiner and the pattern builder (loaded in every RUN cycle: a different
+                # enable than the walker's, so synthesis keeps them apart and each drives half the loads;
+                # their first use is several cycles into RUN, after a UB read)
+                m.d.sync += [c_trow.eq(params.trow), c_p_is_a.eq(p_is_a), pat_esz.eq(params.esz),
+                             pat_mode1.eq(params.mode1)]
+                with m.If(run_done):
+                    m.next = "IDLE"
+
+        # ---- 2. segments into the queues of their consumers -------------------------------------------
+        # The walker steps when every queue has room (the flags are registers: FlagFifo). The line queues
+        # take the walker's outputs (registers and one select); the combiner's info goes through one
+        # register stage first (an add and a compare), so its queue keeps room for one more (slack 2).
         seg = walker.segs.payload
-        q_a = fifo.SyncFIFO(width=rd_a.LineLayout.size, depth=4)
-        q_b = fifo.SyncFIFO(width=rd_b.LineLayout.size, depth=4)
+        q_a = FlagFifo(rd_a.LineLayout.size, 4)
+        q_b = FlagFifo(rd_b.LineLayout.size, 4)
         # the writer's lines wait for their words through the whole pipeline: deep enough that one-word
         # segments still flow at one per cycle
-        q_w = fifo.SyncFIFO(width=wr.LineLayout.size, depth=32)
-        q_i = fifo.SyncFIFO(width=len(seg.t0) + 1, depth=16)
-        m.submodules += [q_a, q_b, q_w, q_i]
-        need_b = ~params.trow | seg.e_valid
+        q_w = FlagFifo(wr.LineLayout.size, 32)
+        InfoLayout = data.StructLayout({"words": LINE_BYTES_BITS + 1 - sh, "any": 1, "rem": sh, "fin": 1})
+        q_i = FlagFifo(InfoLayout.size, 16, slack=2)
+        m.submodules.q_a, m.submodules.q_b, m.submodules.q_w, m.submodules.q_i = q_a, q_b, q_w, q_i
+        room = q_a.w_rdy & q_b.w_rdy & q_w.w_rdy & q_i.w_rdy
         push = Signal()
-        m.d.comb += [
-            push.eq(walker.segs.valid & q_a.w_rdy & q_b.w_rdy & q_w.w_rdy & q_i.w_rdy),
-            walker.segs.ready.eq(push),
-            q_a.w_en.eq(push), q_w.w_en.eq(push), q_i.w_en.eq(push), q_b.w_en.eq(push & need_b),
-        ]
-        a_line, b_line, w_line = (Signal(rd_a.LineLayout), Signal(rd_b.LineLayout), Signal(wr.LineLayout))
+        m.d.comb += [push.eq(walker.busy & room), walker.segs.ready.eq(room)]
+        a_line, b_line, w_line = Signal(rd_a.LineLayout), Signal(rd_b.LineLayout), Signal(wr.LineLayout)
         m.d.comb += [
             a_line.ub_addr.eq(seg.a_addr), a_line.length.eq(seg.length), a_line.dst_off.eq(seg.dst_off),
             b_line.ub_addr.eq(Mux(params.trow, seg.e_addr, seg.b_addr)),
@@ -211,107 +270,119 @@ class ElementwiseEngine(wiring.Component):
             b_line.dst_off.eq(Mux(params.trow, seg.e_off, seg.dst_off)),
             w_line.ub_addr.eq(seg.d_addr), w_line.length.eq(seg.length),
             q_a.w_data.eq(a_line), q_b.w_data.eq(b_line), q_w.w_data.eq(w_line),
-            q_i.w_data.eq(Cat(seg.t0, seg.line_ok)),
+            q_a.w_en.eq(push), q_b.w_en.eq(push & (~params.trow | seg.e_valid)), q_w.w_en.eq(push),
         ]
-        for q, rd in ((q_a, rd_a), (q_b, rd_b)):
-            m.d.comb += [rd.lines.valid.eq(q.r_rdy), rd.lines.payload.eq(q.r_data), q.r_en.eq(rd.lines.ready)]
-        m.d.comb += [wr.lines.valid.eq(q_w.r_rdy), wr.lines.payload.eq(q_w.r_data), q_w.r_en.eq(wr.lines.ready)]
+        s_valid = Signal()
+        s_t0 = Signal(LINE_BYTES_BITS + 1, reset_less=True)   # dst_off + pp_bytes: see Segment
+        s_ok, s_fin = Signal(reset_less=True), Signal(reset_less=True)
+        m.d.sync += [s_valid.eq(push), s_t0.eq(seg.dst_off + seg.pp_bytes), s_ok.eq(seg.p_ok), s_fin.eq(seg.fin)]
+        info_in = Signal(InfoLayout)
+        m.d.comb += [
+            info_in.words.eq(Mux(s_ok, s_t0[sh:], 0)), info_in.any.eq(s_ok & s_t0[sh:].any()),
+            info_in.rem.eq(Mux(s_ok, s_t0[:sh], 0)), info_in.fin.eq(s_fin),
+            q_i.w_data.eq(info_in), q_i.w_en.eq(s_valid),
+        ]
+        for q, rd in ((q_a, rd_a), (q_b, rd_b), (q_w, wr)):
+            m.d.comb += [rd.lines.valid.eq(q.r_rdy), rd.lines.payload.eq(q.r_data),
+                         q.r_en.eq(rd.lines.ready & q.r_rdy)]
 
         # ---- 4. TROWEXPAND*: the expanded operand's words become patterns ---------------------------
-        m.d.comb += [pat.mode1.eq(params.mode1), pat.esz.eq(params.esz),
-                     pat.words.payload.eq(rd_b.words.payload), pat.words.valid.eq(rd_b.words.valid & params.trow)]
+        m.d.comb += [pat.mode1.eq(pat_mode1), pat.esz.eq(pat_esz),
+                     pat.words.payload.eq(rd_b.words.payload), pat.words.valid.eq(rd_b.words.valid & c_trow)]
 
         # ---- 5. combiner --------------------------------------------------------------------------------
+        # The current segment's partial-source state is a register loaded from q_i when its first word
+        # is due (prefetched: q_i's head is popped into it): ``cnt`` words fully inside (``f_all`` = cnt
+        # != 0), then one word with ``rem`` bytes (``f_cur``), then none. The row's pattern stays at the
+        # head of the pattern queue until the segment's last word.
         a_w, b_w = rd_a.words.payload, rd_b.words.payload
-        info_t0 = q_i.r_data[:len(seg.t0)].as_signed()
-        info_ok = q_i.r_data[-1]
-        first = Signal(init=1)              # the next full-operand word is its segment's first
-        t_reg = Signal(signed(len(seg.t0) + 1))
-        ok_reg = Signal()
-        p_reg = Signal(len(pat.patterns.payload), reset_less=True)
+        info = Signal(InfoLayout)
+        m.d.comb += info.eq(q_i.r_data)
+        seg_v = Signal()
+        cnt = Signal.like(info.words)
+        f_all, f_cur = Signal(), Signal()
+        rem = Signal(sh)
         odd = Signal()                      # W = 16: the segment's odd words use P[16:32]
-        t_now = Signal.like(t_reg)
-        ok_now, odd_now = Signal(), Signal()
-        p_now = Signal.like(p_reg)
-        m.d.comb += [
-            t_now.eq(Mux(first, info_t0, t_reg)), ok_now.eq(Mux(first, info_ok, ok_reg)),
-            p_now.eq(Mux(first, pat.patterns.payload, p_reg)), odd_now.eq(~first & odd),
-        ]
-        # The lanes take a word in K beats of L bytes (K = W / L, config.ew_lane_bytes): the combiner takes
-        # a new word in the last beat of the current one.
-        a_r, b_r, keep_r = (Signal(8 * W, reset_less=True), Signal(8 * W, reset_less=True),
-                            Signal(W, reset_less=True))
+        odd_b = Signal(reset_less=True)     # a copy for b's selects (another cell type: not merged)
         valid_r = Signal()
-        beat = Signal(range(K))
-        last_beat = Signal()
-        m.d.comb += last_beat.eq(beat == K - 1)
-        fire = Signal()
-        m.d.comb += fire.eq(self.go & rd_a.words.valid & (params.trow | rd_b.words.valid) &
-                            (~first | q_i.r_rdy) & (~(params.trow & first) | pat.patterns.valid) &
-                            (~valid_r | last_beat))
+        fire, load = Signal(), Signal()
+        take = Signal(init=1)               # the operand registers are free for a word (K > 1: a register)
+        if K > 1:
+            beat = Signal(range(K))
+            m.d.sync += take.eq(~fire & (take | (beat == K - 2)))
         m.d.comb += [
+            fire.eq(self.go & seg_v & rd_a.words.valid & Mux(c_trow, pat.patterns.valid, rd_b.words.valid) & take),
+            load.eq((~seg_v | (fire & a_w.last)) & q_i.r_rdy),
+            q_i.r_en.eq(load),
             rd_a.words.ready.eq(fire),
-            rd_b.words.ready.eq(Mux(params.trow, pat.words.ready, fire)),
-            q_i.r_en.eq(fire & first),
-            pat.patterns.ready.eq(fire & first & params.trow),
+            rd_b.words.ready.eq(Mux(c_trow, pat.words.ready, fire)),
+            pat.patterns.ready.eq(fire & a_w.last & c_trow),
         ]
-        with m.If(fire):
-            m.d.sync += [first.eq(a_w.last), t_reg.eq(t_now - W), ok_reg.eq(ok_now), p_reg.eq(p_now),
-                         odd.eq(~odd_now)]
-        PB = len(p_now) // 8
+        seg_fin = Signal()                  # the current segment is the instruction's last
+        with m.If(load):
+            m.d.sync += [seg_v.eq(1), cnt.eq(info.words), f_all.eq(info.any), f_cur.eq(~info.any),
+                         rem.eq(info.rem), odd.eq(0), odd_b.eq(0), seg_fin.eq(info.fin)]
+        with m.Elif(fire & a_w.last):
+            m.d.sync += seg_v.eq(0)
+        with m.Elif(fire):
+            m.d.sync += [cnt.eq(cnt - f_all), f_all.eq(cnt[1:].any()), f_cur.eq(cnt == 1), odd.eq(~odd),
+                         odd_b.eq(~odd_b)]
+
+        P = pat.patterns.payload
+        PB = len(P) // 8
         if W >= PB:
-            p_word = p_now.replicate(W // PB)
+            p_word = p_word_b = P.replicate(W // PB)
         else:
-            p_word = Mux(odd_now, p_now[8 * W:16 * W], p_now[:8 * W])
-        in_part = Cat(ok_now & (t_now > b) for b in range(W))
+            p_word, p_word_b = (Mux(o, P[8 * W:16 * W], P[:8 * W]) for o in (odd, odd_b))
+        keep = Cat(~(f_all | (f_cur & (rem > b))) & ~params.trow for b in range(W))
+        new_a = Mux(p_is_a, p_word, a_w.data)
+        new_b = Mux(c_p_is_a, a_w.data, Mux(p_is_b, p_word_b, b_w.data))
+
+        # The lanes take a word in K beats of L bytes (K = W / L, config.ew_lane_bytes). K = 1: the operand
+        # registers load every cycle (``valid_r`` says whether they hold a word). K > 1: they load when
+        # free (``take``: no word, or its last beat) and otherwise shift down by L bytes per beat.
+        a_r, b_r = Signal(8 * W, reset_less=True), Signal(8 * W, reset_less=True)
+        keep_r = Signal(W, reset_less=True)
+        fin_r = Signal()                    # the operand registers hold the instruction's last word
         with m.If(fire):
-            m.d.sync += [valid_r.eq(1), beat.eq(0)]
-        with m.Elif(valid_r & last_beat):
-            m.d.sync += valid_r.eq(0)
-        with m.Elif(valid_r):
-            m.d.sync += beat.eq(beat + 1)
-        with m.If(fire):
-            with m.If(~params.trow):
-                m.d.sync += [a_r.eq(a_w.data), b_r.eq(b_w.data), keep_r.eq(~in_part)]
-            with m.Elif(swap):
-                m.d.sync += [a_r.eq(p_word), b_r.eq(a_w.data), keep_r.eq(0)]
+            m.d.sync += fin_r.eq(a_w.last & seg_fin)
+        if K == 1:
+            m.d.sync += [a_r.eq(new_a), b_r.eq(new_b), keep_r.eq(keep), valid_r.eq(fire)]
+            fin_beat = valid_r & fin_r
+        else:
+            with m.If(take):
+                m.d.sync += [a_r.eq(new_a), b_r.eq(new_b), keep_r.eq(keep)]
             with m.Else():
-                m.d.sync += [a_r.eq(a_w.data), b_r.eq(p_word), keep_r.eq(0)]
+                m.d.sync += [a_r.eq(a_r >> 8 * L), b_r.eq(b_r >> 8 * L), keep_r.eq(keep_r >> L)]
+            with m.If(fire):
+                m.d.sync += [valid_r.eq(1), beat.eq(0)]
+            with m.Elif(valid_r & (beat == K - 1)):
+                m.d.sync += valid_r.eq(0)
+            with m.Elif(valid_r):
+                m.d.sync += beat.eq(beat + 1)
+            fin_beat = valid_r & fin_r & (beat == K - 1)
 
         # ---- 6, 7. lanes, writer -----------------------------------------------------------------------
         m.d.comb += [
-            lanes.a.eq(a_r.word_select(beat, 8 * L)), lanes.b.eq(b_r.word_select(beat, 8 * L)),
-            lanes.keep_a.eq(keep_r.word_select(beat, L)), lanes.valid.eq(valid_r),
-            lanes.dtype.eq(dtype), lanes.op.eq(op),
+            lanes.a.eq(a_r[:8 * L]), lanes.b.eq(b_r[:8 * L]), lanes.keep_a.eq(keep_r[:L]),
+            lanes.valid.eq(valid_r), lanes.dtype.eq(dtype), lanes.op.eq(op),
         ]
         if K == 1:
             m.d.comb += [wr.words.valid.eq(lanes.out_valid), wr.words.payload.eq(lanes.result)]
-        else:       # the beats come out in order, K per word: collect the first K - 1, write with the last
+        else:       # the beats come out in order, K per word: shift the first K - 1 in, write with the last
             out_beat = Signal(range(K))
             merge = Signal(8 * L * (K - 1), reset_less=True)
             with m.If(lanes.out_valid):
-                m.d.sync += out_beat.eq(Mux(out_beat == K - 1, 0, out_beat + 1))
-                with m.Switch(out_beat):
-                    for j in range(K - 1):
-                        with m.Case(j):
-                            m.d.sync += merge.word_select(j, 8 * L).eq(lanes.result)
+                m.d.sync += [out_beat.eq(Mux(out_beat == K - 1, 0, out_beat + 1)),
+                             merge.eq(Cat(merge[8 * L:], lanes.result) if K > 2 else lanes.result)]
             m.d.comb += [wr.words.valid.eq(lanes.out_valid & (out_beat == K - 1)),
                          wr.words.payload.eq(Cat(merge, lanes.result))]
 
         # ---- control ------------------------------------------------------------------------------------
-        outstanding = Signal(8)             # segments pushed and not yet written
-        m.d.sync += outstanding.eq(outstanding + push - wr.done)
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(self.start):
-                    with m.If(empty):
-                        m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
-                    with m.Else():
-                        m.d.comb += walker.start.eq(1)
-                        m.d.sync += first.eq(1)
-                        m.next = "RUN"
-            with m.State("RUN"):
-                with m.If(~walker.busy & (outstanding == 0)):
-                    m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
-                    m.next = "IDLE"
+        # ``done`` is a register: the last word's mark, through the lanes beside it, so it rises in the
+        # cycle the writer takes the instruction's last word (the UB writes it at that edge).
+        fin_out = Signal()
+        m.d.sync += fin_out.eq(_delay_reset(m, fin_beat, lanes.LATENCY - 1, "fin"))
+        m.d.comb += [run_done.eq(fin_out), self.done.eq(fin_out | (self.start & empty)),
+                     self.status.eq(Status.OK)]
         return m

@@ -26,7 +26,7 @@ class LaneOp(enum.Enum, shape=3):
 
 
 #: Latency of the integer / max / min / copy path up to its merged "bypass" register (see the class doc).
-_CHEAP_LATENCY = 4
+_CHEAP_LATENCY = 5
 
 
 def _delay(m, v, n, name, reset_less=True):
@@ -109,12 +109,15 @@ class ElementwiseLanes(wiring.Component):
     the fp32 result rounded back by ``FPConvert(FP32 -> FP16 / BF16)``, which is how the golden model
     computes them. Sub-lane 0 multiplies with an ``FPMul(FP32)``; sub-lane 1 (fp16 / bf16 only) with an
     ``FPMulWiden(FP16)`` and an ``FPMulWiden(BF16)`` on the raw 16-bit operands, whose fp32 product is
-    the same value (exact, or for bf16 rounded like ``np.float32(a) * np.float32(b)``). MAX/MIN compare order-preserving keys of the packed bits; integer ADD/SUB use one
-    35-bit adder per slot split at the element boundaries; integer MUL uses four 16x16 multipliers per
-    slot (32-bit: ``al*bl + (ah*bl + al*bh) << 16``; 16-bit: ``al*bl``, ``ah*bh``; 8-bit: low bytes of
-    four products). The integer / MAX / MIN results, merged with the ``keep_a`` bytes of ``a`` (and with
-    all of ``a`` for float arithmetic words), travel in one 32-bit bypass register per slot to the
-    final registered mux.
+    the same value (exact, or for bf16 rounded like ``np.float32(a) * np.float32(b)``). Sub-lane 0's
+    multiplier has its own operand registers (zero unless MUL), so the adder's and the multiplier's
+    first stages each load half the fanout. MAX/MIN compare order-preserving keys of the packed bits
+    (keys registered, then compared, then the pick); integer ADD/SUB use one 35-bit adder per slot split
+    at the element boundaries; integer MUL uses four 16x16 multipliers per slot (32-bit: ``al*bl +
+    (ah*bl + al*bh) << 16``; 16-bit: ``al*bl``, ``ah*bh``; 8-bit: low bytes of four products), the
+    products combined in a stage of their own. The integer / MAX / MIN results, merged with the
+    ``keep_a`` bytes of ``a`` (and with all of ``a`` for float arithmetic words) after 5 stages, travel
+    in one 32-bit bypass register per slot to the final registered mux.
 
     Parameters:
 
@@ -126,7 +129,7 @@ class ElementwiseLanes(wiring.Component):
       adder and multipliers; the shallower one is delayed to the deeper.
     * ``narrow_depth`` (default 2): depth of the fp32 -> fp16 / bf16 converters.
 
-    ``LATENCY = max(widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth, 4) + 1``
+    ``LATENCY = max(widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth, 5) + 1``
     (12 with the defaults, which reach >= 100 MHz on ECP5, see docs/fp.md); the same for every type and
     op. The stages: operand widening
     (``widen_depth``), operand mux register, fp32 add / mul, add-or-mul select register, narrowing
@@ -184,7 +187,7 @@ class ElementwiseLanes(wiring.Component):
         b_d = [self.b]
         for k in range(1, n_a + 1):
             a_d.append(_delay(m, a_d[-1], 1, f"a{k}"))
-            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(dw + 1, 2) else None)
+            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(dw + 1, 3) else None)
 
         out_slots = []
         for s in range(n_slots):
@@ -218,7 +221,7 @@ class ElementwiseLanes(wiring.Component):
         results32 = []
         for i in range(2):
             lo = slice(16 * i, 16 * i + 16)
-            ops = []
+            ops, mops = [], []
             for name, x_in, x_dw in (("a", a_d[0], a_d[dw]), ("b", b_d[0], b_d[dw])):
                 cv = FPConvert(FP16, depth=dw, out_fmt=FP32)
                 m.submodules[f"s{s}_{name}{i}_widen"] = cv
@@ -232,13 +235,19 @@ class ElementwiseLanes(wiring.Component):
                 r = Signal(32, name=f"s{s}_{name}{i}_f32", reset_less=True)
                 m.d.sync += r.eq(v)
                 ops.append(r)
+                if i == 0:
+                    # the multiplier's own copy (zero unless MUL: not merged with the adder's, half the
+                    # fanout on each)
+                    rm = Signal(32, name=f"s{s}_{name}{i}_f32m", reset_less=True)
+                    m.d.sync += rm.eq(v & c.mul.replicate(32))
+                    mops.append(rm)
             add = FPAdd(FP32, self.add_depth)
             m.submodules[f"s{s}_add{i}"] = add
             m.d.comb += [add.a.eq(ops[0]), add.b.eq(ops[1]), add.in_valid.eq(0), add.en.eq(1)]
             if i == 0:
                 mul = FPMul(FP32, self.mul_depth)
                 m.submodules[f"s{s}_mul{i}"] = mul
-                m.d.comb += [mul.a.eq(ops[0]), mul.b.eq(ops[1])]
+                m.d.comb += [mul.a.eq(mops[0]), mul.b.eq(mops[1])]
                 mul_out = mul.result
                 units = (mul,)
             else:
@@ -274,10 +283,14 @@ class ElementwiseLanes(wiring.Component):
 
     def _cheap_slot(self, m, s, ctrl, a_d, b_d, keeps):
         """Slot ``s``'s integer / MAX / MIN result merged with ``a`` (keep_a bytes, float arithmetic
-        words), registered at stage ``_CHEAP_LATENCY``."""
-        # stage 1 -> 2: multiplier operands
-        a1, b1, c1 = a_d[1], b_d[1], ctrl[1]
+        words), registered at stage ``_CHEAP_LATENCY`` (5).
+
+        Stages: 1 -> 2 multiplier operands, order keys and NaN flags of MAX / MIN; 2 -> 3 products, the
+        keys compared; 3 -> 4 the products combined, integer add / sub, the MAX / MIN pick; 4 -> 5 the
+        result selected and merged with ``a``."""
         byte = lambda x, j: x[8 * j:8 * j + 8]
+        # stage 1 -> 2: multiplier operands; MAX / MIN keys and NaN flags
+        a1, b1, c1 = a_d[1], b_d[1], ctrl[1]
         al, ah, bl, bh = a1[:16], a1[16:], b1[:16], b1[16:]
         mops = [(al, bl), (Mux(c1.size1, byte(a1, 1), ah), Mux(c1.size1, byte(b1, 1), bl)),
                 (Mux(c1.size1, byte(a1, 3), al), Mux(c1.size1, byte(b1, 3), bh)), (ah, bh)]
@@ -287,29 +300,45 @@ class ElementwiseLanes(wiring.Component):
             ry = Signal(16, name=f"s{s}_m{k}y", reset_less=True)
             m.d.sync += [rx.eq(x), ry.eq(y)]
             mregs.append((rx, ry))
-        # stage 2 -> 3: products; add / sub and max / min
+        key_a = Signal(32, name=f"s{s}_key_a", reset_less=True)
+        key_b = Signal(32, name=f"s{s}_key_b", reset_less=True)
+        nan1 = Signal(4, name=f"s{s}_nan1", reset_less=True)      # per byte: its element is a float NaN pair
+        m.d.sync += [key_a.eq(self._key(c1, a1)), key_b.eq(self._key(c1, b1)), nan1.eq(self._nan(c1, a1, b1))]
+        # stage 2 -> 3: products; key compare
         prods = []
         for k, (x, y) in enumerate(mregs):
             p = Signal(32 if k == 0 else 16, name=f"s{s}_p{k}", reset_less=True)
             m.d.sync += p.eq(x * y)
             prods.append(p)
-        a2, b2, c2 = a_d[2], b_d[2], ctrl[2]
-        addsub = Signal(32, name=f"s{s}_addsub", reset_less=True)
-        m.d.sync += addsub.eq(self._addsub(c2, a2, b2))
-        ext = Signal(32, name=f"s{s}_ext", reset_less=True)
-        m.d.sync += ext.eq(self._extremum(m, s, c2, a2, b2))
-        # stage 3 -> 4: combine, select, merge with a
-        c3, a3 = ctrl[3], a_d[3]
+        c2 = ctrl[2]
+        ge = Signal(4, name=f"s{s}_ge", reset_less=True)         # per byte: a >= b for its element
+        ge4 = key_a >= key_b
+        ge2 = [key_a[16 * e:16 * e + 16] >= key_b[16 * e:16 * e + 16] for e in range(2)]
+        ge1 = [byte(key_a, j) >= byte(key_b, j) for j in range(4)]
+        m.d.sync += ge.eq(Cat(Mux(c2.size1, ge1[j], Mux(c2.size2, ge2[j // 2], ge4)) for j in range(4)))
+        nan2 = _delay(m, nan1, 1, f"s{s}_nan")
+        # stage 3 -> 4: combine the products; MAX / MIN pick (a NaN pair: the canonical NaN)
+        c3, a3, b3 = ctrl[3], a_d[3], b_d[3]
         p1, p2, p3, p4 = prods
         mul32 = Cat(p1[:16], p1[16:] + p2 + p3)
         mul16 = Cat(p1[:16], p4)
         mul8 = Cat(p1[:8], p2[:8], p4[:8], p3[:8])
-        mulr = Mux(c3.size1, mul8, Mux(c3.size2, mul16, mul32))
-        cheap = Mux(c3.extremum, ext, Mux(c3.mul, mulr, addsub))
+        mulr = Signal(32, name=f"s{s}_mulr", reset_less=True)
+        m.d.sync += mulr.eq(Mux(c3.size1, mul8, Mux(c3.size2, mul16, mul32)))
+        canon = Mux(c3.size2, Mux(c3.fp16, C(0x7E007E00, 32), C(0x7FC07FC0, 32)), C(0x7FC00000, 32))
+        ext = Signal(32, name=f"s{s}_ext", reset_less=True)
+        for j in range(4):
+            pick = Mux(ge[j] ^ c3.min, byte(a3, j), byte(b3, j))
+            m.d.sync += byte(ext, j).eq(Mux(nan2[j], byte(canon, j), pick))
+        addsub = Signal(32, name=f"s{s}_addsub", reset_less=True)
+        m.d.sync += addsub.eq(self._addsub(c3, a3, b3))
+        # stage 4 -> 5: select, merge with a
+        c4, a4 = ctrl[4], a_d[4]
+        cheap = Mux(c4.extremum, ext, Mux(c4.mul, mulr, addsub))
         bypass = Signal(32, name=f"s{s}_cheap", reset_less=True)
         for j in range(4):
-            take_a = keeps[3][4 * s + j] | c3.fp_arith
-            m.d.sync += bypass[8 * j:8 * j + 8].eq(Mux(take_a, byte(a3, j), byte(cheap, j)))
+            take_a = keeps[4][4 * s + j] | c4.fp_arith
+            m.d.sync += bypass[8 * j:8 * j + 8].eq(Mux(take_a, byte(a4, j), byte(cheap, j)))
         return bypass
 
     @staticmethod
@@ -329,39 +358,36 @@ class ElementwiseLanes(wiring.Component):
         return Cat(S[0:8], S[9:17], S[18:26], S[27:35])
 
     @staticmethod
-    def _extremum(m, s, c, a, b):
-        """MAX / MIN of a 32-bit slot for every element size; float NaN -> canonical NaN."""
-        out = {}
-        for size in (1, 2, 4):
-            w = 8 * size
-            parts = []
-            for e in range(4 // size):
-                x, y = a[w * e:w * e + w], b[w * e:w * e + w]
-                top = w - 1
+    def _key(c, v):
+        """The order-preserving key of every element of a 32-bit slot (element size from ``c``): unsigned
+        ints their bits, signed ints the sign bit flipped, floats negative -> all bits inverted,
+        positive -> sign bit set (so -0 < +0, and equal keys mean equal bits). Per byte: its element's
+        sign bit and whether it is the element's top byte depend on the size only."""
+        out = []
+        for j in range(4):
+            top2, top4 = j | 1, 3
+            sign = Mux(c.size1, v[8 * j + 7], Mux(c.size2, v[8 * top2 + 7], v[8 * top4 + 7]))
+            is_top = c.size1 | (c.size2 & (j == top2)) | (j == top4)
+            x = v[8 * j:8 * j + 8]
+            topbit = Cat(C(0, 7), is_top)
+            fkey = Mux(sign, ~x, x | topbit)
+            ikey = x ^ (topbit & c.signed.replicate(8))
+            out.append(Mux(c.is_float, fkey, ikey))
+        return Cat(*out)
 
-                def key(v):
-                    fkey = Mux(v[top], ~v, v | (1 << top))
-                    ikey = Mux(c.signed, v ^ (1 << top), v)
-                    return Mux(c.is_float, fkey, ikey)
-
-                ge = Signal(name=f"s{s}_ge{size}_{e}")
-                m.d.comb += ge.eq(key(x) >= key(y))
-                pick = Mux(ge ^ c.min, x, y)
-                if size == 1:
-                    parts.append(pick)
-                    continue
-                if size == 2:
-                    nan16 = lambda v: (v[10:15] == 0x1F) & v[:10].any()
-                    nanb = lambda v: (v[7:15] == 0xFF) & v[:7].any()
-                    nan = Mux(c.fp16, nan16(x) | nan16(y), c.bf16 & (nanb(x) | nanb(y)))
-                    canon = Mux(c.fp16, C(0x7E00, 16), C(0x7FC0, 16))
-                else:
-                    nan32 = lambda v: (v[23:31] == 0xFF) & v[:23].any()
-                    nan = c.fp32 & (nan32(x) | nan32(y))
-                    canon = C(0x7FC00000, 32)
-                parts.append(Mux(nan, canon, pick))
-            out[size] = Cat(*parts)
-        return Mux(c.size1, out[1], Mux(c.size2, out[2], out[4]))
+    @staticmethod
+    def _nan(c, a, b):
+        """Per byte of a 32-bit slot: its element is a float NaN in ``a`` or ``b`` (fp16 / bf16 / fp32;
+        MAX / MIN then give the canonical NaN)."""
+        nan16 = lambda v: (v[10:15] == 0x1F) & v[:10].any()
+        nanb = lambda v: (v[7:15] == 0xFF) & v[:7].any()
+        nan32 = lambda v: (v[23:31] == 0xFF) & v[:23].any()
+        halves = []
+        for e in range(2):
+            x, y = a[16 * e:16 * e + 16], b[16 * e:16 * e + 16]
+            halves.append(Mux(c.fp16, nan16(x) | nan16(y), c.bf16 & (nanb(x) | nanb(y))))
+        word = c.fp32 & (nan32(a) | nan32(b))
+        return Cat(~c.size1 & Mux(c.size2, halves[j // 2], word) for j in range(4))
 
 
 # ---- ECP5 synthesis estimate:  python -m rtl.ew_lanes [--word-bytes 4] [--variant ...] ---------------

@@ -1,9 +1,10 @@
 """TROWEXPAND*'s expanded operand: from UB words to one 32-byte broadcast pattern per destination row."""
 
 from amaranth import *
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .ew_walker import FlagFifo
 from .instructions import EXPAND_BLOCK_BYTES
 
 __all__ = ["PatternBuilder", "PATTERN_BYTES"]
@@ -23,16 +24,24 @@ class PatternBuilder(wiring.Component):
       destination offset ``d`` (block byte ``j`` in lane ``d + j`` of the line's word stream), so folding
       the line's words modulo 32 bytes gives ``P[x] = block[(x - d) mod 32]``, the block repeated along the
       row from its first element on. One pattern per line (``last``).
-    * Mode 1: a line holds up to ``W / size`` consecutive scalars from lane 0 (one per row); the word is
-      held and scalar ``e`` gives ``P`` = that scalar replicated, one pattern per cycle, for every scalar
-      whose first byte is enabled.
+    * Mode 1: a line holds up to ``W / size`` consecutive scalars from lane 0 (one per row, ``be`` a
+      prefix of the word); the word is held and shifted down by one scalar per pattern, each pattern the
+      lowest scalar replicated, one pattern per cycle, for every scalar whose first byte is enabled (a
+      registered flag says whether another one follows).
 
     Parameters: ``config`` (uses ``ub_word_bytes``).
     Ports: ``words`` (stream in, the reader's ``{data, be, last}``), ``mode1``, ``esz`` (log2 element
-    bytes; both stable for an instruction), ``patterns`` (stream out, ``8 * 32`` bits).
-    Latency: a pattern is on ``patterns`` 2 cycles after its line's last word (mode 2) or after its word
-    (mode 1), through a 4-entry FIFO. Throughput: one pattern per line (mode 2; one line per cycle when
-    a block fits one word), one pattern per cycle (mode 1).
+    bytes; registers, stable for an instruction from at least a cycle before its first word),
+    ``patterns`` (stream out, ``8 * 32`` bits).
+    Structure: a 4-entry queue (:class:`rtl.ew_walker.FlagFifo`) written from registers: mode 2 the
+    pattern folded in a register (the line's words OR-ed in), a cycle after the line's last word; mode 1
+    the held word's lowest scalar replicated (a select by the element size), enable one LUT level of
+    registers. ``patterns.valid`` is a flip-flop and ``patterns.payload`` one LUT-RAM read from a
+    register; ``words.ready`` is one or two LUT levels of registers.
+    Latency: a pattern is on ``patterns`` 2 cycles after its line's last word is taken (mode 2), 2 cycles
+    after its word is taken for a line's first scalar (mode 1; then one per cycle). Throughput: one
+    pattern per line (mode 2; one line per cycle when a block fits one word), one pattern per cycle
+    (mode 1, also across words: the next word is taken with the last scalar's pattern).
     """
 
     def __init__(self, config, word_layout):
@@ -48,61 +57,70 @@ class PatternBuilder(wiring.Component):
         m = Module()
         W = self._config.ub_word_bytes
         PB = PATTERN_BYTES
-        m.submodules.out = out = fifo.SyncFIFO(width=8 * PB, depth=4)
+        # The queue is written from registers: mode 2 the folded pattern ``acc`` when ``done`` (finished
+        # the cycle before; the queue's w_rdy keeps room for that write: slack 2), mode 1 the held word's
+        # lowest scalar replicated (a select by the element size).
+        m.submodules.out = out = FlagFifo(8 * PB, 4, slack=2)
+        m1 = Signal()                        # a copy of ``mode1`` for the 8 * 32 data selects
+        m.d.sync += m1.eq(self.mode1)
+        acc = Signal(8 * PB)                 # reset: an aborted command may leave a line half folded
+        done = Signal()
+        scalar_pat = Signal(8 * PB)
         m.d.comb += [self.patterns.valid.eq(out.r_rdy), self.patterns.payload.eq(out.r_data),
-                     out.r_en.eq(self.patterns.ready)]
+                     out.r_en.eq(self.patterns.ready & out.r_rdy),
+                     out.w_data.eq(Mux(m1, scalar_pat, acc))]
         word = self.words.payload
         byte = lambda v, i: v[8 * i:8 * i + 8]
 
+        def by_size(f):                      # f(size) for the instruction's element size
+            return Mux(self.esz == 0, f(1), Mux(self.esz == 1, f(2), f(4)))
+
         # ---- mode 2: fold the line's words modulo 32 bytes -----------------------------------------------
-        acc = Signal(8 * PB)
         odd = Signal()                       # W = 16: the line's odd words land in P[16:32]
+        # A word is OR-ed in whenever it is offered, taken or not: OR-ing it again while it waits changes
+        # nothing (``odd`` moves only when it is taken), so the 8 * 32 bits need no enable from the
+        # handshake, only per-lane gates (valid, be, the half).
+        offered = Signal()
+        m.d.comb += offered.eq(self.words.valid & ~self.mode1)
         fold = []
         for x in range(PB):
             terms = []
             for lane in range(W):
                 if W >= PB and lane % PB == x:
-                    terms.append(byte(word.data, lane) & word.be[lane].replicate(8))
+                    terms.append(byte(word.data, lane) & (offered & word.be[lane]).replicate(8))
                 elif W < PB and lane == x % W:
                     half = (x // W) % 2
-                    terms.append(byte(word.data, lane) & (word.be[lane] & (odd == half)).replicate(8))
+                    terms.append(byte(word.data, lane) & (offered & word.be[lane] & (odd == half)).replicate(8))
             v = terms[0]
             for t in terms[1:]:
                 v = v | t
             fold.append(v)
-        merged = Signal(8 * PB)
-        m.d.comb += merged.eq(acc | Cat(fold))
+        take2 = Signal()
+        m.d.comb += take2.eq(offered & (~word.last | out.w_rdy))
+        m.d.sync += acc.eq(Mux(done, 0, acc) | Cat(fold))
+        with m.If(take2):
+            m.d.sync += odd.eq(Mux(word.last, 0, ~odd))
 
         # ---- mode 1: hold a word of scalars, emit one replicated scalar per cycle ------------------------
-        held = Signal(8 * W, reset_less=True)
+        held = Signal(8 * W, reset_less=True)     # the scalars not yet emitted, the next one in the lowest lanes
         held_be = Signal(W, reset_less=True)
         have = Signal()
-        e = Signal(range(W + 1))
-        scalar_pat = Signal(8 * PB)
+        more = Signal()                           # held has another scalar after the lowest one
+        emit, take1 = Signal(), Signal()
+        m.d.comb += [emit.eq(have & out.w_rdy),
+                     take1.eq(self.words.valid & self.mode1 & (~have | (out.w_rdy & ~more)))]
         with m.Switch(self.esz):
             for esz in range(3):
-                size = 1 << esz
                 with m.Case(esz):
-                    m.d.comb += scalar_pat.eq(held.word_select(e[:(W >> esz).bit_length() - 1], 8 * size)
-                                              .replicate(PB // size))
-        nxt = Signal(range(W + 1))
-        m.d.comb += nxt.eq(e + 1)
-        more = Signal()                      # the held word has another scalar after e
-        m.d.comb += more.eq((nxt < (W >> self.esz)) & (held_be.bit_select(nxt << self.esz, 1)))
+                    m.d.comb += scalar_pat.eq(held[:8 << esz].replicate(PB >> esz))
+        with m.If(take1):
+            m.d.sync += [held.eq(word.data), held_be.eq(word.be), have.eq(1),
+                         more.eq(by_size(lambda n: word.be[n]))]
+        with m.Elif(emit):
+            m.d.sync += [held.eq(by_size(lambda n: held >> 8 * n)), held_be.eq(by_size(lambda n: held_be >> n)),
+                         more.eq(by_size(lambda n: held_be[2 * n])), have.eq(more)]
 
-        with m.If(self.mode1):
-            m.d.comb += [out.w_data.eq(scalar_pat), out.w_en.eq(have)]
-            emit_last = have & out.w_rdy & ~more
-            m.d.comb += self.words.ready.eq(~have | emit_last)
-            with m.If(have & out.w_rdy):
-                m.d.sync += e.eq(nxt)
-                with m.If(~more):
-                    m.d.sync += have.eq(0)
-            with m.If(self.words.valid & self.words.ready):
-                m.d.sync += [held.eq(word.data), held_be.eq(word.be), have.eq(1), e.eq(0)]
-        with m.Else():
-            m.d.comb += [out.w_data.eq(merged), self.words.ready.eq(~word.last | out.w_rdy)]
-            with m.If(self.words.valid & self.words.ready):
-                m.d.comb += out.w_en.eq(word.last)
-                m.d.sync += [acc.eq(Mux(word.last, 0, merged)), odd.eq(Mux(word.last, 0, ~odd))]
+        m.d.comb += self.words.ready.eq(Mux(self.mode1, ~have | (out.w_rdy & ~more), ~word.last | out.w_rdy))
+        m.d.sync += done.eq(take2 & word.last)
+        m.d.comb += out.w_en.eq(Mux(m1, emit, done))
         return m

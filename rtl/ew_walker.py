@@ -1,12 +1,13 @@
-"""The elementwise engine's segment walker: where every destination segment and its operands are in the UB."""
+"""The elementwise engine's segment walker: where every destination segment and its operands are in the UB;
+:class:`FlagFifo`, the queue its segments (and the engine's patterns) wait in."""
 
 from amaranth import *
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .walker import LINE_BYTES_BITS
 
-__all__ = ["SegmentParams", "Segment", "SegmentWalker"]
+__all__ = ["SegmentParams", "START_FIELDS", "Segment", "SegmentWalker", "FlagFifo"]
 
 
 def SegmentParams(config):
@@ -14,47 +15,65 @@ def SegmentParams(config):
 
     The destination is walked in its storage order: ``lines`` lines of ``pos_n`` elements (rows of a
     row-major tile, columns of a column-major one). A *segment* is one whole line (line path) or one
-    element (``elem_path``: a source stored in the other order, so its elements are strided). Operand
-    ``x`` in ``d`` (destination), ``a`` (the full source) and ``b`` (TPART*: the partial source) starts at
+    element (``elem_path``: a source stored in the other order, so its elements are strided);
+    ``seg_length`` is its length in bytes (``pos_n << esz`` or the element size ``size``). Operand ``x``
+    in ``d`` (destination), ``a`` (the full source) and ``b`` (TPART*: the partial source) starts at
     ``x_base``; its next line is ``x_step_li`` bytes on, its next element ``x_step_pos`` bytes on.
     ``e`` is TROWEXPAND*'s expanded operand: one 32-byte block line per row (mode 2, ``e_step`` = its row
     pitch) or, mode 1, one line of up to ``W / size`` scalars per ``W / size`` rows (``e_step = W``).
-    ``p_lines`` / ``p_pos``: the partial source's valid extent in the destination's order.
+    ``p_lines`` / ``p_pos``: the partial source's valid extent in the destination's order (``p_pos_bytes``
+    = ``p_pos << esz``, ``p_any`` = ``p_pos != 0``).
+
+    Two groups: the fields the walker takes at ``start`` (``lines``, ``pos_n``, ``esz``, ``elem_path``,
+    the bases, ``p_lines``, ``p_pos``) must be valid in the ``start`` cycle; the others (the steps and
+    everything a segment carries) only from the cycle after, so the engine registers them a cycle later
+    (:attr:`START_FIELDS`).
     """
     return data.StructLayout({
-        "lines": 16, "pos_n": 16, "esz": 2, "elem_path": 1, "trow": 1, "mode1": 1,
-        "line_bytes": LINE_BYTES_BITS,
+        "lines": 16, "pos_n": 16, "esz": 2, "elem_path": 1,
         "d_base": 24, "a_base": 24, "b_base": 24, "e_base": 24,
+        "p_lines": 16, "p_pos": 16,
+        "trow": 1, "mode1": 1, "size": 3, "seg_length": LINE_BYTES_BITS,
         "d_step_li": 24, "a_step_li": 24, "b_step_li": 24, "e_step": 24,
         "d_step_pos": 24, "a_step_pos": 24, "b_step_pos": 24,
-        "p_lines": 16, "p_pos": 16,
+        "p_pos_bytes": LINE_BYTES_BITS, "p_any": 1,
     })
+
+
+#: The :func:`SegmentParams` fields :class:`SegmentWalker` reads in its ``start`` cycle.
+START_FIELDS = ("lines", "pos_n", "esz", "elem_path", "d_base", "a_base", "b_base", "e_base", "p_lines", "p_pos")
 
 
 def Segment(config):
     """One destination segment with its operand lines and what the combiner needs to know about it.
 
-    ``t0``: partial-source validity of the segment's bytes: byte ``b`` of the segment's word ``k``
-    (destination-aligned, ``k = 0`` holds the segment's first byte) lies in the partial source's valid
-    region iff ``line_ok`` and ``b < t0 - k W``. ``e_*``: a line of the expanded operand to read with this
-    segment (``e_valid``; TROWEXPAND* only).
+    ``pp_bytes`` / ``p_ok``: partial-source validity of the segment's bytes. Byte ``b`` of the segment's
+    word ``k`` (destination-aligned, ``k = 0`` holds the segment's first byte, at lane ``dst_off``) lies
+    in the partial source's valid region iff ``p_ok`` and ``b + k W < dst_off + pp_bytes``
+    (``pp_bytes > 0`` whenever ``p_ok``). ``e_*``: a line of the expanded operand to read with this
+    segment (``e_valid``; TROWEXPAND* only). ``fin``: the instruction's last segment.
     """
     W = config.ub_word_bytes
     return data.StructLayout({
         "d_addr": 24, "a_addr": 24, "b_addr": 24, "length": LINE_BYTES_BITS, "dst_off": range(W),
-        "t0": signed(LINE_BYTES_BITS + 2), "line_ok": 1,
+        "pp_bytes": LINE_BYTES_BITS, "p_ok": 1,
         "e_valid": 1, "e_addr": 24, "e_length": 7, "e_off": range(W),
+        "fin": 1,
     })
 
 
 class SegmentWalker(wiring.Component):
     """Emits the segments of one instruction, one per cycle.
 
-    Ports: ``params`` (:func:`SegmentParams`, stable from ``start`` until the last segment is taken),
+    Ports: ``params`` (:func:`SegmentParams`, from registers: the :data:`START_FIELDS` valid in the
+    ``start`` cycle, the rest from the cycle after, all stable until the last segment is taken),
     ``start`` (pulse; ``params.lines`` and ``params.pos_n`` non-zero), ``segs`` (stream out,
     :func:`Segment`), ``busy``.
-    Latency: the first segment is valid the cycle after ``start``. Only running pointers and counters:
-    no multiply, and every output comes from a register or one add of two registers (``t0``).
+    Latency: the first segment is valid the cycle after ``start``. Only running pointers, counters and
+    flags: no multiply. The outputs are registers or shallow logic of registers (the mode-1 scalar
+    line's length: a test of the high bits of a counter and a select); ``segs.ready`` enables the step
+    (adders of a register and a parameter; the end-of-line, last-line, partial-extent and mode-1
+    conditions are flags registered with the counters they test).
     """
 
     def __init__(self, config):
@@ -73,54 +92,59 @@ class SegmentWalker(wiring.Component):
         p = self.params
 
         lines_left = Signal(16)        # lines not finished (the current one included)
+        last_line = Signal()           # lines_left == 1
+        llb = Signal(LINE_BYTES_BITS)  # lines_left << esz (mode 1: the scalars' bytes left)
+        llb_hi = Signal()              # llb >= W
         pos_left = Signal(16)          # segments left in the current line (the current one included)
+        eol = Signal()                 # pos_left == 1: the segment ends its line
         pl_left = Signal(16)           # lines of the partial source's valid region left
-        pp = Signal(signed(18))        # partial source's valid elements from the current position on
+        pl_ok = Signal()               # pl_left != 0
+        ppb = Signal(signed(LINE_BYTES_BITS + 1))   # partial source's valid bytes from the current position on
+        pp_pos = Signal()              # ppb > 0
         d_line, a_line, b_line = Signal(24), Signal(24), Signal(24)   # starts of the current line
         d_ptr, a_ptr, b_ptr = Signal(24), Signal(24), Signal(24)      # the current segment
         e_ptr = Signal(24)
         g_left = Signal(7)             # mode 1: rows until the next scalar line (0: this row)
+        g_zero = Signal()              # g_left == 0
         lanes = Signal(7)              # W / size
         m.d.comb += lanes.eq(W >> p.esz)
+        e_len = Signal(7)              # mode 1: bytes of the scalar line read at this row, min(llb, W)
+        m.d.comb += e_len.eq(Mux(llb_hi, W, llb[:sh]))
 
         seg = self.segs.payload
-        size = Signal(3)
-        m.d.comb += size.eq(1 << p.esz)
-        e_rows = Signal(16)            # mode 1: rows covered by this scalar line
-        m.d.comb += e_rows.eq(Mux(lines_left < lanes, lines_left, lanes))
         m.d.comb += [
             self.segs.valid.eq(self.busy),
             seg.d_addr.eq(d_ptr), seg.a_addr.eq(a_ptr), seg.b_addr.eq(b_ptr),
-            seg.length.eq(Mux(p.elem_path, size, p.line_bytes)),
+            seg.length.eq(p.seg_length),
             seg.dst_off.eq(d_ptr[:sh]),
-            seg.t0.eq((pp << p.esz) + d_ptr[:sh]),
-            seg.line_ok.eq(pl_left != 0),
-            seg.e_valid.eq(p.trow & (~p.mode1 | (g_left == 0))),
+            seg.pp_bytes.eq(ppb[:LINE_BYTES_BITS]), seg.p_ok.eq(pl_ok & pp_pos),
+            seg.e_valid.eq(p.trow & (~p.mode1 | g_zero)),
             seg.e_addr.eq(e_ptr),
-            seg.e_length.eq(Mux(p.mode1, e_rows[:7] << p.esz, 32)),
+            seg.e_length.eq(Mux(p.mode1, e_len, 32)),
             seg.e_off.eq(Mux(p.mode1, 0, d_ptr[:sh])),
+            seg.fin.eq(last_line & eol),
         ]
 
-        end_of_line = Signal()
-        m.d.comb += end_of_line.eq(pos_left == 1)
         with m.If(self.busy & self.segs.ready):
-            with m.If(end_of_line):
+            with m.If(eol):
                 d_next, a_next, b_next = d_line + p.d_step_li, a_line + p.a_step_li, b_line + p.b_step_li
                 m.d.sync += [
                     d_line.eq(d_next), a_line.eq(a_next), b_line.eq(b_next),
                     d_ptr.eq(d_next), a_ptr.eq(a_next), b_ptr.eq(b_next),
-                    lines_left.eq(lines_left - 1),
-                    pos_left.eq(Mux(p.elem_path, p.pos_n, 1)),
-                    pp.eq(p.p_pos),
-                    pl_left.eq(Mux(pl_left != 0, pl_left - 1, 0)),
-                    g_left.eq(Mux(g_left == 0, lanes - 1, g_left - 1)),
+                    lines_left.eq(lines_left - 1), last_line.eq(lines_left == 2), llb.eq(llb - p.size),
+                    llb_hi.eq(llb >= W + p.size),
+                    pos_left.eq(Mux(p.elem_path, p.pos_n, 1)), eol.eq(~p.elem_path | (p.pos_n == 1)),
+                    ppb.eq(p.p_pos_bytes), pp_pos.eq(p.p_any),
+                    pl_left.eq(pl_left - pl_ok), pl_ok.eq(pl_left[1:] != 0),
+                    g_left.eq(Mux(g_zero, lanes - 1, g_left - 1)), g_zero.eq(~g_zero & (g_left == 1)),
                 ]
-                with m.If(lines_left == 1):
+                with m.If(last_line):
                     m.d.sync += self.busy.eq(0)
             with m.Else():
                 m.d.sync += [
                     d_ptr.eq(d_ptr + p.d_step_pos), a_ptr.eq(a_ptr + p.a_step_pos), b_ptr.eq(b_ptr + p.b_step_pos),
-                    pos_left.eq(pos_left - 1), pp.eq(pp - 1),
+                    pos_left.eq(pos_left - 1), eol.eq(pos_left == 2),
+                    ppb.eq(ppb - p.size), pp_pos.eq(ppb > p.size),
                 ]
             with m.If(seg.e_valid):
                 m.d.sync += e_ptr.eq(e_ptr + p.e_step)
@@ -129,7 +153,68 @@ class SegmentWalker(wiring.Component):
                 self.busy.eq(1),
                 d_line.eq(p.d_base), a_line.eq(p.a_base), b_line.eq(p.b_base),
                 d_ptr.eq(p.d_base), a_ptr.eq(p.a_base), b_ptr.eq(p.b_base), e_ptr.eq(p.e_base),
-                lines_left.eq(p.lines), pos_left.eq(Mux(p.elem_path, p.pos_n, 1)),
-                pp.eq(p.p_pos), pl_left.eq(p.p_lines), g_left.eq(0),
+                lines_left.eq(p.lines), last_line.eq(p.lines == 1), llb.eq(p.lines << p.esz),
+                llb_hi.eq(p.lines >= lanes),
+                pos_left.eq(Mux(p.elem_path, p.pos_n, 1)), eol.eq(~p.elem_path | (p.pos_n == 1)),
+                ppb.eq(p.p_pos << p.esz), pp_pos.eq(p.p_pos != 0),
+                pl_left.eq(p.p_lines), pl_ok.eq(p.p_lines != 0),
+                g_left.eq(0), g_zero.eq(1),
             ]
+        return m
+
+
+class FlagFifo(wiring.Component):
+    """A queue whose flags come from registers: ``r_rdy`` (not empty) and ``w_rdy`` (at least ``slack``
+    entries free) are flip-flops, updated from a registered count, so a consumer's or producer's
+    handshake logic starts at a register. The entries are a ``depth``-deep asynchronously read memory
+    (LUT RAM): ``r_data`` is the head, one LUT-RAM read from the registered read pointer.
+
+    ``w_en`` may be raised whenever the queue is not full (``w_rdy`` with ``slack > 1`` leaves room for
+    writes already decided, e.g. one register stage between the producer's handshake and ``w_en``);
+    ``r_en`` only with ``r_rdy``. Neither is checked. An entry written in cycle ``t`` is readable from
+    ``t + 1``. One write and one read per cycle.
+
+    Ports: ``w_data``, ``w_en``, ``w_rdy``; ``r_data``, ``r_rdy``, ``r_en``.
+    """
+
+    def __init__(self, width, depth, *, slack=1):
+        if depth < 2 or depth & (depth - 1):
+            raise ValueError(f"FlagFifo depth={depth} must be a power of two >= 2")
+        if not 1 <= slack < depth:
+            raise ValueError(f"FlagFifo slack={slack} must be in [1, depth)")
+        self.width, self.depth, self.slack = width, depth, slack
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.depth
+        mem = m.submodules.mem = memory.Memory(shape=self.width, depth=n, init=[])
+        wp = mem.write_port()
+        rp = mem.read_port(domain="comb")
+        produce = Signal(range(n))
+        consume = Signal(range(n))
+        count = Signal(range(n + 1))
+        w_rdy = Signal(init=1)
+        r_rdy = Signal()
+        m.d.comb += [
+            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(self.w_en),
+            rp.addr.eq(consume), self.r_data.eq(rp.data),
+            self.w_rdy.eq(w_rdy), self.r_rdy.eq(r_rdy),
+        ]
+        # the flags of the next count, each a compare of ``count`` selected by (w_en, r_en): the enables
+        # arrive late, so they only pick one of three precomputed conditions
+        up, down = self.w_en & ~self.r_en, self.r_en & ~self.w_en
+        free = n - self.slack
+        m.d.sync += [
+            count.eq(count + up - down),
+            r_rdy.eq(up | Mux(down, count >= 2, count != 0)),
+            w_rdy.eq(Mux(up, count <= free - 1, Mux(down, count <= free + 1, count <= free))),
+        ]
+        with m.If(self.w_en):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(self.r_en):
+            m.d.sync += consume.eq(consume + 1)
         return m

@@ -21,7 +21,7 @@ def test_enums_and_fsms_are_named(names):
     assert names["vector_unit.\\cmd.oob"] == {o.value: o.name for o in OobMode}
     assert names["vector_unit.status"] == {s.value: s.name for s in Status}
     assert set(names["vector_unit.frontend_state"].values()) == {"IDLE", "CHECK", "RUN", "RESPOND"}
-    assert set(names["vector_unit.elementwiseengine.fsm_state"].values()) == {"IDLE", "RUN"}
+    assert set(names["vector_unit.elementwiseengine.fsm_state"].values()) == {"IDLE", "DECODE", "PARAMS", "RUN"}
     assert any(k.startswith("vector_unit.elementwiseengine.lanes") and "LaneOp" not in k and
                set(v.values()) >= {"ADD", "SUB", "MUL", "MAX", "MIN"} for k, v in names.items())
 
