@@ -4,8 +4,8 @@ from amaranth import *
 from amaranth.lib import data, fifo, wiring
 
 from .engine import EngineSignature
-from .gemv_mac import PRODUCT_LATENCY, MacArray, MacTag, operand_kind, ring_length
-from .gemv_reduce import Reducer, schedule
+from .gemv_mac import MacArray, MacTag, mac_latency, operand_kind, ring_length
+from .gemv_reduce import Reducer, schedule, turnaround
 from .instructions import GEMV_MAX_DIM, INSTRUCTIONS
 from .isa import DTYPE_BYTES, DType, Opcode, UB_ALIGN
 from .status import Status
@@ -17,6 +17,19 @@ __all__ = ["GemvEngine", "GEMV_OPCODES"]
 
 #: The GEMV family (rtl/instructions.py), in opcode order.
 GEMV_OPCODES = tuple(op for op, ins in INSTRUCTIONS.items() if ins.family == "gemv")
+
+
+def _copies(m, name, d, n):
+    """``n`` registers loaded with ``d`` every cycle, for fan-out; copy 0 resets to 0, the others are kept
+    apart in synthesis (identical registers would be merged) by their reset / init variant. They can
+    differ only in a reset cycle: whatever they feed must not matter then."""
+    d = Value.cast(d)
+    out = []
+    for g in range(n):
+        r = Signal(d.shape(), name=f"{name}{g}", init=-1 if g >> 1 else 0, reset_less=bool(g & 1))
+        m.d.sync += r.eq(d)
+        out.append(r)
+    return out
 
 
 class GemvEngine(wiring.Component):
@@ -35,36 +48,42 @@ class GemvEngine(wiring.Component):
 
     Datapath, one row of B per cycle:
 
-    1. setup (``start`` cycle): geometry and operand kinds, registered;
+    1. setup (``start`` cycle): geometry, operand kinds and the constants the counters compare with,
+       registered (nothing later is computed from ``cmd``);
     2. walker: B lines -> :class:`rtl.ub_stream.UbReader` (port 0); per block an (A line, init line)
-       pair -> a second reader (port 1), whose words go to the A serializer (one element per row) or
-       the init assembler; C lines -> the writer;
+       pair -> a second reader (port 1), whose words go to the A serializer or the init assembler; C
+       lines -> the writer. The line FIFOs' room is tracked in registers;
     3. fire: a B word and ``A[0, k]`` with their :data:`rtl.gemv_mac.MacTag` into
        :class:`rtl.gemv_mac.MacArray` (products, then the accumulation ring); when ``P`` is smaller
        than the ring's adder, ``R - P`` dummy steps follow every ``P`` products; a block starts only
-       when one of the reducer's two banks is free;
+       when one of the reducer's two banks is free. The A serializer is a shift register (the next
+       element always in its low bits) with a second word behind it; the counters' comparisons are
+       flags registered with every product, so ``fire`` is one gate over four registers;
     4. :class:`rtl.gemv_reduce.Reducer`: tree and init add per block, in block order;
     5. C words: the block's results shifted to the C line's lanes, into :class:`rtl.ub_stream.UbWriter`.
 
-    Before ``go`` the readers fill their buffers but nothing fires, so nothing is written.
+    Before ``go`` the readers fill their buffers but nothing fires, so nothing is written. ``done``
+    when every block's C line is written (a count from ``start``).
 
     Latency and throughput: one B row per cycle per block when ``P >= ADD_DEPTH`` (``P / ADD_DEPTH`` of
-    that otherwise): ``K * ceil(N / lanes)`` cycles plus the pipeline (walker 1, line FIFO 1, reader
-    4, fire 1, products ``PRODUCT_LATENCY``, ring ``R`` steps, reducer ``Reducer.CYCLES``, writer 1).
-    The reducer takes one block at a time, so blocks with ``K`` below ``Reducer.CYCLES`` are limited by
-    it (see ``make bench``).
+    that otherwise): ``K * ceil(N / lanes)`` cycles plus :meth:`latency` (``FIXED`` 11, the last
+    product to its partial sum ``mac_latency`` 16, the reducer ``Reducer.CYCLES`` 32: 59 for P = 8).
+    The reducer starts a block at most every ``Reducer.INTERVAL`` (26) cycles, so blocks shorter than
+    :meth:`keep_up` (26 steps for P = 8) wait for it (see ``make bench``).
     """
 
     opcodes = GEMV_OPCODES
-    #: Cycles from ``start`` to ``done`` beyond the products' steps and the pipeline (walker, line FIFO,
-    #: reader, fire, reducer start, writer, done).
-    FIXED = 5 + UbReader.LATENCY
+    #: Cycles from ``start`` to ``done`` beyond the products' steps and the pipeline: walker 1, line FIFO
+    #: 1, the reader (``UbReader.LATENCY``), fire 1, writer and done 1 (the reducer starts in the cycle
+    #: the block's last partial sum is written).
+    FIXED = 4 + UbReader.LATENCY
 
     @classmethod
     def latency(cls, config):
-        """Cycles from ``start`` to ``done`` beyond the steps of the blocks: ``FIXED`` + products
-        (``PRODUCT_LATENCY``) + ring (``R``) + reducer (``Reducer.CYCLES``)."""
-        return cls.FIXED + PRODUCT_LATENCY + ring_length(config) + schedule(config.gemv_partial_sums)[1]
+        """Cycles from ``start`` to ``done`` beyond the steps of the blocks: ``FIXED`` + the last product
+        to its sum (``rtl.gemv_mac.mac_latency``: ``PRODUCT_LATENCY + ADD_DEPTH``) + the reducer
+        (``Reducer.CYCLES``)."""
+        return cls.FIXED + mac_latency(config) + schedule(config.gemv_partial_sums)[1]
 
     @staticmethod
     def steps(config, K):
@@ -73,10 +92,20 @@ class GemvEngine(wiring.Component):
         P, R = config.gemv_partial_sums, ring_length(config)
         return K + (-(-K // P) - 1) * (R - P)
 
+    @staticmethod
+    def keep_up(config):
+        """The fewest steps per block for which the reducer keeps up, so that :meth:`cycles` is exact: a
+        block's reduction may start ``Reducer.INTERVAL`` cycles after the previous one's, and a block
+        starts only into a bank the reducer has read for the last time (``Reducer.LAST_READ``), which is
+        ``mac_latency + LAST_READ + 1`` cycles after the block before the previous one ended
+        (:func:`rtl.gemv_reduce.turnaround`)."""
+        last_read, _, _, interval = turnaround(config.gemv_partial_sums)
+        return max(interval, mac_latency(config) + last_read + 1)
+
     @classmethod
     def cycles(cls, config, K, N, b_dtype):
-        """Cycles from ``start`` to ``done`` when the reducer keeps up (``steps(K) > Reducer.CYCLES``):
-        one step per cycle for every block, plus :meth:`latency`."""
+        """Cycles from ``start`` to ``done`` when the reducer keeps up (``steps(K) >= keep_up``): one
+        step per cycle for every block, plus :meth:`latency`."""
         return -(-N // cls.lanes(config, b_dtype)) * cls.steps(config, K) + cls.latency(config)
 
     @staticmethod
@@ -130,28 +159,35 @@ class GemvEngine(wiring.Component):
         wiring.connect(m, rd_a.ub_rd, wiring.flipped(self.ub_rd[1]))
         wiring.connect(m, wr.ub_wr, wiring.flipped(self.ub_wr))
 
-        # ---- 1. setup -------------------------------------------------------------------------------------
+        # ---- 1. setup: everything derived from the command, registered at start -----------------------------
         Params = data.StructLayout({
-            "esz": 2, "lc": range(HL + 1), "lc_bytes": range(W + 1), "pitch": 18, "K": 13, "kfin": signed(14),
+            "esz": 2, "lc": range(HL + 1), "lc_bytes": range(W + 1), "pitch": 18, "K": 13,
+            "km2": 13,                      # K - 2: the row before the last
+            "kfin1": signed(14),            # K - P - 1: the product before the first final one
+            "pw2": range(W),                # (W >> esz) - 2: the element before a word's last
             "b_base": 24, "a_base": 24, "c_base": 24, "i_base": 24, "a_bytes": LINE_BYTES_BITS,
             "has_init": 1, "acc_int": 1, "present": P,
         })
-        setup, prm = Signal(Params), Signal(Params)
+        setup = Signal(Params)
+        prm = Signal(Params, reset_less=True)
         esz = elem_log2(m, b.dtype)
         lc = Signal(range(HL + 1))
+        pw2 = Signal(range(W))
         with m.Switch(esz):
             for e in range(3):
                 with m.Case(e):
-                    m.d.comb += lc.eq(min(W >> e, HL))
+                    m.d.comb += [lc.eq(min(W >> e, HL)), pw2.eq((W >> e) - 2)]
+        K = b.valid_rows
         m.d.comb += [
-            setup.esz.eq(esz), setup.lc.eq(lc), setup.lc_bytes.eq(lc << esz),
-            setup.pitch.eq(b.cols << esz), setup.K.eq(b.valid_rows), setup.kfin.eq(b.valid_rows - P),
+            setup.esz.eq(esz), setup.lc.eq(lc), setup.lc_bytes.eq(lc << esz), setup.pw2.eq(pw2),
+            setup.pitch.eq(b.cols << esz), setup.K.eq(K), setup.km2.eq(K - 2), setup.kfin1.eq(K - P - 1),
             setup.b_base.eq(b.base), setup.a_base.eq(a.base), setup.c_base.eq(c.base), setup.i_base.eq(i.base),
-            setup.a_bytes.eq(b.valid_rows << esz),
+            setup.a_bytes.eq(K << esz),
             setup.has_init.eq(cmd.opcode != Opcode.TGEMV), setup.acc_int.eq(c.dtype == DType.INT32),
-            setup.present.eq(Cat(b.valid_rows > q for q in range(P))),
+            setup.present.eq(Cat(K > q for q in range(P))),
         ]
-        a_kind, b_kind = Signal.like(mac.a_kind), Signal.like(mac.b_kind)
+        a_kind = Signal.like(mac.a_kind, reset_less=True)
+        b_kind = Signal.like(mac.b_kind, reset_less=True)
         with m.If(self.start):
             m.d.sync += [prm.eq(setup), a_kind.eq(operand_kind(m, a.dtype)), b_kind.eq(operand_kind(m, b.dtype))]
         m.d.comb += [mac.a_kind.eq(a_kind), mac.b_kind.eq(b_kind), mac.acc_int.eq(prm.acc_int),
@@ -164,16 +200,22 @@ class GemvEngine(wiring.Component):
         q_c = fifo.SyncFIFO(width=wr.LineLayout.size, depth=4)
         m.submodules += [q_b, q_p, q_c]
         walking = Signal()
-        wk = Signal(13)                     # row of the next B line
-        b_ptr = Signal(24)                  # its UB address
-        blk_ptr = Signal(24)                # the block's first column in B's row 0
-        ic_off = Signal(24)                 # the block's byte offset in C and in the init tile
-        cols = Signal(13)                   # columns from this block on
-        ncols = Signal(range(HL + 1))       # the block's columns
+        wk = Signal(13, reset_less=True)    # row of the next B line
+        blk0 = Signal(reset_less=True)      # wk == 0: the block's first line (queues its A / init and C lines)
+        wk_last = Signal(reset_less=True)   # wk == K - 1: the block's last line
+        b_ptr = Signal(24, reset_less=True)     # its UB address
+        blk_ptr = Signal(24, reset_less=True)   # the block's first column in B's row 0
+        ic_off = Signal(24, reset_less=True)    # the block's byte offset in C and in the init tile
+        cols = Signal(13, reset_less=True)      # columns from this block on
+        ncols = Signal(range(HL + 1))           # the block's columns
         m.d.comb += ncols.eq(Mux(cols < prm.lc, cols, prm.lc))
-        blk0 = wk == 0
+        # room in the line FIFOs for the next push, registers: a FIFO has room in the next cycle if its level
+        # plus this cycle's push is below its depth (pops only add room)
         push = Signal()
-        m.d.comb += push.eq(walking & q_b.w_rdy & (~blk0 | (q_p.w_rdy & q_c.w_rdy)))
+        b_room, pc_room = Signal(init=1), Signal(init=1)
+        m.d.comb += push.eq(walking & b_room & (~blk0 | pc_room))
+        m.d.sync += [b_room.eq(q_b.w_level + push < q_b.depth),
+                     pc_room.eq((q_p.w_level + (push & blk0) < q_p.depth) & (q_c.w_level + (push & blk0) < q_c.depth))]
         b_line, pair, c_line = Signal(rd_b.LineLayout), Signal(Pair), Signal(wr.LineLayout)
         m.d.comb += [
             b_line.ub_addr.eq(b_ptr), b_line.length.eq(ncols << prm.esz),
@@ -183,16 +225,18 @@ class GemvEngine(wiring.Component):
             q_b.w_data.eq(b_line), q_p.w_data.eq(pair), q_c.w_data.eq(c_line),
             q_b.w_en.eq(push), q_p.w_en.eq(push & blk0), q_c.w_en.eq(push & blk0),
         ]
-        pending = Signal(range(4096 + 1))   # blocks started by the walker and not yet written
-        m.d.sync += pending.eq(pending + (push & blk0) - wr.done)
+        left = Signal(13)                   # blocks not yet written (ceil(N / lc), from start)
+        with m.If(wr.done):
+            m.d.sync += left.eq(left - 1)
         with m.If(push):
-            with m.If(wk == prm.K - 1):
-                m.d.sync += [wk.eq(0), blk_ptr.eq(blk_ptr + prm.lc_bytes), b_ptr.eq(blk_ptr + prm.lc_bytes),
+            with m.If(wk_last):
+                m.d.sync += [wk.eq(0), blk0.eq(1), wk_last.eq(prm.K == 1),
+                             blk_ptr.eq(blk_ptr + prm.lc_bytes), b_ptr.eq(blk_ptr + prm.lc_bytes),
                              ic_off.eq(ic_off + (prm.lc << 2)), cols.eq(cols - ncols)]
                 with m.If(cols <= prm.lc):
                     m.d.sync += walking.eq(0)
             with m.Else():
-                m.d.sync += [wk.eq(wk + 1), b_ptr.eq(b_ptr + prm.pitch)]
+                m.d.sync += [wk.eq(wk + 1), blk0.eq(0), wk_last.eq(wk == prm.km2), b_ptr.eq(b_ptr + prm.pitch)]
         m.d.comb += [rd_b.lines.valid.eq(q_b.r_rdy), rd_b.lines.payload.eq(q_b.r_data), q_b.r_en.eq(rd_b.lines.ready),
                      wr.lines.valid.eq(q_c.r_rdy), wr.lines.payload.eq(q_c.r_data), q_c.r_en.eq(wr.lines.ready)]
 
@@ -207,73 +251,131 @@ class GemvEngine(wiring.Component):
         out_i = Signal()                    # the words on rd_a are the init line's
         a_take, i_take = Signal(), Signal()
         word = rd_a.words.payload
-        m.d.comb += rd_a.words.ready.eq(Mux(out_i, i_take, a_take))
         with m.If(rd_a.words.valid & rd_a.words.ready & word.last):
             m.d.sync += out_i.eq(~out_i & prm.has_init)
 
-        # init assembler: an init line's words (dst_off 0) into one vector of lanes x 32 bits
+        # init assembler: an init line's words (dst_off 0) into one vector of lanes x 32 bits, then into the
+        # init FIFO (``ipend``: the vector is complete and waits for room there)
         q_init = fifo.SyncFIFO(width=32 * HL, depth=2)
         m.submodules.q_init = q_init
         NWI = -(-4 * HL // W)
-        ivec = Signal(32 * HL)
+        ivec = Signal(32 * HL, reset_less=True)
         iw = Signal(range(NWI + 1))
-        m.d.comb += i_take.eq(rd_a.words.valid & out_i & (~word.last | q_init.w_rdy))
-        if NWI == 1:
-            m.d.comb += q_init.w_data.eq(word.data[:32 * HL])
-        else:
-            m.d.comb += q_init.w_data.eq(ivec)
-            for w in range(NWI):
-                m.d.comb += q_init.w_data.word_select(w, 8 * W).eq(Mux(iw == w, word.data, ivec.word_select(w, 8 * W)))
-            with m.If(i_take):
+        ipend = Signal()
+        m.d.comb += i_take.eq(rd_a.words.valid & out_i & ~ipend)
+        with m.If(i_take):
+            if NWI == 1:
+                m.d.sync += ivec.eq(word.data[:32 * HL])
+            else:
                 m.d.sync += [ivec.word_select(iw, 8 * W).eq(word.data), iw.eq(Mux(word.last, 0, iw + 1))]
-        m.d.comb += q_init.w_en.eq(i_take & word.last)
+            with m.If(word.last):
+                m.d.sync += ipend.eq(1)
+        with m.Elif(q_init.w_rdy):
+            m.d.sync += ipend.eq(0)
+        m.d.comb += [q_init.w_data.eq(ivec), q_init.w_en.eq(ipend)]
         m.d.comb += [red.init.valid.eq(q_init.r_rdy), red.init.payload.eq(q_init.r_data),
                      q_init.r_en.eq(red.init.ready)]
 
-        # A serializer: one element of the current A word per product
-        cur = Signal(8 * W)
-        cur_valid = Signal()
-        e = Signal(range(W))
-        a_elem = Signal(32)
-        last_e = Signal()
-        with m.Switch(prm.esz):
-            for z in range(3):
-                with m.Case(z):
-                    m.d.comb += [a_elem.eq(cur.word_select(e[:(W >> z).bit_length() - 1], 8 << z)),
-                                 last_e.eq(e == (W >> z) - 1)]
+        # A serializer: ``cur`` holds the current A word, its next element in the low bits (it shifts by
+        # one element per product: no element select); ``nxt`` the following word, so that taking a word
+        # from the reader depends on registers only, never on ``fire``. (W >= 16: a word holds >= 4
+        # elements, so a word just loaded never holds its last element.) ``cur`` is driven in G byte
+        # groups, each from its own copies of the registers its enable and select come from (fan-out).
+        G = min(W // 4, 4)
+        starting = Signal()                 # IDLE and start
+        cur = Signal(8 * W, reset_less=True)
+        nxt = Signal(8 * W, reset_less=True)
+        cur_valid_n, nxt_valid_n, last_e_n, last_k_n, ok_n = Signal(), Signal(), Signal(), Signal(), Signal()
+        cur_valid = _copies(m, "cur_valid", cur_valid_n, G)
+        nxt_valid = _copies(m, "nxt_valid", nxt_valid_n, G)
+        last_e = _copies(m, "last_e", last_e_n, G)      # the element in ``cur``'s low bits is its last
+        last_k = _copies(m, "last_k", last_k_n, G)      # k == K - 1 (below)
+        ok = _copies(m, "ok", ok_n, G)                  # a product may fire (below)
+        esz_g = _copies(m, "esz", prm.esz, G)           # constant during the instruction
+        e = Signal(range(W), reset_less=True)           # elements of ``cur`` used
+        # the reader's ready comes from registers only (a wide buffer hangs on it)
+        a_room = Signal()
+        m.d.comb += [a_room.eq(~(cur_valid[0] & nxt_valid[0])), a_take.eq(rd_a.words.valid & ~out_i & a_room),
+                     rd_a.words.ready.eq(Mux(out_i, ~ipend, a_room))]
 
         # ---- 3. fire --------------------------------------------------------------------------------------
-        k = Signal(13)
+        # The product counter k and its flags are registers, updated with every product; so is ``ok``, the
+        # part of the fire condition that is the engine's own state (a block may start: a reducer bank is
+        # free; not a dummy step), computed from the next state: fire is one gate over four registers.
+        k = Signal(13, reset_less=True)
+        k0 = Signal(reset_less=True)            # k == 0: a block starts (needs a free reducer bank)
+        first = Signal(reset_less=True)         # k < P
+        final = Signal(reset_less=True)         # k >= K - P
         bank = Signal()
-        credits = Signal(2, init=2)
+        credits = Signal(2, init=2)             # reducer banks free for a new block
         fire, dummy = Signal(), Signal()
+        k0_n, credits_n, in_dummy_n = Signal(), Signal(2), Signal()
         if R > P:
-            gpos = Signal(range(R))
-            m.d.comb += dummy.eq(self.go & (gpos >= P))
-        gated = dummy if R > P else C(0)
-        m.d.comb += fire.eq(self.go & cur_valid & rd_b.words.valid & ((k != 0) | (credits != 0)) & ~gated)
-        last_k = k == prm.K - 1
-        pop = fire & (last_e | last_k)
-        m.d.comb += [a_take.eq(rd_a.words.valid & ~out_i & (~cur_valid | pop)), rd_b.words.ready.eq(fire)]
-        with m.If(a_take):
-            m.d.sync += [cur.eq(word.data), cur_valid.eq(1), e.eq(0)]
-        with m.Elif(pop):
-            m.d.sync += [cur_valid.eq(0), e.eq(0)]
+            gpos = Signal(range(R), reset_less=True)    # position in the group of R steps
+            in_dummy = Signal(reset_less=True)          # gpos >= P: the group's dummy steps
+            m.d.comb += dummy.eq(self.go & in_dummy)
+        fires = [self.go & cur_valid[x] & rd_b.words.valid & ok[x] for x in range(G)]
+        m.d.comb += fire.eq(fires[0])
+        # ``cur`` moves on when it is empty or with every product (``fire`` reaches it as a clock enable
+        # only): to the next word (``nxt``, or the reader's word when both are empty) after its last
+        # element or the block's last product, else by one element. A word from the reader goes into
+        # ``nxt`` unless both are empty.
+        gb = 8 * W // G
+        for x in range(G):
+            part = slice(gb * x, gb * (x + 1))
+            shifted = Signal(8 * W, name=f"shifted{x}")
+            with m.Switch(esz_g[x]):
+                for z in range(3):
+                    with m.Case(z):
+                        m.d.comb += shifted.eq(cur >> (8 << z))
+            with m.If(fires[x] | ~cur_valid[x]):
+                with m.If(~cur_valid[x] | last_e[x] | last_k[x]):
+                    m.d.sync += cur[part].eq(Mux(nxt_valid[x], nxt[part], word.data[part]))
+                with m.Else():
+                    m.d.sync += cur[part].eq(shifted[part])
+        cur_ce, endw = Signal(), Signal()
+        m.d.comb += [cur_ce.eq(fire | ~cur_valid[0]), endw.eq(~cur_valid[0] | last_e[0] | last_k[0])]
+        with m.If(a_take & (cur_valid[0] | nxt_valid[0])):
+            m.d.sync += nxt.eq(word.data)
+        with m.If(cur_ce & endw):          # the next word (if any) into cur; a word taken now stays in nxt
+            m.d.comb += [cur_valid_n.eq(nxt_valid[0] | a_take), nxt_valid_n.eq(nxt_valid[0] & a_take),
+                         last_e_n.eq(0)]
+            m.d.sync += e.eq(0)
+        with m.Else():
+            m.d.comb += [cur_valid_n.eq(cur_valid[0]), nxt_valid_n.eq(nxt_valid[0] | a_take),
+                         last_e_n.eq(Mux(cur_ce, e == prm.pw2, last_e[0]))]
+            with m.If(cur_ce):
+                m.d.sync += e.eq(e + 1)
+        m.d.comb += rd_b.words.ready.eq(fire)
+        m.d.comb += [k0_n.eq(Mux(fire, last_k[0], k0)), credits_n.eq(credits - (fire & k0) + red.bank_free)]
+        with m.If(starting):
+            m.d.comb += last_k_n.eq(K == 1)
         with m.Elif(fire):
-            m.d.sync += e.eq(e + 1)
+            m.d.comb += last_k_n.eq(Mux(last_k[0], prm.K == 1, k == prm.km2))
+        with m.Else():
+            m.d.comb += last_k_n.eq(last_k[0])
         with m.If(fire):
-            m.d.sync += [k.eq(Mux(last_k, 0, k + 1)), bank.eq(bank ^ last_k)]
+            with m.If(last_k[0]):
+                m.d.sync += [k.eq(0), first.eq(1), final.eq(prm.kfin1 < 0), bank.eq(~bank)]
+            with m.Else():
+                m.d.sync += [k.eq(k + 1), first.eq(k < P - 1), final.eq(k.as_signed() >= prm.kfin1)]
         if R > P:
             with m.If(fire):
-                m.d.sync += gpos.eq(Mux(last_k, 0, gpos + 1))
+                m.d.sync += gpos.eq(Mux(last_k[0], 0, gpos + 1))
+                m.d.comb += in_dummy_n.eq(~last_k[0] & (gpos == P - 1))
             with m.Elif(dummy):
                 m.d.sync += gpos.eq(Mux(gpos == R - 1, 0, gpos + 1))
-        m.d.sync += credits.eq(credits - (fire & (k == 0)) + red.bank_free)
+                m.d.comb += in_dummy_n.eq(gpos != R - 1)
+            with m.Else():
+                m.d.comb += in_dummy_n.eq(in_dummy)
+            m.d.sync += in_dummy.eq(in_dummy_n)
+        m.d.sync += [k0.eq(k0_n), credits.eq(credits_n)]
+        m.d.comb += ok_n.eq(Mux(starting, credits_n != 0, (~k0_n | (credits_n != 0)) & ~in_dummy_n))
         tag = Signal(MacTag)
         m.d.comb += [
-            tag.real.eq(fire), tag.first.eq(k < P), tag.final.eq(k.as_signed() >= prm.kfin),
-            tag.last.eq(fire & last_k), tag.q.eq(k[:max(1, P.bit_length() - 1)] if P > 1 else 0), tag.bank.eq(bank),
-            mac.valid.eq(fire | dummy if R > P else fire), mac.tag.eq(tag), mac.a.eq(a_elem),
+            tag.real.eq(fire), tag.first.eq(first), tag.final.eq(final),
+            tag.last.eq(fire & last_k[0]), tag.q.eq(k[:max(1, P.bit_length() - 1)] if P > 1 else 0), tag.bank.eq(bank),
+            mac.valid.eq(fire | dummy if R > P else fire), mac.tag.eq(tag), mac.a.eq(cur[:32]),
             mac.b.eq(rd_b.words.payload.data),
         ]
         m.d.comb += [red.fin_valid.eq(mac.fin_valid), red.fin_q.eq(mac.fin_q), red.fin_bank.eq(mac.fin_bank),
@@ -281,7 +383,7 @@ class GemvEngine(wiring.Component):
 
         # ---- 5. C words: the block's results in the C line's lanes ------------------------------------------
         # A C line starts at C.base + block * lanes * 4: a multiple of g bytes (bases are UB_ALIGN-aligned).
-        wc_off = Signal(range(W))           # the current C line's first lane
+        wc_off = Signal(range(W), reset_less=True)  # the current C line's first lane
         wi = Signal(range(-(-(W + 4 * HL) // W) + 1))
         ext = Cat(C(0, 8 * W), red.result.payload, C(0, 8 * W))
         out_word = Signal(8 * W)
@@ -299,15 +401,25 @@ class GemvEngine(wiring.Component):
             m.d.sync += wc_off.eq(wc_off + (prm.lc << 2))
 
         # ---- control ------------------------------------------------------------------------------------
+        nblk = Signal(13)                   # ceil(N / lc): lc is a power of two
+        with m.Switch(esz):
+            for z in range(3):
+                with m.Case(z):
+                    lcz = min(W >> z, HL)
+                    m.d.comb += nblk.eq((b.valid_cols + (lcz - 1)) >> (lcz.bit_length() - 1))
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [walking.eq(1), wk.eq(0), b_ptr.eq(b.base), blk_ptr.eq(b.base), ic_off.eq(0),
+                    m.d.sync += [walking.eq(1), wk.eq(0), blk0.eq(1), wk_last.eq(K == 1),
+                                 b_ptr.eq(b.base), blk_ptr.eq(b.base), ic_off.eq(0), left.eq(nblk),
                                  cols.eq(b.valid_cols), wc_off.eq(c.base[:W.bit_length() - 1]), wi.eq(0),
-                                 k.eq(0), in_i.eq(0), out_i.eq(0)]
+                                 k.eq(0), k0.eq(1), first.eq(1), final.eq(K <= P), in_i.eq(0), out_i.eq(0)]
+                    m.d.comb += starting.eq(1)
+                    if R > P:
+                        m.d.sync += [gpos.eq(0), in_dummy.eq(0)]
                     m.next = "RUN"
             with m.State("RUN"):
-                with m.If(~walking & (pending == 0)):
+                with m.If(left == 0):
                     m.d.comb += [self.done.eq(1), self.status.eq(Status.OK)]
                     m.next = "IDLE"
         return m

@@ -8,16 +8,23 @@ fp32, so a product is the exact product rounded once to fp32, which is the golde
 every triple; int8 x int8 exactly in 16 bits) and adds the product into its partial sum
 ``k mod P`` (``P = config.gemv_partial_sums``) through one pipelined fp32 adder (or an int32 adder).
 
-The accumulation loop: the adder (``ADD_DEPTH`` registers) and ``R - ADD_DEPTH`` more registers form a
-ring of ``R = max(P, ADD_DEPTH)`` *steps*. A product entering the ring at step ``s`` is added to the ring's
-output, which is the sum that entered at step ``s - R``: with products in order and ``R = P`` that is its
-partial sum. The ring moves only on steps (a product, a *dummy*, or a flush step, below), so gaps in
-the input never break a chain; when ``P`` < ``ADD_DEPTH`` the engine puts ``R - P`` dummy steps after
-every ``P`` products (rate ``P / R``). The first ``P`` products of a block add the exact identity (-0.0,
-integer 0) instead of the ring's output, so blocks follow each other with no gap. A product marked
-``final`` (the last one of its partial sum, ``k >= K - P``) leaves the ring ``R`` steps later as a
-finished partial sum on ``fin``. After a block's last product (``last``) and until the next block's
-first, the ring steps every cycle (flush), so the last block's sums come out without more input.
+The accumulation loop: the adder (``ADD_DEPTH`` registers, its result registered) and ``R - ADD_DEPTH``
+more registers form a ring of ``R = max(P, ADD_DEPTH)`` *steps*. A product entering the ring at step
+``s`` is added to the ring's output, which is the sum that entered at step ``s - R``: with products in
+order and ``R = P`` that is its partial sum. The ring moves only on steps (a product, a *dummy*, or a
+flush step, below), so gaps in the input never break a chain; when ``P`` < ``ADD_DEPTH`` the engine
+puts ``R - P`` dummy steps after every ``P`` products (rate ``P / R``). The first ``P`` products of a
+block add the exact identity (-0.0, integer 0) instead of the ring's output, so blocks follow each other
+with no gap. A product marked ``final`` (the last one of its partial sum, ``k >= K - P``) is a finished
+partial sum when it leaves the adder, ``ADD_DEPTH`` steps later: it goes out on ``fin`` then (and on
+around the ring, unused). After a block's last product (``last``) and until the next block's first, the
+ring steps every cycle (flush), so the last block's sums come out without more input.
+
+The tags must follow the engine's order (:class:`rtl.gemv.GemvEngine`): ``first`` exactly on a block's
+products ``k < P``, ``q = k mod P``, dummies only after a group of ``P`` products. With ``R > ADD_DEPTH``
+the identity is put into the ring's last register one step ahead, from the current step's tag: the next
+step is one of a block's first products exactly when this one is a flush step, a block's ``last``
+product, or a product ``k < P - 1`` (a flush step's sum is never used).
 
 Parameters: ``config`` (``ub_word_bytes`` = W, ``gemv_lanes`` = lanes, ``gemv_partial_sums`` = P).
 
@@ -27,10 +34,19 @@ valid, tag (:data:`MacTag`): a step (``tag.real`` = 0: a dummy); no backpressure
 a : 32 bits, the element ``A[0, k]`` in its low bits.
 b : ``8 W`` bits, the word with the lanes' B elements.
 a_kind, b_kind (:class:`OperandKind`), acc_int: the operand formats, constant during an instruction.
-fin_valid, fin_q, fin_bank, fin_last, fin_data (lanes x 32 bits): a finished partial sum of every lane.
+fin_valid, fin_q, fin_bank, fin_last, fin_data (lanes x 32 bits): a finished partial sum of every lane
+    (the tag fields are registers, ``fin_valid`` one gate and ``fin_data`` one select over registers).
 
-Latency: a step reaches the ring ``PRODUCT_LATENCY`` cycles after ``valid`` (operand register, fp8 ->
-fp16 -> fp32 widening, multiplier); its partial sum leaves on ``fin`` ``R`` ring steps later.
+Latency: a step reaches the ring ``PRODUCT_LATENCY`` (10) cycles after ``valid``: the operand register
+(the lanes' elements selected, fp8 turned into fp16), the fp16 -> fp32 widening (``WIDEN_DEPTH``), the
+widened operand register, the multiplier (``MUL_DEPTH``, its result registered). Its sum leaves on
+``fin`` ``ADD_DEPTH`` ring steps later (:func:`mac_latency`, 16 cycles, when the ring steps every cycle).
+
+Timing (100 MHz on ECP5): every fp unit's inputs and result are registers (the adder's and the
+multiplier's depth 6 registers all their stage boundaries), so no select or format mux sits in front of
+an fp unit's first stage (with ``R = ADD_DEPTH``, i.e. ``P < ADD_DEPTH``: the ring's identity select);
+the ring's step enable is a register (computed from the product pipeline one stage early), one copy per
+group of lanes.
 """
 
 from amaranth import *
@@ -41,17 +57,20 @@ from .fp import FP16, FP32, FPAdd, FPConvert, FPMul
 from .isa import DType
 
 __all__ = ["MacArray", "MacTag", "OperandKind", "operand_kind", "e4m3_to_fp16", "ADD_DEPTH", "MUL_DEPTH",
-           "WIDEN_DEPTH", "PRODUCT_LATENCY", "ring_length"]
+           "WIDEN_DEPTH", "PRODUCT_LATENCY", "ring_length", "mac_latency"]
 
-#: Pipeline registers of the ring's fp32 adder (the ew lanes' choice for 100 MHz on ECP5).
-ADD_DEPTH = 5
-#: Pipeline registers of the fp32 multiplier.
-MUL_DEPTH = 5
-#: Pipeline registers of the fp16 -> fp32 widening.
+#: Pipeline registers of the ring's fp32 adder: 6 registers every stage boundary including the result, so
+#: the loop back into the adder's first stage starts at a register (depth 5 left the rounding in front of
+#: it). A lane adds one product per cycle while ``P >= ADD_DEPTH``.
+ADD_DEPTH = 6
+#: Pipeline registers of the fp32 multiplier (6: its result registered, not rounded in front of the adder).
+MUL_DEPTH = 6
+#: Pipeline registers of the fp16 -> fp32 widening (``FPConvert``; its rounding stage, trivial when
+#: widening, goes into the widened operand register with the format select).
 WIDEN_DEPTH = 2
-#: Cycles from a step on the inputs to its product at the ring: operand register + widening + multiplier.
-PRODUCT_LATENCY = 1 + WIDEN_DEPTH + MUL_DEPTH
-
+#: Cycles from a step on the inputs to its product at the ring: operand register + widening + widened
+#: operand register + multiplier.
+PRODUCT_LATENCY = 1 + WIDEN_DEPTH + 1 + MUL_DEPTH
 #: fp32 -0.0: the exact identity of fp32 addition (x + -0 = x for every x, including -0).
 NEG_ZERO = 0x8000_0000
 
@@ -59,6 +78,13 @@ NEG_ZERO = 0x8000_0000
 def ring_length(config):
     """Steps around the accumulation loop: ``max(P, ADD_DEPTH)``."""
     return max(config.gemv_partial_sums, ADD_DEPTH)
+
+
+def mac_latency(config):
+    """Cycles from a step on the inputs to its sum on ``fin`` when the ring steps every cycle (a block of
+    its own, or back-to-back steps): ``PRODUCT_LATENCY + ADD_DEPTH`` (a partial sum is finished when it
+    leaves the adder, before it goes round the rest of the ring)."""
+    return PRODUCT_LATENCY + ADD_DEPTH
 
 
 class OperandKind(enum.Enum, shape=3):
@@ -131,38 +157,48 @@ def _delay(m, v, n, name, en=None, reset_less=True):
     return v
 
 
+def _operand(m, kind, e8, e16, e32):
+    """The operand register's inputs for one element, given as its 1-, 2- and 4-byte candidates: ``raw``
+    (the element in the low bits) and ``h`` (its fp16 form for fp16 / e4m3 / e5m2). The fp8 forms are
+    computed from the byte directly, beside the kind select."""
+    raw, h = Signal(32), Signal(16)
+    with m.Switch(kind):
+        with m.Case(OperandKind.FP32):
+            m.d.comb += [raw.eq(e32), h.eq(e16)]
+        with m.Case(OperandKind.BF16, OperandKind.FP16):
+            m.d.comb += [raw.eq(e16), h.eq(e16)]
+        with m.Case(OperandKind.E4M3):
+            m.d.comb += [raw.eq(e8), h.eq(e4m3_to_fp16(m, e8))]
+        with m.Case(OperandKind.E5M2):
+            m.d.comb += [raw.eq(e8), h.eq(Cat(C(0, 8), e8))]               # e5m2 is fp16's top byte
+        with m.Default():
+            m.d.comb += [raw.eq(e8), h.eq(e16)]
+    return raw, h
+
+
 class _Widen(Elaboratable):
-    """One operand to fp32 (or its int8 value): ``raw`` (the element in its low bits, registered by the
-    caller) -> ``fp32`` and ``int8`` after ``WIDEN_DEPTH`` cycles."""
+    """One operand to fp32: ``raw`` (the element in its low bits) and ``h`` (its fp16 form for fp16 / e4m3
+    / e5m2), both registered by the caller, -> ``fp32``, a register, ``WIDEN_DEPTH + 1`` cycles later."""
 
     def __init__(self, name):
         self.raw = Signal(32, name=f"{name}_raw", reset_less=True)
+        self.h = Signal(16, name=f"{name}_h", reset_less=True)
         self.kind = Signal(OperandKind, name=f"{name}_kind", reset_less=True)
-        self.fp32 = Signal(32, name=f"{name}_fp32")
-        self.int8 = Signal(signed(8), name=f"{name}_int8")
+        self.fp32 = Signal(32, name=f"{name}_fp32", reset_less=True)
         self._name = name
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.conv = conv = FPConvert(FP16, WIDEN_DEPTH, FP32)
-        h = Signal(16)
-        with m.Switch(self.kind):
-            with m.Case(OperandKind.E4M3):
-                m.d.comb += h.eq(e4m3_to_fp16(m, self.raw[:8]))
-            with m.Case(OperandKind.E5M2):
-                m.d.comb += h.eq(Cat(C(0, 8), self.raw[:8]))            # e5m2 is fp16's top byte
-            with m.Default():
-                m.d.comb += h.eq(self.raw[:16])
-        m.d.comb += conv.a.eq(h)
+        m.d.comb += conv.a.eq(self.h)
         raw = _delay(m, self.raw, WIDEN_DEPTH, "raw")
         with m.Switch(self.kind):
             with m.Case(OperandKind.FP32):
-                m.d.comb += self.fp32.eq(raw)
+                m.d.sync += self.fp32.eq(raw)
             with m.Case(OperandKind.BF16):
-                m.d.comb += self.fp32.eq(Cat(C(0, 16), raw[:16]))       # bf16 is fp32's top half
+                m.d.sync += self.fp32.eq(Cat(C(0, 16), raw[:16]))       # bf16 is fp32's top half
             with m.Default():
-                m.d.comb += self.fp32.eq(conv.result)
-        m.d.comb += self.int8.eq(raw[:8])
+                m.d.sync += self.fp32.eq(conv.result)
         return m
 
 
@@ -174,6 +210,8 @@ class MacArray(wiring.Component):
         self.lanes = config.gemv_lanes
         self.P = config.gemv_partial_sums
         self.R = ring_length(config)
+        #: Cycles from a step to its partial sum on ``fin`` when the ring steps every cycle.
+        self.LATENCY = mac_latency(config)
         super().__init__({
             "valid": In(1), "tag": In(MacTag),
             "a": In(32), "b": In(8 * config.ub_word_bytes),
@@ -187,69 +225,103 @@ class MacArray(wiring.Component):
         W = self._config.ub_word_bytes
         HL, P, R = self.lanes, self.P, self.R
 
-        # ---- products: operand register, widening, multiplier (free-running, no enable) --------------
+        # ---- products: operand register, widening, widened register, multiplier (free-running) -------
         def element(j, size):          # lane j's B element of `size` bytes, or 0 if the word has none
             return self.b[8 * size * j:8 * size * (j + 1)] if (j + 1) * size <= W else C(0, 8 * size)
 
+        def operand(w, kind, e8, e16, e32):    # the operand register: the element and its fp16 form
+            raw, h = _operand(m, kind, e8, e16, e32)
+            m.d.sync += [w.raw.eq(raw), w.h.eq(h), w.kind.eq(kind)]
+
         m.submodules.wa = wa = _Widen("a")
-        m.d.sync += [wa.raw.eq(self.a), wa.kind.eq(self.a_kind)]
-        tag = _delay(m, Cat(self.valid, self.tag.as_value()), PRODUCT_LATENCY, "ptag", reset_less=False)
-        prods = []
+        operand(wa, self.a_kind, self.a[:8], self.a[:16], self.a)
+        # the step's valid bit (reset) and tag (data, reset-less) alongside the products
+        tags = [Cat(self.valid, self.tag.as_value())]
+        for i in range(PRODUCT_LATENCY):
+            v = Signal(name=f"pvalid_d{i + 1}")
+            r = Signal(len(self.tag.as_value()), name=f"ptag_d{i + 1}", reset_less=True)
+            m.d.sync += [v.eq(tags[-1][0]), r.eq(tags[-1][1:])]
+            tags.append(Cat(v, r))
+        tag = tags[-1]
+        fprods, iprods = [], []
         for j in range(HL):
             wb = _Widen(f"b{j}")
             m.submodules[f"wb{j}"] = wb
-            raw = Signal(32, name=f"b{j}_elem")
-            with m.Switch(self.b_kind):
-                with m.Case(OperandKind.FP32):
-                    m.d.comb += raw.eq(element(j, 4))
-                with m.Case(OperandKind.BF16, OperandKind.FP16):
-                    m.d.comb += raw.eq(element(j, 2))
-                with m.Default():
-                    m.d.comb += raw.eq(element(j, 1))
-            m.d.sync += [wb.raw.eq(raw), wb.kind.eq(self.b_kind)]
+            operand(wb, self.b_kind, element(j, 1), element(j, 2), element(j, 4))
             mul = FPMul(FP32, MUL_DEPTH)
             m.submodules[f"mul{j}"] = mul
             m.d.comb += [mul.a.eq(wa.fp32), mul.b.eq(wb.fp32)]
+            fprods.append(mul.result)
+            # int8 x int8 from the operand registers, delayed to arrive with the float product
             iprod = Signal(signed(16), name=f"iprod{j}", reset_less=True)
-            m.d.sync += iprod.eq(wa.int8 * wb.int8)
-            iprod = _delay(m, iprod, MUL_DEPTH - 1, f"iprod{j}")
-            p = Signal(32, name=f"prod{j}")
-            m.d.comb += p.eq(Mux(self.acc_int, Cat(iprod, iprod[15].replicate(16)), mul.result))
-            prods.append(p)
+            m.d.sync += iprod.eq(wa.raw[:8].as_signed() * wb.raw[:8].as_signed())
+            iprods.append(_delay(m, iprod, PRODUCT_LATENCY - 2, f"iprod{j}"))
 
         # ---- the accumulation ring --------------------------------------------------------------------
         in_valid = tag[0]
         in_tag = Signal(MacTag)
         m.d.comb += in_tag.eq(tag[1:])
+        pre = Signal(MacTag)            # the tag one stage before the ring's input
+        m.d.comb += pre.eq(tags[-2][1:])
         between = Signal(init=1)        # no block in progress at the ring's input: flush every cycle
-        step = Signal()
-        m.d.comb += step.eq(in_valid | between)
         with m.If(in_valid):
             m.d.sync += between.eq(in_tag.real & in_tag.last)   # a dummy step never ends a block
+        # step (the ring moves): a product or dummy at the ring's input, or a flush cycle. A register,
+        # computed a cycle early from the product pipeline's last-but-one stage: it enables every ring
+        # register. Copies for groups of lanes (fan-out), kept apart in synthesis by their reset / init
+        # variant (identical registers would be merged); they differ at most in a reset cycle, when the
+        # ring holds nothing.
+        step_d = tags[-2][0] | Mux(in_valid, in_tag.real & in_tag.last, between)
+        steps = []
+        for v in range(min(HL, 4)):
+            st = Signal(init=1 if v < 2 else 0, reset_less=bool(v & 1), name=f"step{v}")
+            m.d.sync += st.eq(step_d)
+            steps.append(st)
         zero = Mux(self.acc_int, 0, NEG_ZERO)
+        if R > ADD_DEPTH:
+            # The step after this one adds the identity (it is one of a block's first P products, or a
+            # flush step, whose sum is never used): a flush step now, a block's last product, or one of
+            # the first P - 1 products. The ring's last register is loaded with the identity then, so the
+            # adder's input is a register.
+            first_next = Signal()
+            m.d.comb += first_next.eq(~in_valid | (in_tag.real & (
+                in_tag.last | (in_tag.first & (in_tag.q != P - 1) if P > 1 else C(0)))))
+        else:
+            # No register in the loop besides the adder's: the identity is selected in front of it, by a
+            # copy of ``first`` per group of lanes (fan-out; kept apart like the step copies).
+            firsts = []
+            for v in range(min(HL, 4)):
+                f = Signal(init=v >> 1, reset_less=bool(v & 1), name=f"first{v}")
+                m.d.sync += f.eq(pre.first)
+                firsts.append(f)
         outs = []
-        ring_out = []
         for j in range(HL):
-            ro = Signal(32, name=f"ring{j}")
-            ring_out.append(ro)
-            y = Mux(in_tag.first, zero, ro)
+            step = steps[j % 4]
             add = FPAdd(FP32, ADD_DEPTH)
             m.submodules[f"add{j}"] = add
-            m.d.comb += [add.a.eq(prods[j]), add.b.eq(y), add.en.eq(step)]
+            y = Signal(32, name=f"ring{j}")             # the sum the product is added to
+            m.d.comb += [add.a.eq(fprods[j]), add.b.eq(y), add.en.eq(step)]
             isum = Signal(32, name=f"isum{j}", reset_less=True)
             with m.If(step):
-                m.d.sync += isum.eq(prods[j] + y)
+                m.d.sync += isum.eq(Cat(iprods[j], iprods[j][15].replicate(16)) + y)
             isum = _delay(m, isum, ADD_DEPTH - 1, f"isum{j}", step)
             s = Signal(32, name=f"sum{j}")
             m.d.comb += s.eq(Mux(self.acc_int, isum, add.result))
-            m.d.comb += ro.eq(_delay(m, s, R - ADD_DEPTH, f"ringd{j}", step))
-            outs.append(ro)
-        otag = _delay(m, Cat(in_valid, in_tag.as_value()), R, "rtag", step, reset_less=False)
-        out_valid = otag[0]
+            if R > ADD_DEPTH:
+                last = Signal(32, name=f"ringl{j}", reset_less=True)
+                with m.If(step):
+                    m.d.sync += last.eq(Mux(first_next, zero, _delay(m, s, R - ADD_DEPTH - 1, f"ringd{j}", step)))
+                m.d.comb += y.eq(last)
+            else:
+                m.d.comb += y.eq(Mux(firsts[j % 4], zero, s))
+            outs.append(s)
+        # A partial sum is finished when it leaves the adder: ``fin`` comes from the adder's result
+        # register, with the tag delayed by the adder's steps.
+        out_valid = _delay(m, in_valid, ADD_DEPTH, "rvalid", steps[0], reset_less=False)
         out_tag = Signal(MacTag)
-        m.d.comb += out_tag.eq(otag[1:])
+        m.d.comb += out_tag.eq(_delay(m, in_tag.as_value(), ADD_DEPTH, "rtag", steps[0]))
         m.d.comb += [
-            self.fin_valid.eq(step & out_valid & out_tag.real & out_tag.final),
+            self.fin_valid.eq(steps[0] & out_valid & out_tag.real & out_tag.final),
             self.fin_q.eq(out_tag.q), self.fin_bank.eq(out_tag.bank), self.fin_last.eq(out_tag.last),
             self.fin_data.eq(Cat(*outs)),
         ]

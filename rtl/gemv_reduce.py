@@ -3,29 +3,43 @@
 :class:`Reducer` keeps two banks of ``P`` partial sums per lane (``P = config.gemv_partial_sums``), one
 per block in flight: the MAC array (:class:`rtl.gemv_mac.MacArray`) writes a block's finished sums
 into its bank while the reducer works on the other. For a bank whose block is complete it runs a
-fixed schedule (:func:`schedule`) on one pipelined fp32 / int32 adder per lane, in place in the bank:
-level by level ``(s0 + s1), (s2 + s3), ...`` into ``s0, s1, ...``, then ``init + s0``
-(docs/semantics.md, "TGEMV accumulation order", steps 3 and 4). A partial sum that got no product
-(``q >= K``) is read as the identity (-0.0, integer 0).
+fixed schedule (:func:`schedule`) on one pipelined fp32 / int32 adder per lane: level by level
+``(s0 + s1), (s2 + s3), ...``, then ``init + tree`` (docs/semantics.md, "TGEMV accumulation order",
+steps 3 and 4). A partial sum that got no product (``q >= K``) is read as the identity (-0.0, integer 0).
 
 Parameters: ``config`` (``gemv_lanes``, ``gemv_partial_sums``). The banks are LUT RAM (``P`` words of
-``lanes x 32`` bits, one write port, two asynchronous read ports each), not registers: the reducer reads
-two entries and writes one per cycle, which register banks would pay for in wide multiplexers.
+32 bits per lane, one write port, two asynchronous read ports each), not registers: the reducer reads
+two entries per cycle, which register banks would pay for in wide multiplexers. Only the MAC array
+writes them: the tree's sums never go back into a bank.
+
+Pipeline of one add (:data:`ADD_LATENCY` cycles from its operands' selection to its sum): the schedule's
+control for the cycle (one-hot operand selects, bank addresses, hold captures) comes from registers
+(decoded a cycle ahead from the schedule counter; a copy per group of lanes, for fan-out); the operands
+are selected into the *operand registers*: a level-1 add reads two entries of the bank (asynchronous
+LUT RAM; a partial sum that got no product is the identity instead), a later add takes the adder's
+result register of this cycle (forwarded) and the earlier of its two operands from a *hold* register,
+and the final add the init; then the adder (``ADD_DEPTH`` registers, its result registered). So no
+read, select or schedule logic sits in front of the adder's first stage. :func:`schedule` places the
+adds (one per cycle, deepest level first) and the holds (1 for P = 4 .. 16).
 
 Ports
 -----
-fin_valid, fin_q, fin_bank, fin_last, fin_data : finished partial sums from the MAC array;
+fin_valid, fin_q, fin_bank, fin_last, fin_data : finished partial sums from the MAC array (registers);
     ``fin_last`` marks the block's last one (its bank is then complete).
 present : ``P`` bits, ``q < K``: which partial sums received products (constant during an instruction).
 acc_int : integer accumulation (int32 wrap-around adds).
 init : stream in (``lanes x 32`` bits): the block's initial values (C_in or bias); ``has_init`` = 0
     (TGEMV): +0 instead, and ``init`` is not read.
 result : stream out (``lanes x 32`` bits): the block's outputs, in block order. It must be taken within
-    ``CYCLES`` cycles (the next block's result overwrites it then; the engine's writer takes it at once).
-bank_free : pulse when a bank has been reduced (the MAC array may start another block into it).
+    6 cycles (the next block's result may overwrite it then; the engine's writer takes it within 5).
+bank_free : pulse when a bank has been read for the last time (the MAC array may start another block
+    into it): the schedule's ``LAST_READ`` (3 for P = 8).
 
-Latency: ``schedule(P)[1]`` cycles (``CYCLES``) from a complete bank (and its init) to ``result``;
-one block at a time, so a block of fewer than that many products waits for the reducer.
+Latency: ``schedule(P)[1]`` cycles (``CYCLES``, 32 for P = 8) from the start to ``result``; a reduction
+starts in the cycle the bank's last partial sum is written (or later: the reducer busy, the init not
+there), its first reads in the next cycle. Throughput: the next block's reduction may start after the
+final add of this one (``INTERVAL``, 26 cycles for P = 8, from start to start), while this one's last
+sums are still in the adder; blocks of fewer products than that wait for the reducer.
 """
 
 from amaranth import *
@@ -35,26 +49,84 @@ from amaranth.lib.wiring import In, Out
 from .fp import FP32, FPAdd
 from .gemv_mac import ADD_DEPTH, NEG_ZERO
 
-__all__ = ["Reducer", "schedule"]
+__all__ = ["Reducer", "schedule", "turnaround", "ADD_LATENCY"]
+
+#: Cycles from an add's bank read to its sum in the adder's result register: the operand registers and
+#: the adder's ``ADD_DEPTH`` registers.
+ADD_LATENCY = 1 + ADD_DEPTH
 
 
-def schedule(P, depth=ADD_DEPTH):
-    """The reducer's static program for ``P`` partial sums on an adder of ``depth`` registers.
+def schedule(P, depth=ADD_LATENCY):
+    """The reducer's static program for ``P`` partial sums on an adder whose sum is ready ``depth`` cycles
+    after its operands are selected (one add per cycle).
 
-    Returns ``(issues, cycles)``: ``issues[t] = (a, b, dst, level1)`` adds entries ``a`` and ``b`` of the
-    bank into entry ``dst`` (its result is written ``depth`` cycles later); ``a = None`` is the last
-    add, ``init + entry b``, whose result is the block's output at cycle ``cycles - 1``. ``level1``: the
-    operands are partial sums straight from the MAC array (a missing one reads as the identity).
+    The tree of docs/semantics.md: level 1 adds bank entries ``(2i, 2i + 1)``, level ``l + 1`` the pairs
+    of level ``l``'s sums, the last add ``init + root``. A sum exists only in the cycle it leaves the adder
+    (operand ``("sum", None)``, forwarded) or, when it is not used then, in a hold register from that cycle
+    on (``("hold", h)``). Adds are placed cycle by cycle, the deepest ready one first.
+
+    Returns ``(issues, cycles, captures, holds)``: ``issues[t] = (a, b, level1)``: the add whose operands
+    are selected in cycle ``t``, each operand ``("bank", q)``, ``("hold", h)``, ``("sum", None)`` or
+    ``("init", None)`` (``a`` is the left one of the pair; ``level1``: bank entries are partial sums straight
+    from the MAC array, a missing one reads as the identity); ``captures[t] = h``: the sum leaving the
+    adder in cycle ``t`` goes into hold ``h``; the final sum leaves in cycle ``cycles - 1``; ``holds``:
+    the number of hold registers.
     """
-    issues, t, n, level1 = {}, 0, P, True
-    while n > 1:
-        for i in range(n // 2):
-            issues[t + i] = (2 * i, 2 * i + 1, i, level1)
-        t += n // 2 - 1 + depth + 1     # the next level reads after the last write of this one
-        n //= 2
-        level1 = False
-    issues[t] = (None, 0, None, level1)
-    return issues, t + depth + 1
+    class Node:
+        def __init__(self, level, idx, kids):
+            self.level, self.idx, self.kids, self.issue, self.hold = level, idx, kids, None, None
+
+    cur, nodes, level = [("bank", q) for q in range(P)], [], 1
+    while len(cur) > 1:
+        cur = [Node(level, i, (cur[2 * i], cur[2 * i + 1])) for i in range(len(cur) // 2)]
+        nodes += cur
+        level += 1
+    final = Node(level, 0, (("init", None), cur[0]))
+    nodes.append(final)
+    by_priority = sorted(nodes, key=lambda n: (-n.level, n.idx))
+    issues, captures, free, holds, t = {}, {}, [], 0, 0
+    while final.issue is None:
+        leaving = next((n for n in nodes if n.issue is not None and n.issue + depth == t), None)
+
+        def where(x):                   # the operand x in cycle t, or None if not there
+            if isinstance(x, tuple):
+                return x
+            if x is leaving:
+                return ("sum", None)
+            return None if x.hold is None else ("hold", x.hold)
+
+        used = ()
+        for n in by_priority:
+            ops = [where(x) for x in n.kids] if n.issue is None else [None]
+            if None not in ops:
+                n.issue, used = t, n.kids
+                issues[t] = (ops[0], ops[1], n.level == 1 or (n is final and P == 1))
+                for x in n.kids:
+                    if not isinstance(x, tuple) and x.hold is not None:
+                        free.append(x.hold)
+                        x.hold = None
+                break
+        if leaving is not None and not any(x is leaving for x in used):
+            if free:
+                leaving.hold = min(free)
+                free.remove(leaving.hold)
+            else:
+                leaving.hold, holds = holds, holds + 1
+            captures[t] = leaving.hold
+        t += 1
+    return issues, final.issue + depth + 1, captures, holds
+
+
+def turnaround(P):
+    """``(last_read, final, busy, interval)`` of the schedule for ``P``: the last cycle that reads the
+    bank (it is free for the next block after it), the final add's cycle, the last busy cycle (the next
+    reduction may start in the cycle after it, its first add a cycle later) and so the fewest cycles
+    from one block's start to the next's. At least 6 cycles apart: the writer takes a result within 5."""
+    issues = schedule(P)[0]
+    last_read = max(t for t, (a, b, _) in issues.items() if "bank" in (a[0], b[0]))
+    final = max(issues)
+    busy = max(final, 4)
+    return last_read, final, busy, busy + 2
 
 
 class Reducer(wiring.Component):
@@ -63,7 +135,10 @@ class Reducer(wiring.Component):
     def __init__(self, config):
         self.lanes = config.gemv_lanes
         self.P = config.gemv_partial_sums
-        self.issues, self.CYCLES = schedule(self.P)
+        self.issues, self.CYCLES, self.captures, self.holds = schedule(self.P)
+        #: See :func:`turnaround`: the bank's last read, the final add, the last busy cycle, the fewest
+        #: cycles from a block's start to the next's.
+        self.LAST_READ, self.FINAL, self.BUSY, self.INTERVAL = turnaround(self.P)
         V = 32 * self.lanes
         super().__init__({
             "fin_valid": In(1), "fin_q": In(6), "fin_bank": In(1), "fin_last": In(1), "fin_data": In(V),
@@ -74,87 +149,166 @@ class Reducer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        HL, P = self.lanes, self.P
-        V = 32 * HL
+        HL, P, H = self.lanes, self.P, self.holds
+        G = min(HL, 4)                  # copies of the control registers (fan-out), lane j uses copy j % G
         ready = Signal(2)               # bank holds a complete block not yet reduced
         rb = Signal()                   # the bank being (or next to be) reduced
         busy = Signal()
-        t = Signal(range(self.CYCLES + 1))
+        t = Signal(range(self.BUSY + 1))
 
-        # ---- the program: operand entries of the add issued in cycle t, the entry written in cycle t --
-        ra, rb_addr = Signal(range(P)), Signal(range(P))
-        level1, final_add = Signal(), Signal()
-        wr_en, wr_dst = Signal(), Signal(range(P))
-        with m.Switch(t):
-            for t0, (a, b, dst, lv1) in self.issues.items():
-                with m.Case(t0):
-                    m.d.comb += [ra.eq(a or 0), rb_addr.eq(b), level1.eq(lv1), final_add.eq(a is None)]
-        with m.Switch(t):
-            for t0, dst in ((t0 + ADD_DEPTH, dst) for t0, (_, _, dst, _) in self.issues.items() if dst is not None):
-                with m.Case(t0):
-                    m.d.comb += [wr_en.eq(busy), wr_dst.eq(dst)]
+        # ---- the program, registered: the control of cycle t is decoded in cycle t - 1 from the counter
+        # (for t = 0: in the cycle the reduction starts). One-hot operand selects with the bank (rb) and
+        # the float / integer choice (acc_int) folded in, bank addresses, hold captures. ------------------
+        aw, hw = max(1, (P - 1).bit_length()), max(H, 1)
+        fields = {"ra": aw, "rb": aw, "a_bank": 2, "b_bank": 2, "a_hold": hw, "b_hold": hw, "a_init": 1,
+                  "b_sum_f": 1, "b_sum_i": 1, "a_ident": 1, "b_ident": 1, "cap_f": hw, "cap_i": hw}
+        nxt = {k: Signal(v, name=f"n_{k}") for k, v in fields.items()}
+        pop = Signal()                                  # the final add: take the init (init.ready)
+        pop_n = Signal()
+        fin_n = Signal(2)                               # the final add (float, integer)
+        fl, it = ~self.acc_int, self.acc_int
 
-        # ---- the banks: LUT RAM, one write port (the MAC array's sums while the bank fills, the tree's
-        # results while it is reduced: never both, the engine starts a block only into a free bank), two
-        # asynchronous read ports -------------------------------------------------------------------------
-        total = Signal(V)
-        got_a, got_b = [], []
-        for k in range(2):
-            mem = memory.Memory(shape=V, depth=P, init=[])
-            m.submodules[f"bank{k}"] = mem
-            w = mem.write_port()
-            fin = self.fin_valid & (self.fin_bank == k)
-            m.d.comb += [w.en.eq(Mux(fin, 1, wr_en & (rb == k))), w.addr.eq(Mux(fin, self.fin_q, wr_dst)),
-                         w.data.eq(Mux(fin, self.fin_data, total))]
-            pa, pb = mem.read_port(domain="comb"), mem.read_port(domain="comb")
-            m.d.comb += [pa.addr.eq(ra), pb.addr.eq(rb_addr)]
-            got_a.append(pa.data)
-            got_b.append(pb.data)
-        ent_a, ent_b = Mux(rb, got_a[1], got_a[0]), Mux(rb, got_b[1], got_b[0])
+        def ctl(t0, start=C(1)):
+            # start: qualifies what must not happen unless the reduction starts (the init's pop, the result
+            # token); the rest of cycle 0's control is loaded whenever the reducer is idle (reads, selects
+            # and captures then only fill registers nobody reads), so it does not wait for ``can_start``
+            out = []
+            if t0 in self.issues:
+                (sa, qa), (sb, qb), lv1 = self.issues[t0]
+                bank = Mux(rb, 2, 1)
+                if sa == "bank":
+                    absent = ~self.present[qa] if lv1 else C(0)
+                    out += [nxt["ra"].eq(qa), nxt["a_bank"].eq(Mux(absent, 0, bank)), nxt["a_ident"].eq(absent & fl)]
+                elif sa == "hold":
+                    out.append(nxt["a_hold"][qa].eq(1))
+                else:                   # init: C_in / bias, or +0 (zero bits) for TGEMV
+                    out += [nxt["a_init"].eq(self.has_init), pop_n.eq(self.has_init & start)]
+                if sb == "bank":
+                    absent = ~self.present[qb] if lv1 else C(0)
+                    out += [nxt["rb"].eq(qb), nxt["b_bank"].eq(Mux(absent, 0, bank)), nxt["b_ident"].eq(absent & fl)]
+                elif sb == "hold":
+                    out.append(nxt["b_hold"][qb].eq(1))
+                else:
+                    out += [nxt["b_sum_f"].eq(fl), nxt["b_sum_i"].eq(it)]
+            if t0 in self.captures:
+                out += [nxt["cap_f"][self.captures[t0]].eq(fl), nxt["cap_i"][self.captures[t0]].eq(it)]
+            if t0 == self.FINAL:
+                out.append(fin_n.eq(Cat(fl, it) & start.replicate(2)))
+            return out
 
-        # level 1 reads the MAC array's sums: one that got no product (q >= K) is the identity
-        zero = Mux(self.acc_int, 0, NEG_ZERO)
-        ident = Cat(zero for _ in range(HL))
-        op_a, op_b = Signal(V), Signal(V)
-        m.d.comb += [
-            op_a.eq(Mux(final_add, Mux(self.has_init, self.init.payload, 0),
-                        Mux(level1 & ~self.present.bit_select(ra, 1), ident, ent_a))),
-            op_b.eq(Mux(level1 & ~self.present.bit_select(rb_addr, 1), ident, ent_b)),
-        ]
-        pop_init = busy & final_add & self.has_init
+        can_start = Signal()
+        with m.If(busy):
+            with m.Switch(t):
+                for t0 in range(1, self.FINAL + 1):
+                    body = ctl(t0)
+                    if body:
+                        with m.Case(t0 - 1):
+                            m.d.comb += body
+        with m.Else():
+            m.d.comb += ctl(0, can_start)
+        m.d.sync += pop.eq(pop_n)
+        m.d.comb += self.init.ready.eq(pop)
+        # the final add's sum leaves the adder ADD_LATENCY cycles after the add: then into ``res``
+        fin_line = [Signal(2, name="fin_d0")]
+        m.d.sync += fin_line[0].eq(fin_n)
+        for i in range(ADD_LATENCY - 1):
+            fin_line.append(Signal(2, name=f"fin_d{i + 1}"))
+            m.d.sync += fin_line[-1].eq(fin_line[-2])
+        res_tok = Signal()
+        m.d.sync += res_tok.eq(fin_line[-1].any())
+        copies = []
+        for g in range(G):             # kept apart in synthesis by their reset / init variant
+            c = {k: Signal(v, name=f"c{g}_{k}", init=-1 if g >> 1 else 0, reset_less=bool(g & 1))
+                 for k, v in fields.items()}
+            c["res"] = Signal(2, name=f"c{g}_res", init=-1 if g >> 1 else 0, reset_less=bool(g & 1))
+            m.d.sync += [c[k].eq(nxt[k]) for k in fields] + [c["res"].eq(fin_line[-1])]
+            copies.append(c)
 
-        # ---- the adders ----------------------------------------------------------------------------------
-        sums = []
+        # ---- the banks: LUT RAM per lane, written by the MAC array only (the engine starts a block only
+        # into a free bank), two asynchronous read ports -----------------------------------------------
+        sums_f, sums_i = [], []
+        op_a, op_b = [], []
         for j in range(HL):
-            a, b = op_a[32 * j:32 * j + 32], op_b[32 * j:32 * j + 32]
+            c = copies[j % G]
+            got_a, got_b = [], []
+            for k in range(2):
+                mem = memory.Memory(shape=32, depth=P, init=[])
+                m.submodules[f"bank{k}_{j}"] = mem
+                w = mem.write_port()
+                m.d.comb += [w.en.eq(self.fin_valid & (self.fin_bank == k)), w.addr.eq(self.fin_q),
+                             w.data.eq(self.fin_data[32 * j:32 * j + 32])]
+                pa, pb = mem.read_port(domain="comb"), mem.read_port(domain="comb")
+                m.d.comb += [pa.addr.eq(c["ra"]), pb.addr.eq(c["rb"])]
+                got_a.append(pa.data)
+                got_b.append(pb.data)
+
+            # ---- the operand registers: AND-OR of the one-hot selects -----------------------------------
             add = FPAdd(FP32, ADD_DEPTH)
             m.submodules[f"add{j}"] = add
-            m.d.comb += [add.a.eq(a), add.b.eq(b)]
             isum = Signal(32, name=f"isum{j}", reset_less=True)
-            m.d.sync += isum.eq(a + b)
+            isum_out = isum
             for i in range(ADD_DEPTH - 1):
                 r = Signal(32, name=f"isum{j}_d{i + 1}", reset_less=True)
-                m.d.sync += r.eq(isum)
-                isum = r
-            sums.append(Mux(self.acc_int, isum, add.result))
-        m.d.comb += total.eq(Cat(*sums))
+                m.d.sync += r.eq(isum_out)
+                isum_out = r
+            fres = add.result
+            hold = [Signal(32, name=f"hold{h}_{j}", reset_less=True) for h in range(H)]
+            for h in range(H):
+                with m.If(c["cap_f"][h]):
+                    m.d.sync += hold[h].eq(fres)
+                with m.If(c["cap_i"][h]):
+                    m.d.sync += hold[h].eq(isum_out)
+
+            def any_of(terms):
+                out = C(0, 32)
+                for sel, v in terms:
+                    out = out | (sel.replicate(32) & v)
+                return out
+
+            a, b = Signal(32, name=f"op_a{j}", reset_less=True), Signal(32, name=f"op_b{j}", reset_less=True)
+            m.d.sync += [
+                a.eq(any_of([(c["a_bank"][0], got_a[0]), (c["a_bank"][1], got_a[1]),
+                             (c["a_init"], self.init.payload[32 * j:32 * j + 32]),
+                             (c["a_ident"], C(0x8000_0000, 32))] + [(c["a_hold"][h], hold[h]) for h in range(H)])),
+                b.eq(any_of([(c["b_bank"][0], got_b[0]), (c["b_bank"][1], got_b[1]), (c["b_sum_f"], fres),
+                             (c["b_sum_i"], isum_out), (c["b_ident"], C(0x8000_0000, 32))]
+                            + [(c["b_hold"][h], hold[h]) for h in range(H)])),
+            ]
+            m.d.comb += [add.a.eq(a), add.b.eq(b)]
+            m.d.sync += isum.eq(a + b)
+            sums_f.append(fres)
+            sums_i.append(isum_out)
 
         # ---- control ------------------------------------------------------------------------------------
         res_valid = Signal()
-        m.d.comb += [self.result.valid.eq(res_valid), self.init.ready.eq(pop_init)]
+        res = Signal(32 * HL, reset_less=True)
+        for j in range(HL):
+            c = copies[j % G]
+            with m.If(c["res"][0]):
+                m.d.sync += res[32 * j:32 * j + 32].eq(sums_f[j])
+            with m.If(c["res"][1]):
+                m.d.sync += res[32 * j:32 * j + 32].eq(sums_i[j])
+        m.d.comb += [self.result.valid.eq(res_valid), self.result.payload.eq(res)]
         with m.If(self.result.valid & self.result.ready):
             m.d.sync += res_valid.eq(0)
-        set_ready = Mux(self.fin_valid & self.fin_last, 1 << self.fin_bank, 0)
+        with m.If(res_tok):
+            m.d.sync += res_valid.eq(1)
+        done_fill = self.fin_valid & self.fin_last                 # a bank's last partial sum, written now
+        set_ready = Mux(done_fill, Mux(self.fin_bank, 0b10, 0b01), 0)
         clr_ready = Signal(2)
-        # The previous result need not have left: the writer takes it within ceil(lanes * 4 / W) + 1
-        # cycles (its C line is queued when the block starts), fewer than the schedule's CYCLES.
-        can_start = ~busy & ready.bit_select(rb, 1) & (~self.has_init | self.init.valid)
+        # The previous result need not have left when a block starts: the writer takes it within
+        # ceil(lanes * 4 / W) + 1 <= 5 cycles (its C line is queued when the block starts), before the next.
+        # The init must be there: the final add cannot wait (the previous block's has been taken by then).
+        complete = ready.bit_select(rb, 1) | (done_fill & (self.fin_bank == rb))
+        m.d.comb += can_start.eq(~busy & complete & (~self.has_init | self.init.valid))
         with m.If(can_start):
             m.d.sync += [busy.eq(1), t.eq(0)]
         with m.If(busy):
             m.d.sync += t.eq(t + 1)
-            with m.If(t == self.CYCLES - 1):
-                m.d.sync += [busy.eq(0), rb.eq(~rb), self.result.payload.eq(total), res_valid.eq(1)]
-                m.d.comb += [self.bank_free.eq(1), clr_ready.eq(1 << rb)]
+            with m.If(t == self.LAST_READ):     # the bank is read for the last time: free it
+                m.d.sync += rb.eq(~rb)
+                m.d.comb += [self.bank_free.eq(1), clr_ready.eq(Mux(rb, 0b10, 0b01))]
+            with m.If(t == self.BUSY):
+                m.d.sync += busy.eq(0)
         m.d.sync += ready.eq((ready & ~clr_ready) | set_ready)
         return m

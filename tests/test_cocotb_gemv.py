@@ -2,7 +2,7 @@
 data generator (``cocotb_tests.gemv_commands``) against the golden model alone.
 
 ``make test``: the regression's GEMV runs on ``small`` (P = 8, the adder keeps up) and two on
-``small,gemv_partial_sums=2`` (P below the adder's 5 stages: the MAC array's dummy-step path; the
+``small,gemv_partial_sums=2`` (P below the adder's 6 stages: the MAC array's dummy-step path; the
 benchmark's P = 2 rows use the same build). ``make test-slow``: P = 1, 2, 4 and 8 with every variant and
 large command, other lane counts, the ``default`` unit (K and N up to 4095, the seed's example at its
 addresses) and the ``a2a3`` preset (its type rules and errors)."""

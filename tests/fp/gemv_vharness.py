@@ -4,8 +4,8 @@ under ``build/fp/verilator/gemv<lanes>p<P>-<hash>/``, one locked build shared by
 
 Every step the tests drive is a whole block of one product (tag ``real = first = final = last = 1``), so a
 lane's ``fin_data`` is ``product + (-0.0)`` (the int32 product for int8), i.e. the product bit for bit,
-exactly ``LATENCY = PRODUCT_LATENCY + R`` cycles after the step; the ring steps every cycle (it flushes
-after every ``last``), valid gaps included. The reference is ``golden.numerics.widening_product`` (the
+exactly ``LATENCY = rtl.gemv_mac.mac_latency(config)`` (``PRODUCT_LATENCY + R + FIN_LATENCY``) cycles
+after the step; the ring steps every cycle (it flushes after every ``last``), valid gaps included. The reference is ``golden.numerics.widening_product`` (the
 exact product rounded once to fp32, NaN canonical) and the exact int8 x int8 product.
 """
 
@@ -19,7 +19,7 @@ from amaranth.back import verilog
 
 from golden import numerics
 from rtl.config import preset
-from rtl.gemv_mac import PRODUCT_LATENCY, MacArray, OperandKind, ring_length
+from rtl.gemv_mac import MacArray, OperandKind, mac_latency
 from rtl.isa import DType
 
 from .vharness import ROOT, build_harness
@@ -40,7 +40,7 @@ class Harness:
         self.exe, self.config = exe, config
         self.lanes = config.gemv_lanes
         self.bw = config.ub_word_bytes // 4
-        self.latency = PRODUCT_LATENCY + ring_length(config)
+        self.latency = mac_latency(config)
         info = subprocess.run([exe, "info"], capture_output=True, text=True, check=True).stdout.split()
         assert info == [f"bw={self.bw}", f"lanes={self.lanes}"], info
 

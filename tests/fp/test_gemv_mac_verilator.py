@@ -4,7 +4,7 @@ NaN canonical) and the exact int8 x int8 product.
 
 Every step is a block of its own (tag real = first = final = last = 1, random q and bank), so a lane's
 ``fin_data`` is product + (-0.0) = the product; ``fin_valid`` / ``fin_q`` / ``fin_bank`` / ``fin_last``
-are checked on every cycle (exactly ``PRODUCT_LATENCY + R`` cycles after each step, never otherwise), with
+are checked on every cycle (exactly ``mac_latency`` cycles after each step, never otherwise), with
 1 cycle in 8 idle. One step: ``a`` and one B word, ``min(32, 32 / size)`` lanes.
 
 * every fp8 pair in all four e4m3 / e5m2 combinations, every int8 x int8 pair (65 536 each);

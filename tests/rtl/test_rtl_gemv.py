@@ -1,7 +1,8 @@
 """GemvEngine in Amaranth's simulator against the golden machine (rtl_engine_bench: real UB, whole UB
 compared after every command): every (C, A, B) triple x variant,
-K and N around the lane count, odd pitches, in-place and chained TGEMV_ACC, P = 1, 2, 4, 8, 16 (the
-accumulation order changes with P; P < 5 takes the dummy-step path), 16- and 32-byte words, and the
+K and N around the lane count, odd pitches, in-place and chained TGEMV_ACC, P = 1, 2, 4, 8, 16, 32 (the
+accumulation order changes with P; P < ADD_DEPTH takes the dummy-step path; P = 32 uses three of the
+reducer's hold registers), 16- and 32-byte words, the reducer's schedule (symbolically, every P), and the
 cycle counts of the streaming datapath (GemvEngine.cycles)."""
 
 import random
@@ -11,8 +12,8 @@ import pytest
 
 from rtl.config import preset
 from rtl.gemv import GemvEngine
-from rtl.gemv_reduce import schedule
-from rtl.gemv_mac import PRODUCT_LATENCY, ring_length
+from rtl.gemv_reduce import ADD_LATENCY, schedule
+from rtl.gemv_mac import mac_latency
 from rtl.isa import DTYPE_BYTES, DType, Opcode
 from rtl.status import Status
 
@@ -56,7 +57,7 @@ def test_every_triple(op):
     _run(config, cmds, op.value)
 
 
-@pytest.mark.parametrize("P", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("P", [1, 2, 4, 8, 16, 32])
 def test_partial_sums(P):
     """The accumulation order for P partial sums, on 32-byte words; K across several groups of P."""
     config = preset("default", ub_bytes=8192, gemv_partial_sums=P)
@@ -129,17 +130,59 @@ def test_specials():
 @pytest.mark.parametrize("P", [8, 2])
 def test_cycles(P):
     """One block step per cycle (P >= the adder's depth) or P of every R (P = 2): ``GemvEngine.cycles`` is
-    exact when the reducer keeps up, for every type class and N across 1-3 blocks."""
+    exact when the reducer keeps up, for every type class and N across 1-3 blocks, at K = 64 and (P = 8)
+    at the shortest blocks that keep up (``GemvEngine.keep_up``)."""
     config = preset("default", ub_bytes=32768, gemv_partial_sums=P)
     rng = random.Random(P)
-    floor = PRODUCT_LATENCY + ring_length(config) + schedule(P)[1] + 1     # blocks of fewer steps wait
+    floor = GemvEngine.keep_up(config)
+    assert GemvEngine.steps(config, 64) >= floor
+    assert floor <= mac_latency(config) + schedule(P)[1] + 1       # no slower than one block at a time
     cmds = []
     for triple in ((FP32, FP32, FP32), (DType.INT32, DType.INT8, DType.INT8), (FP32, DType.BF16, DType.BF16)):
         L = GemvEngine.lanes(config, triple[2])
         for N in ((1, L, 2 * L + 1) if P == 8 else (2 * L + 1,)):
             cmds.append(gemv_command(rng, config, Opcode.TGEMV_ACC, triple, 64, N, pad_n=3))
+        if P == 8:
+            cmds.append(gemv_command(rng, config, Opcode.TGEMV_BIAS, triple, floor, 4 * L + 1, pad_n=1))
     results = _run(config, cmds, P, stall=0)
-    assert GemvEngine.steps(config, 64) >= floor
     for c, r in zip(cmds, results):
         K, N, bt = c["src1"]["valid_rows"], c["src1"]["valid_cols"], c["src1"]["dtype"]
         assert r.cycles == GemvEngine.cycles(config, K, N, bt), (bt.name, K, N, r.cycles)
+
+
+@pytest.mark.parametrize("P", [1, 2, 4, 8, 16, 32, 64])
+def test_reducer_schedule(P):
+    """``rtl.gemv_reduce.schedule`` run symbolically, the way the reducer's registers run it: every add's
+    operands as expressions (a bank entry, the sum leaving the adder in that cycle, a hold register), a
+    sum leaving ``ADD_LATENCY`` cycles after its add; the result leaving in the last cycle must be
+    docs/semantics.md's ``init + tree`` with the tree's pairs in order, the holds captured before they are
+    read and not overwritten while their sum waits, and one add per cycle (``issues`` is keyed by cycle)."""
+    issues, cycles, captures, holds = schedule(P)
+    leaving, hold, pending = {}, {}, {}          # cycle -> expression; hold h -> expression; h -> reads left
+    for t in range(cycles):
+        if t in captures:
+            h = captures[t]
+            assert 0 <= h < holds and t in leaving and not pending.get(h), (t, h)
+            hold[h], pending[h] = leaving.pop(t), 1
+        if t in issues:
+            def value(src):
+                kind, x = src
+                if kind == "bank":
+                    return f"s{x}"
+                if kind == "sum":
+                    return leaving.pop(t)
+                if kind == "hold":
+                    assert pending.get(x), (t, x)
+                    pending[x] = 0
+                    return hold[x]
+                assert kind == "init"
+                return "init"
+            a, b, level1 = issues[t]
+            assert level1 == (a[0] == "bank" or b[0] == "bank")
+            leaving[t + ADD_LATENCY] = f"({value(a)} + {value(b)})"
+        assert not [c for c in leaving if c < t], f"a sum leaving before cycle {t} was neither used nor held"
+    tree = [f"s{q}" for q in range(P)]
+    while len(tree) > 1:
+        tree = [f"({tree[2 * i]} + {tree[2 * i + 1]})" for i in range(len(tree) // 2)]
+    assert leaving == {cycles - 1: f"(init + {tree[0]})"}
+    assert not any(pending.values())

@@ -23,7 +23,7 @@ from golden import numerics
 from rtl.config import preset
 from rtl.fp import BF16, FP8E4M3, FP8E5M2, FP16, FP32
 from rtl.isa import DType
-from rtl.gemv_mac import ADD_DEPTH, PRODUCT_LATENCY, MacArray, OperandKind, e4m3_to_fp16, ring_length
+from rtl.gemv_mac import ADD_DEPTH, MacArray, OperandKind, e4m3_to_fp16, mac_latency, ring_length
 from tests.fp.gemv_vharness import KIND_SIZE, reference
 from tests.fp.ref import random_pairs, special_values
 
@@ -78,11 +78,11 @@ def test_e4m3_to_fp16_all():
 
 def simulate(dut, cycles):
     """Drive one dict per cycle (keys valid, tag, a, b, a_kind, b_kind, acc_int; missing: previous value,
-    valid 0), then ``PRODUCT_LATENCY + R`` idle cycles; returns per cycle (fin_valid, fin_q, fin_bank,
+    valid 0), then ``MacArray.LATENCY`` idle cycles; returns per cycle (fin_valid, fin_q, fin_bank,
     fin_last, [fin_data lanes])."""
     lanes = dut.lanes
     out = []
-    extra = PRODUCT_LATENCY + dut.R + 2
+    extra = dut.LATENCY + 2
 
     async def bench(ctx):
         for i in range(len(cycles) + extra):
@@ -140,7 +140,7 @@ def test_products_all_kinds():
     idle; every step its own block with a random q and bank (they must come out on fin_q / fin_bank)."""
     rng = np.random.default_rng(7)
     dut = MacArray(preset("default", gemv_lanes=LANES))
-    L = PRODUCT_LATENCY + dut.R
+    L = dut.LATENCY
     cycles, steps = [], []          # steps: (cycle index, a_kind, b_kind, a, b row, tag)
     for a_kind, b_kind in KIND_PAIRS:
         u = min(LANES, 32 // KIND_SIZE[b_kind])
@@ -218,7 +218,7 @@ def test_accumulation(P):
     dut = MacArray(preset("default", gemv_lanes=lanes, gemv_partial_sums=P))
     R = ring_length(dut._config)
     assert R == max(P, ADD_DEPTH)
-    L = PRODUCT_LATENCY + R
+    L = mac_latency(dut._config)
     blocks = []        # (kinds, a (K,), b (K, u) bit patterns, expected sums (P, u) uint32)
     cycles = []
     plan = [(K.FP32, 21, 0.0), (K.FP32, 13, 0.3), (K.BF16, 2 * P + 3, 0.2), (K.INT8, 3 * P + 1, 0.2)]
@@ -280,10 +280,11 @@ def test_accumulation(P):
 
 
 def test_dummy_never_ends_a_block():
-    """P = 1 (R = 5: four dummy steps after every product), K = 3, b = [1, 2, 4] with a = 1, a one-cycle
-    gap before the last product, and dummies (b = 100) tagged ``last`` as if they ended the block: the ring
-    must take ``last`` from real steps only (else it flushes on the gap and sums the dummies: 204, not 7)."""
+    """P = 1 (R = ADD_DEPTH: R - 1 dummy steps after every product), K = 3, b = [1, 2, 4] with a = 1, a
+    one-cycle gap before the last product, and dummies (b = 100) tagged ``last`` as if they ended the block:
+    the ring must take ``last`` from real steps only (else it flushes on the gap and sums dummies, not 7)."""
     dut = MacArray(preset("default", gemv_lanes=4, gemv_partial_sums=1))
+    assert dut.R == ADD_DEPTH
     one = 0x3F800000
     kinds = dict(a_kind=OperandKind.FP32.value, b_kind=OperandKind.FP32.value, acc_int=0)
     word = lambda x: pack([np.float32(x).view(np.uint32)] * 4, 4)
@@ -294,6 +295,6 @@ def test_dummy_never_ends_a_block():
         cycles.append(dict(kinds, valid=1, a=one, b=word(b),
                            tag=tag(first=int(k < 1), final=int(k >= 2), last=int(k == 2), q=0)))
         if k != 2:
-            cycles += [dict(kinds, valid=1, a=one, b=word(100.0), tag=tag(real=0, last=int(k + 1 == 2)))] * 4
+            cycles += [dict(kinds, valid=1, a=one, b=word(100.0), tag=tag(real=0, last=int(k + 1 == 2)))] * (dut.R - 1)
     fins = [np.uint32(d[0]).view(np.float32) for v, q, bank, last, d in simulate(dut, cycles) if v]
     assert fins == [7.0]
