@@ -31,17 +31,27 @@ def stage(m, value, name=None):
 
 
 def stage_product(m, a, b, name=None):
-    """``a * b`` for unsigned ``a`` (at most 18 bits) and ``b`` of any width, as a list of registered
-    partial products whose sum is the product: ``b`` is cut into 16-bit pieces, each multiplied by ``a``
-    in one DSP block (MULT18X18D) and registered (:func:`stage`), and shifted into place. A 16 x 32
-    multiply done whole is two DSPs and a wide add in one cycle (~17 ns on an ECP5); its pieces are one
-    DSP each (~5 ns with the wires). Give the list to :func:`exceeds` as terms: it adds them."""
+    """``a * b`` for unsigned ``a`` and ``b`` of any width, as a list of registered partial products
+    whose sum is the product: a factor wider than a DSP block's 18 bits is cut into 16-bit pieces, each
+    pair of pieces multiplied in one DSP block (MULT18X18D), registered (:func:`stage`) and shifted into
+    place. A 16 x 32 multiply done whole is two DSPs and a wide add in one cycle (~17 ns on an ECP5);
+    its pieces are one DSP each (~5 ns with the wires). Give the list to :func:`exceeds` as terms: it
+    adds them."""
     a, b = Value.cast(a), Value.cast(b)
-    assert len(a) <= 18, "stage_product: the first factor must fit a DSP block's 18 bits"
+    assert not a.shape().signed and not b.shape().signed, "stage_product: unsigned factors only"
+
+    def pieces(v):
+        if len(v) <= 18:
+            return [(0, v)]
+        return [(lo, v[lo:lo + 16]) for lo in range(0, len(v), 16)]
+
     terms = []
-    for k, lo in enumerate(range(0, len(b), 16)):
-        piece = stage(m, a * b[lo:lo + 16], None if name is None else f"{name}_pp{k}")
-        terms.append(piece if lo == 0 else Cat(C(0, lo), piece))
+    for lo_a, pa in pieces(a):
+        for lo_b, pb in pieces(b):
+            k = len(terms)
+            piece = stage(m, pa * pb, None if name is None else f"{name}_pp{k}")
+            lo = lo_a + lo_b
+            terms.append(piece if lo == 0 else Cat(C(0, lo), piece))
     return terms
 
 

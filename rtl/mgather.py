@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .checker import exceeds, stage
+from .checker import exceeds, stage_product
 from .isa import Command, OobMode, Opcode, UB_ALIGN
 from .status import Status
 from .tile import elem_log2
@@ -60,19 +60,23 @@ def mgather_checks(m, config, cmd, fail):
     elem_shape = ((idx.rows != dst.rows) | (idx.cols != dst.cols) | (idx.valid_rows != dst.valid_rows) |
                   (idx.valid_cols != dst.valid_cols))
     fail[Status.SHAPE_MISMATCH].append(enable & Mux(row, row_shape, elem_shape))
-    entries = stage(m, Mux(row, gm.rows, gm.rows * gm.cols), "mgather_entries")   # multiplies registered
-    span = stage(m, (gm.rows - 1) * gm.row_stride, "mgather_span")
+    # table entries: rows (row mode) or rows * cols (element mode), zero when a factor is zero
+    no_entries = (gm.rows == 0) | (~row & (gm.cols == 0))
     nonempty = (dst.valid_rows != 0) & (dst.valid_cols != 0)
-    fail[Status.DIM_OUT_OF_RANGE].append(enable & nonempty & (entries == 0))
+    fail[Status.DIM_OUT_OF_RANGE].append(enable & nonempty & no_entries)
     mask = Signal(2)
     m.d.comb += mask.eq((1 << esz) - 1)
     fail[Status.GM_MISALIGNED].append(enable & (((gm.base & mask) != 0) | (row & ((gm.row_stride & mask) != 0))))
     # one past the last table byte > 2**gm_addr_bits; row: base + (rows - 1) * stride + cols * size,
     # element: base + entries * size (saturating adds: short carry chains)
+    # The 32 x 32 multiplies are registered partial products of one DSP block each (stage_product);
+    # the element size is a shift of the command's field, so it goes on the second factor.
     limit = 1 << config.gm_addr_bits
-    row_end = exceeds(m, [gm.base, span, gm.cols << esz], limit, "mgather_row_end")
-    elem_end = exceeds(m, [gm.base, entries << esz], limit, "mgather_elem_end")
-    fail[Status.GM_OUT_OF_RANGE].append(enable & (entries != 0) & Mux(row, row_end, elem_end))
+    span = stage_product(m, (gm.rows - 1)[:32], gm.row_stride, "mgather_span")
+    entry_bytes = stage_product(m, gm.rows, gm.cols << esz, "mgather_entries")
+    row_end = exceeds(m, [gm.base, *span, gm.cols << esz], limit, "mgather_row_end")
+    elem_end = exceeds(m, [gm.base, *entry_bytes], limit, "mgather_elem_end")
+    fail[Status.GM_OUT_OF_RANGE].append(enable & ~no_entries & Mux(row, row_end, elem_end))
 
 
 class ModuloPipeline(wiring.Component):

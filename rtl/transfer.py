@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import fifo, wiring
 
 from .axi import Burst, Resp
-from .checker import exceeds, stage
+from .checker import exceeds, stage_product
 from .engine import EngineSignature
 from .isa import Layout, Opcode
 from .realign import Realigner
@@ -96,9 +96,10 @@ class TransferEngine(wiring.Component):
         fail[Status.GM_MISALIGNED].append(enable & (((gm.base | gm.row_stride) & mask) != 0))
         lines, line_elems, _ = tile_geometry(m, tile, esz)
         # one past the last byte touched: base + (lines - 1) * stride + line bytes > 2**gm_addr_bits
-        span = stage(m, (lines - 1) * gm.row_stride, "transfer_span")     # cut the multiply's path
+        # (lines - 1) * stride as registered partial products, one DSP block each (lines is 16 bits)
+        span = stage_product(m, (lines - 1)[:16], gm.row_stride, "transfer_span")
         touches = (lines != 0) & (line_elems != 0)
-        beyond = exceeds(m, [gm.base, span[:48], line_elems << esz], 1 << config.gm_addr_bits, "transfer_end")
+        beyond = exceeds(m, [gm.base, *span, line_elems << esz], 1 << config.gm_addr_bits, "transfer_end")
         fail[Status.GM_OUT_OF_RANGE].append(enable & touches & beyond)
         mgather_checks(m, config, cmd, fail)
 

@@ -25,6 +25,7 @@ from rtl.status import Status
 from rtl.top import ENGINES
 
 ROUNDS = 2500
+GM_LIMIT = 1 << preset("default").gm_addr_bits     # every preset has 32 address bits
 
 
 def _tile(base, rows, cols, dtype, valid=None, layout=Layout.ROW_MAJOR):
@@ -160,7 +161,37 @@ def _edge(rng, cmd):
     elif op in (Opcode.TGEMV, Opcode.TGEMV_ACC, Opcode.TGEMV_BIAS):
         cmd["dst"]["valid_rows"] = cmd["src0"]["valid_rows"] = rng.choice([0, 2])
     elif "gm" in cmd:
-        cmd["gm"]["rows"] = rng.choice([0, 1, 1 << 31])
+        if rng.random() < 0.5:
+            cmd["gm"]["rows"] = rng.choice([0, 1, 1 << 31])
+        else:
+            _gm_end_edge(rng, cmd)
+
+
+def _gm_end_edge(rng, cmd, choose=True):
+    """A GM base that puts the last byte one element before, at or one element past the end of the
+    address space (the range checks' multiplies and compares at their edge); ``choose``: first pick
+    large rows, columns and stride (otherwise the command's are kept)."""
+    op, gm = cmd["opcode"], cmd["gm"]
+    dt = cmd["dst"]["dtype"] if op in (Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM) else gm["dtype"]
+    if not isinstance(dt, DType):
+        return
+    size = DTYPE_BYTES[dt]
+    if choose:
+        gm["row_stride"] = size * rng.choice([1, 3, 1 << 10, (1 << 16) + 1, (1 << 26) - 1])
+        if op == Opcode.MGATHER_ELEM:
+            gm.update(rows=rng.choice([1, 7, 1 << 12, (1 << 16) + 3]), cols=rng.choice([1, 5, (1 << 14) + 1]))
+        elif op == Opcode.MGATHER_ROW:
+            gm["rows"] = rng.choice([1, 2, 1 << 10, (1 << 20) + 1])
+    if op == Opcode.MGATHER_ELEM:
+        span = gm["rows"] * gm["cols"] * size
+    else:
+        lines, elems = gm["rows"], gm["cols"]
+        if op in (Opcode.TLOAD, Opcode.TSTORE):     # lines follow the tile's layout
+            tile = cmd["src0" if op == Opcode.TSTORE else "dst"]
+            if tile.get("layout", Layout.ROW_MAJOR) == Layout.COL_MAJOR:
+                lines, elems = elems, lines
+        span = (lines - 1) * gm["row_stride"] + elems * size
+    gm["base"] = max(0, GM_LIMIT - span + size * rng.choice([-1, 0, 1]))
 
 
 def _commands(rng, ops, profile, ub_bytes, n=ROUNDS):
@@ -241,6 +272,35 @@ def test_table_covers_every_opcode():
         assert all(s.name in TILE_SLOTS for s in ins.slots), op
         st = ins.statuses()
         assert list(st) == sorted(st, key=CHECK_ORDER.index)
+
+
+@pytest.mark.parametrize("op", [Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM])
+def test_gm_range_at_the_edge(op):
+    """The GM range checks (the registered partial products of ``rtl.checker.stage_product`` and the
+    saturating adds of ``exceeds``) at the end of the address space: every factor at the 16-bit piece
+    boundaries and beyond, the last byte one element before, at and past the limit."""
+    cfg = preset("default")
+    supported = [o for engine in ENGINES for o in engine.opcodes]
+    rng = random.Random(str(op))
+    cmds = []
+    for dt in (DType.INT8, DType.FP16, DType.FP32):
+        for _ in range(60):
+            cmd = _legal(rng, op, cfg.profile)
+            cmd["src0" if op == Opcode.TSTORE else "dst"]["dtype"] = dt   # MGATHER's src0: the indices
+            cmd["gm"]["dtype"] = dt
+            gm = cmd["gm"]
+            if op == Opcode.MGATHER_ELEM:
+                gm.update(rows=rng.choice([1, 3, 0xFFFF, 1 << 16, (1 << 16) + 1, (1 << 31) + 5]),
+                          cols=rng.choice([1, 0xFFFF, 1 << 16, (1 << 30) - 1, 1 << 30]))
+            elif op == Opcode.MGATHER_ROW:
+                gm.update(rows=rng.choice([1, 2, 0xFFFF, 1 << 16, (1 << 16) + 2, (1 << 31) + 1]),
+                          row_stride=DTYPE_BYTES[dt] * rng.choice([1, 0xFFFF, 1 << 16, (1 << 29) - 1]))
+            else:
+                gm["row_stride"] = DTYPE_BYTES[dt] * rng.choice([1, 0xFFFF, 1 << 16, (1 << 29) - 1])
+            _gm_end_edge(rng, cmd, choose=False)
+            cmds.append(decode(Command, encode(Command, cmd)))
+    seen = _compare(Checker(cfg, ENGINES), cmds, lambda cmd: check(cmd, cfg, supported))
+    assert {Status.OK, Status.GM_OUT_OF_RANGE} <= seen
 
 
 def _lg_mutate(rng, cmd):
@@ -333,29 +393,32 @@ def test_exceeds_saturating_sum():
     sim.run()
 
 
-def test_stage_product_terms():
-    """``rtl.checker.stage_product``: the registered partial products of a 16 x 32 multiply sum to the
-    product one clock edge later, and ``exceeds`` over them (with other terms) is the range check of the
-    whole sum (how the GM range checks use them)."""
+@pytest.mark.parametrize("wa, wb", [(16, 32), (17, 16), (32, 32)])
+def test_stage_product_terms(wa, wb):
+    """``rtl.checker.stage_product``: the registered partial products of a ``wa`` x ``wb`` multiply sum
+    to the product one clock edge later, and ``exceeds`` over them (with other terms) is the range check
+    of the whole sum (how the GM range checks use them)."""
     from amaranth import Module, Signal
     from rtl.checker import exceeds, stage_product
     limit = 1 << 32
     m = Module()
-    a, b, base = Signal(16), Signal(32), Signal(40)
+    a, b, base = Signal(wa), Signal(wb), Signal(40)
     terms = stage_product(m, a, b)
+    assert len(terms) == (1 if wa <= 18 else wa // 16) * (1 if wb <= 18 else wb // 16)
     base_r = Signal(40)
     m.d.sync += base_r.eq(base)
-    total = Signal(64)
+    total = Signal(wa + wb)
     m.d.comb += total.eq(sum(terms))
     over = Signal()
     m.d.comb += over.eq(exceeds(m, [base_r, *terms], limit))
     rng = random.Random(7)
-    edge = [0, 1, 0xFFFF, 0x8000]
-    cases = [(rng.choice(edge + [rng.randrange(1 << 16)]), rng.choice([0, 1, (1 << 32) - 1, rng.randrange(1 << 32)]),
+    def edge(w):
+        return [0, 1, (1 << w) - 1, 1 << (w - 1), 0xFFFF & ((1 << w) - 1), rng.randrange(1 << w)]
+    cases = [(rng.choice(edge(wa)), rng.choice(edge(wb)),
               rng.choice([0, limit - 1, limit, rng.randrange(1 << 40)])) for _ in range(300)]
     # around the limit: base + a * b = limit - 1, limit, limit + 1
     for _ in range(50):
-        x, y = rng.randrange(1, 1 << 16), rng.randrange(1, 1 << 32)
+        x, y = rng.randrange(1, 1 << wa), rng.randrange(1, 1 << wb)
         p = x * y
         if p < limit:
             cases += [(x, y, limit - p + d) for d in (-1, 0, 1)]
