@@ -402,7 +402,11 @@ class IndexLines(wiring.Component):
         m.d.sync += [zero_b[k].eq(zmode & ~inside[k]) for k in range(L)]
 
         # ---- stage 2c: the segment queue (LUT RAM, read asynchronously); its head's runs ----------------
-        terms = _product_terms(r_row, gm.row_stride, A)
+        # The stride through a local register (the command is held from ``start``; stage 2c comes cycles
+        # later): the DSP blocks' other input is then a short wire, not the front end's command register.
+        stride_r = Signal(32, reset_less=True)
+        m.d.sync += stride_r.eq(gm.row_stride)
+        terms = _product_terms(r_row, stride_r, A)
         lane_bits = max(L * (A - sh), 32 * len(terms))
         Seg = data.StructLayout({
             "lanes": lane_bits,         # element mode: every lane's beat; row mode: the partial products

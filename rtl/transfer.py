@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import fifo, wiring
 
 from .axi import Burst, Resp
-from .checker import exceeds, stage_product
+from .checker import exceeds, stage, stage_product
 from .engine import EngineSignature
 from .isa import Layout, Opcode
 from .realign import Realigner
@@ -96,8 +96,15 @@ class TransferEngine(wiring.Component):
         fail[Status.GM_MISALIGNED].append(enable & (((gm.base | gm.row_stride) & mask) != 0))
         lines, line_elems, _ = tile_geometry(m, tile, esz)
         # one past the last byte touched: base + (lines - 1) * stride + line bytes > 2**gm_addr_bits
-        # (lines - 1) * stride as registered partial products, one DSP block each (lines is 16 bits)
-        span = stage_product(m, (lines - 1)[:16], gm.row_stride, "transfer_span")
+        # (lines - 1) * stride as registered partial products, one DSP block each, for both layouts:
+        # a line is a GM row of a row-major tile and a GM column of a column-major one. The shape check
+        # (earlier in CHECK_ORDER) has made the GM shape the tile's valid shape, so the factors come
+        # straight from the command's GM fields and the layout selects after the register (no decode in
+        # front of the DSP blocks).
+        col = stage(m, tile.layout == Layout.COL_MAJOR, "transfer_col")
+        by_rows = stage_product(m, (gm.rows[:16] - 1)[:16], gm.row_stride, "transfer_span_r")
+        by_cols = stage_product(m, (gm.cols[:16] - 1)[:16], gm.row_stride, "transfer_span_c")
+        span = [Mux(col, c, r) for r, c in zip(by_rows, by_cols)]
         touches = (lines != 0) & (line_elems != 0)
         beyond = exceeds(m, [gm.base, *span, line_elems << esz], 1 << config.gm_addr_bits, "transfer_end")
         fail[Status.GM_OUT_OF_RANGE].append(enable & touches & beyond)
