@@ -107,6 +107,9 @@ class VectorUnit(wiring.Component):
     GO_DELAY = Checker.LATENCY + 1
     #: ``cycles`` of a response to a command the checker rejects.
     REJECT_CYCLES = Checker.LATENCY + 1
+    #: Cycles an engine's UB write spends in the front end before it reaches the UB's write port (one
+    #: register per engine, :meth:`_write_register`).
+    WRITE_DELAY = 1
 
     def elaborate(self, platform):
         m = Module()
@@ -127,24 +130,32 @@ class VectorUnit(wiring.Component):
         wait = Signal(range(Checker.LATENCY + 1))    # CHECK cycles so far
         early_done = Signal()                        # the engine finished before the verdict
         early_status = Signal(Status)
-        go = Signal()                                # the checker passed the command: side effects allowed
-        abort = Signal()                             # the checker failed it: reset the started engine
-        m.d.comb += checker.cmd.eq(cmd)
-        for engine, st in zip(engines, start):
-            m.d.comb += [engine.cmd.eq(cmd), engine.go.eq(go), engine.start.eq(st)]
+        # The command reaches the checker and every engine through a private copy, loaded from
+        # ``s_axis_cmd.tdata`` at the same edge as ``cmd`` (timing: one held register drove thousands
+        # of loads across the die; now each copy sits next to its consumer, see _held_copy).
+        accept = Signal()                            # IDLE and tvalid: the command is taken at this edge
+        ret = Signal()                               # RESPOND and the response taken: IDLE next
+        m.d.comb += checker.cmd.eq(self._held_copy(m, "checker", accept, ret))
+        # ``go`` and the abort reset, a register per engine (each drives one engine's enables / resets)
+        gos = [Signal(name=f"go_{type(e).__name__.lower()}") for e in engines]
+        aborts = [Signal(name=f"abort_{type(e).__name__.lower()}") for e in engines]
+        for engine, st, g, ab in zip(engines, start, gos, aborts):
+            name = type(engine).__name__.lower()
+            m.d.comb += [engine.cmd.eq(self._held_copy(m, name, accept, ret)), engine.go.eq(g),
+                         engine.start.eq(st)]
             # An engine started on a command the checker then rejects is reset (the cycle after the
             # verdict, from a register): it has only read the UB.
-            m.submodules[type(engine).__name__.lower()] = ResetInserter(abort)(engine)
+            m.submodules[name] = ResetInserter(ab)(engine)
         engine_done = Signal()
         engine_status = Signal(Status)
         m.d.comb += [engine_done.eq(Cat(e.done & s for e, s in zip(engines, sel)).any()),
                      engine_status.eq(_and_or([(s, e.status) for e, s in zip(engines, sel)], len(Status)))]
-        m.d.sync += [abort.eq(0)] + [st.eq(0) for st in start]
+        m.d.sync += [ab.eq(0) for ab in aborts] + [st.eq(0) for st in start]
 
         with m.FSM(name="frontend"):
             with m.State("IDLE"):
-                m.d.comb += self.s_axis_cmd.tready.eq(1)
-                m.d.sync += [wait.eq(0), early_done.eq(0), go.eq(0)] + [s.eq(0) for s in sel]
+                m.d.comb += [self.s_axis_cmd.tready.eq(1), accept.eq(self.s_axis_cmd.tvalid)]
+                m.d.sync += [wait.eq(0), early_done.eq(0)] + [g.eq(0) for g in gos] + [s.eq(0) for s in sel]
                 with m.If(self.s_axis_cmd.tvalid):
                     m.d.sync += [cmd.eq(self.s_axis_cmd.tdata), cycles.eq(0)]
                     # The engine starts in the first CHECK cycle, while the checker decides (speculatively:
@@ -161,18 +172,18 @@ class VectorUnit(wiring.Component):
                     m.d.sync += [early_done.eq(1), early_status.eq(engine_status)]
                 with m.If(wait == Checker.LATENCY):     # the checker's verdict
                     with m.If(~checker.ok):
-                        m.d.sync += [abort.eq(1), status.eq(checker.status)]
+                        m.d.sync += [ab.eq(s) for ab, s in zip(aborts, sel)] + [status.eq(checker.status)]
                         m.next = "RESPOND"
                     with m.Elif(early_done | engine_done):
                         m.d.sync += status.eq(Mux(early_done, early_status, engine_status))
                         m.next = "RESPOND"
                     with m.Else():
-                        m.d.sync += go.eq(1)
+                        m.d.sync += [g.eq(s) for g, s in zip(gos, sel)]
                         m.next = "RUN"
             with m.State("RUN"):
                 m.d.sync += cycles.eq(cycles + 1)
                 with m.If(engine_done):
-                    m.d.sync += [status.eq(engine_status), go.eq(0)]
+                    m.d.sync += [status.eq(engine_status)] + [g.eq(0) for g in gos]
                     m.next = "RESPOND"
             with m.State("RESPOND"):
                 rsp = Signal(Response)
@@ -182,10 +193,25 @@ class VectorUnit(wiring.Component):
                     self.m_axis_rsp.tdata.eq(rsp),
                 ]
                 with m.If(self.m_axis_rsp.tready):
+                    m.d.comb += ret.eq(1)
                     m.next = "IDLE"
 
         self._share(m, engines, sel, ub)
         return m
+
+    def _held_copy(self, m, name, accept, ret):
+        """A private copy of the accepted command for one consumer (the checker or an engine): it follows
+        ``s_axis_cmd.tdata`` while the front end is idle and holds the command from the edge that accepts
+        it until the front end is idle again, exactly like ``cmd``. Its load enable is a register of its
+        own (``<name>_load``, high while idle), so neither the copy's data nor its enable has a fan-out
+        beyond its consumer, and yosys cannot merge the copies (each enable feeds back on itself).
+        Reset-less: only its value at ``start`` matters, and the idle copy is loaded every cycle."""
+        load = Signal(init=1, name=f"{name}_load")
+        copy = Signal(Command, name=f"{name}_cmd", reset_less=True)
+        m.d.sync += load.eq((load & ~accept) | ret)
+        with m.If(load):
+            m.d.sync += copy.eq(self.s_axis_cmd.tdata)
+        return copy
 
     def _share(self, m, engines, sel, ub):
         """Give the UB ports and the AXI master to the selected engine; inputs reach only that engine.
@@ -200,10 +226,13 @@ class VectorUnit(wiring.Component):
         data ~10x slower). While the front end is idle the UB debug port, if present, owns read port 0
         and the write port."""
         axi = self.m_axi
-        writers = [(s, e.ub_wr) for e, s in zip(engines, sel) if "ub_wr" in e.signature.members]
+        writers = []
+        for engine, s in zip(engines, sel):
+            if "ub_wr" in engine.signature.members:
+                writers.append((s, self._write_register(m, engine)))
         wr = {name: Signal.like(getattr(ub.wr, name), name=f"ub_wr_{name}") for name in ("addr", "data", "be")}
         for name, sig in wr.items():
-            m.d.comb += sig.eq(_and_or([(s, getattr(p, name)) for s, p in writers], len(sig)))
+            m.d.comb += sig.eq(_and_or([(s, p[name]) for s, p in writers], len(sig)))
         for i, port in enumerate(ub.rd):
             readers = [(s, e.ub_rd[i]) for e, s in zip(engines, sel)
                        if "ub_rd" in e.signature.members and i < len(e.ub_rd)]
@@ -227,6 +256,20 @@ class VectorUnit(wiring.Component):
             self._debug_port(m, ub, wr)
         else:
             m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
+
+    @staticmethod
+    def _write_register(m, engine):
+        """An engine's UB write port through one register of its own (``<engine>_wr_*``), before the
+        multiplexer over the engines: the engine's byte-enable logic, the multiplexer and the UB's input
+        register are then three register-to-register paths instead of one across the die. A write lands
+        one cycle later than the engine offers it (``WRITE_DELAY``); the front end keeps the engine
+        selected until then (an instruction ends in RESPOND, at least a cycle after ``done``)."""
+        name = type(engine).__name__.lower()
+        reg = {"addr": Signal.like(engine.ub_wr.addr, name=f"{name}_wr_addr", reset_less=True),
+               "data": Signal.like(engine.ub_wr.data, name=f"{name}_wr_data", reset_less=True),
+               "be": Signal.like(engine.ub_wr.be, name=f"{name}_wr_be")}
+        m.d.sync += [reg[k].eq(getattr(engine.ub_wr, k)) for k in reg]
+        return reg
 
     def _debug_port(self, m, ub, wr):
         """The UB debug port: granted while the front end is idle (``s_axis_cmd.tready``); it drives UB
