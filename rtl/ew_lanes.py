@@ -10,6 +10,7 @@ from amaranth.hdl import C, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from .dsp import product
 from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 from .isa import DType
 
@@ -194,7 +195,7 @@ class ElementwiseLanes(wiring.Component):
             sl = slice(32 * s, 32 * s + 32)
             fp_word = self._fp_slot(m, s, ctrl, [x[sl] if x is not None else None for x in a_d],
                                     [x[sl] if x is not None else None for x in b_d])
-            bypass = self._cheap_slot(m, s, ctrl, [x[sl] for x in a_d],
+            bypass = self._cheap_slot(m, platform, s, ctrl, [x[sl] for x in a_d],
                                       [x[sl] if x is not None else None for x in b_d], keeps)
             # bypass travels from stage _CHEAP_LATENCY to L - 1; the fp word arrives at stage
             # self._fp_latency and is delayed to L - 1
@@ -281,7 +282,7 @@ class ElementwiseLanes(wiring.Component):
 
     # ---- integers, max / min, keep_a ------------------------------------------------------------------
 
-    def _cheap_slot(self, m, s, ctrl, a_d, b_d, keeps):
+    def _cheap_slot(self, m, platform, s, ctrl, a_d, b_d, keeps):
         """Slot ``s``'s integer / MAX / MIN result merged with ``a`` (keep_a bytes, float arithmetic
         words), registered at stage ``_CHEAP_LATENCY`` (5).
 
@@ -294,22 +295,13 @@ class ElementwiseLanes(wiring.Component):
         al, ah, bl, bh = a1[:16], a1[16:], b1[:16], b1[16:]
         mops = [(al, bl), (Mux(c1.size1, byte(a1, 1), ah), Mux(c1.size1, byte(b1, 1), bl)),
                 (Mux(c1.size1, byte(a1, 3), al), Mux(c1.size1, byte(b1, 3), bh)), (ah, bh)]
-        mregs = []
-        for k, (x, y) in enumerate(mops):
-            rx = Signal(16, name=f"s{s}_m{k}x", reset_less=True)
-            ry = Signal(16, name=f"s{s}_m{k}y", reset_less=True)
-            m.d.sync += [rx.eq(x), ry.eq(y)]
-            mregs.append((rx, ry))
+        # the products (stage 3): rtl.dsp.product, whose operand registers are stage 2's
+        prods = [product(m, x, y, platform=platform, name=f"s{s}_p{k}") for k, (x, y) in enumerate(mops)]
         key_a = Signal(32, name=f"s{s}_key_a", reset_less=True)
         key_b = Signal(32, name=f"s{s}_key_b", reset_less=True)
         nan1 = Signal(4, name=f"s{s}_nan1", reset_less=True)      # per byte: its element is a float NaN pair
         m.d.sync += [key_a.eq(self._key(c1, a1)), key_b.eq(self._key(c1, b1)), nan1.eq(self._nan(c1, a1, b1))]
-        # stage 2 -> 3: products; key compare
-        prods = []
-        for k, (x, y) in enumerate(mregs):
-            p = Signal(32 if k == 0 else 16, name=f"s{s}_p{k}", reset_less=True)
-            m.d.sync += p.eq(x * y)
-            prods.append(p)
+        # stage 2 -> 3: key compare
         c2 = ctrl[2]
         ge = Signal(4, name=f"s{s}_ge", reset_less=True)         # per byte: a >= b for its element
         ge4 = key_a >= key_b
@@ -320,8 +312,8 @@ class ElementwiseLanes(wiring.Component):
         # stage 3 -> 4: combine the products; MAX / MIN pick (a NaN pair: the canonical NaN)
         c3, a3, b3 = ctrl[3], a_d[3], b_d[3]
         p1, p2, p3, p4 = prods
-        mul32 = Cat(p1[:16], p1[16:] + p2 + p3)
-        mul16 = Cat(p1[:16], p4)
+        mul32 = Cat(p1[:16], p1[16:] + p2[:16] + p3[:16])
+        mul16 = Cat(p1[:16], p4[:16])
         mul8 = Cat(p1[:8], p2[:8], p4[:8], p3[:8])
         mulr = Signal(32, name=f"s{s}_mulr", reset_less=True)
         m.d.sync += mulr.eq(Mux(c3.size1, mul8, Mux(c3.size2, mul16, mul32)))

@@ -53,6 +53,7 @@ from amaranth import *
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from .dsp import product
 from .fp import FP16, FP32, FPAdd, FPConvert, FPMul
 from .isa import DType
 
@@ -252,10 +253,12 @@ class MacArray(wiring.Component):
             m.submodules[f"mul{j}"] = mul
             m.d.comb += [mul.a.eq(wa.fp32), mul.b.eq(wb.fp32)]
             fprods.append(mul.result)
-            # int8 x int8 from the operand registers, delayed to arrive with the float product
-            iprod = Signal(signed(16), name=f"iprod{j}", reset_less=True)
-            m.d.sync += iprod.eq(wa.raw[:8].as_signed() * wb.raw[:8].as_signed())
-            iprods.append(_delay(m, iprod, PRODUCT_LATENCY - 2, f"iprod{j}"))
+            # int8 x int8 (stage 2; the product's operand registers are the operand registers' stage),
+            # delayed to arrive with the float product: the operands sign-extended to 16 bits, whose
+            # unsigned product's low 16 bits are the signed product (|a b| <= 2^14)
+            sext = lambda x: Cat(x, x[7].replicate(8))
+            iprod = product(m, sext(self.a[:8]), sext(element(j, 1)), platform=platform, name=f"iprod{j}")
+            iprods.append(_delay(m, iprod[:16].as_signed(), PRODUCT_LATENCY - 2, f"iprod{j}"))
 
         # ---- the accumulation ring --------------------------------------------------------------------
         in_valid = tag[0]

@@ -10,7 +10,7 @@ from amaranth.hdl import C, Cat, Const, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["decode", "lzc", "normalize", "norm_plan", "norm_apply", "round_pack", "Pipe", "FPUnit"]
+__all__ = ["decode", "lzc", "normalize", "limit_marker", "norm_plan", "norm_apply", "round_pack", "Pipe", "FPUnit"]
 
 
 def decode(fmt, x):
@@ -62,23 +62,75 @@ def lzc(v):
     return tree(v)[1]
 
 
-def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=True):
+def _as_E(m, name, E):
+    """``E`` given as a signed value, or as ``(x, offset)``: ``x`` unsigned, ``E = x + offset``. Returns
+    ``(Es, x, offset)``: ``Es`` the signed value; ``x`` None when ``E`` was a value."""
+    if isinstance(E, tuple):
+        x, off = Value.cast(E[0]), E[1]
+        assert not x.shape().signed
+        Es = Signal(signed(max(len(x), abs(off).bit_length()) + 2), name=f"{name}_E")
+        m.d.comb += Es.eq(x + off)
+        return Es, x, off
+    Es = Signal(signed(len(E) + 1), name=f"{name}_E")
+    m.d.comb += Es.eq(E)
+    return Es, None, 0
+
+
+def _ge(Es, x, off, c):
+    """``E >= c``; with ``x`` (``E = x + off``) a comparison of ``x`` with a constant."""
+    if x is None:
+        return Es >= c
+    k = c - off
+    return C(1, 1) if k <= 0 else (C(0, 1) if k >= 1 << len(x) else x >= k)
+
+
+def limit_marker(E, W):
+    """The ``W``-bit value :func:`norm_plan` takes as ``marker``: a one at bit ``W - E`` (i.e. where the
+    leading one must be for exponent 1) when ``2 <= E <= W``, at the top bit when ``E <= 1``, none
+    beyond. ``E`` as for :func:`norm_plan` (a signed value or ``(x, offset)``). Computed a stage ahead
+    of the leading-zero count, it replaces the clamp ``min(lz, E - 1)`` after it."""
+    if isinstance(E, tuple):
+        x, off = Value.cast(E[0]), E[1]
+        eq = lambda c: C(0, 1) if not 0 <= c - off < 1 << len(x) else x == c - off
+        le1 = ~_ge(None, x, off, 2)
+    else:
+        Es = Value.cast(E)
+        eq = lambda c: Es == c
+        le1 = Es <= 1
+    return Cat(*(eq(W - i) for i in range(W - 1)), le1)
+
+
+def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=True, max_shl=None,
+              marker=None):
     """First half of :func:`normalize`: the leading-zero count and the shift amounts.
 
     Returns a dict of values (``sig``, ``E``, ``shl``, and ``shr`` when ``may_underflow``) that
-    :func:`norm_apply` takes; a pipeline cut may sit between the two. ``may_normalize=False``
-    promises that no left shift is ever needed (``sig``'s top bit is set or ``E <= 1``): ``shl``
-    is then the constant 0 and there is no leading-zero count.
+    :func:`norm_apply` takes; a pipeline cut may sit between the two. ``E`` is a signed value or
+    ``(x, offset)`` with ``x`` unsigned and ``E = x + offset`` (then every comparison of ``E`` is one
+    of ``x`` with a constant and ``shr`` a constant minus ``x``'s low bits: no adder in front).
+    ``may_normalize=False`` promises that no left shift is ever needed (``sig``'s top bit is set or
+    ``E <= 1``): ``shl`` is then the constant 0 and there is no leading-zero count. ``max_shl=1``
+    promises that ``sig`` has at most one leading zero or is zero (a product of normalised
+    significands): ``shl`` is then one bit (``sig``'s top bit clear and ``E >= 2``), no leading-zero
+    count either. ``marker``: :func:`limit_marker` ``(E, len(sig))``, computed earlier: the shift is
+    then the leading-zero count of ``sig | marker``, no comparison after it.
     """
     p = out_fmt.precision
-    W = len(sig)
+    W0 = W = len(sig)
     if W < p + 1:
         sig = Cat(C(0, p + 1 - W), sig)
         W = p + 1
-    Es = Signal(signed(len(E) + 1), name=f"{name}_E")
-    m.d.comb += Es.eq(E)
+    Es, x, off = _as_E(m, name, E)
     shl = C(0, 1)
-    if may_normalize:
+    if may_normalize and max_shl == 1:
+        shl = Signal(name=f"{name}_shl")
+        m.d.comb += shl.eq(~sig[-1] & _ge(Es, x, off, 2))
+    elif may_normalize and marker is not None:
+        assert max_shl is None and W == W0 and len(marker) == W
+        shl = Signal(range(W + 1), name=f"{name}_shl")
+        m.d.comb += shl.eq(lzc(sig | marker))
+    elif may_normalize:
+        assert max_shl is None, "max_shl: only 1 (or None: any)"
         shl = Signal(range(W + 1), name=f"{name}_shl")
         lz = Signal(range(_pow2_ceil(W) + 1), name=f"{name}_lz")
         m.d.comb += lz.eq(lzc(sig))
@@ -91,12 +143,18 @@ def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=Tru
     plan = dict(sig=sig, E=Es, shl=shl)
     if may_underflow:
         shr = Signal(range(W + 2), name=f"{name}_shr")
-        with m.If(Es >= 1):
+        if x is None:
+            mid = 1 - Es
+        else:
+            # 1 - E = (1 - offset) - x; in the middle range it is in [1, W]: the low bits suffice
+            nb = len(shr)
+            mid = (C((1 - off) % (1 << nb), nb) - x[:nb])[:nb]
+        with m.If(_ge(Es, x, off, 1)):
             m.d.comb += shr.eq(0)
-        with m.Elif(Es < -W):
+        with m.Elif(~_ge(Es, x, off, -W)):
             m.d.comb += shr.eq(W + 1)
         with m.Else():
-            m.d.comb += shr.eq(1 - Es)
+            m.d.comb += shr.eq(mid)
         plan["shr"] = shr
     return plan
 

@@ -23,7 +23,8 @@ cycle while ``en`` is 1. Registers use the ``sync`` domain.
 
 from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 
-from .common import FPUnit, Pipe, decode, norm_apply, norm_plan, round_pack
+from ..dsp import product
+from .common import FPUnit, Pipe, decode, limit_marker, lzc, norm_apply, norm_plan, round_pack
 from .format import FP32, FloatFormat
 
 __all__ = ["FPAdd", "FPMul", "FPMulWiden", "FPConvert"]
@@ -101,14 +102,16 @@ class FPAdd(FPUnit):
         total = Signal(p + 4)
         addend = Cat(s.small_ext, C(0, 1)) ^ s.sub.replicate(p + 4)
         m.d.comb += total.eq(Cat(C(0, 3), s.big_sig) + addend + s.sub)
+        # beside the adder: where the left shift must stop (exponent 1), as a one-hot marker
+        marker = Signal(p + 4)
+        m.d.comb += marker.eq(limit_marker((s.big_exp, 1), p + 4))
         s = pipe.stage(
-            3, valid=s.valid, total=total, big_exp=s.big_exp, sign=s.sign, zero_sign=s.zero_sign,
-            nan=s.nan, inf=s.inf)
+            3, valid=s.valid, total=total, marker=marker, big_exp=s.big_exp, sign=s.sign,
+            zero_sign=s.zero_sign, nan=s.nan, inf=s.inf)
 
-        # 4: normalise (never needs a right shift: the exponent of the sum is >= 2)
-        E = Signal(signed(fmt.exp_bits + 2))
-        m.d.comb += E.eq(s.big_exp + 1)
-        plan = norm_plan(m, "plan", fmt, E, s.total, may_underflow=False)
+        # 4: normalise (never needs a right shift: the exponent of the sum, big_exp + 1, is >= 2); the
+        # shift is the leading-zero count of total | marker, i.e. min(lz, big_exp)
+        plan = norm_plan(m, "plan", fmt, (s.big_exp, 1), s.total, may_underflow=False, marker=s.marker)
         is_zero = ~s.total.any()
         s = pipe.stage(4, valid=s.valid, sign=Mux(is_zero, s.zero_sign, s.sign), nan=s.nan,
                        inf=s.inf, **plan)
@@ -136,16 +139,23 @@ class FPMul(FPUnit):
     With ``out_fmt`` wider than ``fmt`` (e.g. fp16 -> fp32) the product is exact whenever it is in
     ``out_fmt``'s range (fp16 and fp8 into fp32: always; bf16 into fp32: unless it overflows or falls
     below fp32's subnormals, where it is rounded exactly like ``np.float32(a) * np.float32(b)``).
-    Parameters: ``fmt``, ``depth``, ``out_fmt=None``. Latency: ``depth`` cycles. Boundaries:
-    1 = after decoding, 2 = after the partial products of the significands (17-bit pieces; one
-    piece for precisions <= 17), 3 = after their sum (the significand product), 4 = after the
-    leading-zero count, 5 = after the normalising shift, 6 = output: see ``CUTS``; beyond depth 6
-    extra output registers.
+    Parameters: ``fmt``, ``depth``, ``out_fmt=None``. Latency: ``depth`` cycles.
+
+    The operand significands are normalised before the multiply (a subnormal operand's leading zeros
+    counted and shifted out, its exponent lowered by as much), so the significand product is in
+    ``[1, 4)`` (or zero) and needs at most a one-bit left shift, or the right shift of a result below
+    the normal range, whose amount is known from the exponents before the product. Boundaries:
+    1 = after decoding and the operands' leading-zero counts, 2 = after the operand shifts (the
+    multipliers' input registers), 3 = after the partial products of the significands (17-bit pieces;
+    one piece for precisions <= 17; their output registers), 4 = after their sum, 5 = after the
+    normalising shift, 6 = output: see ``CUTS``; beyond depth 6 extra output registers. A partial
+    product with a register after it is an :func:`rtl.dsp.product` (with its input register too when
+    boundary 2 is registered): a MULT18X18D with its own registers for the ECP5 platform.
     """
     STAGES = 6
-    CUTS = {0: (), 1: (3,), 2: (3, 5), 3: (3, 4, 5), 4: (1, 3, 4, 5), 5: (1, 2, 3, 4, 5),
+    CUTS = {0: (), 1: (4,), 2: (3, 5), 3: (3, 4, 5), 4: (2, 3, 4, 5), 5: (1, 2, 3, 4, 5),
             6: (1, 2, 3, 4, 5, 6)}
-    #: width of the low piece of each significand in the partial products (MULT18X18D: 18x18 signed)
+    #: width of the low piece of each significand in the partial products (MULT18X18D: 18x18)
     PIECE = 17
 
     def __init__(self, fmt=FP32, depth=0, out_fmt=None):
@@ -160,38 +170,66 @@ class FPMul(FPUnit):
         fi, fo = self.fmt, self.out_fmt
         cuts, extra = self._cuts()
         pipe = Pipe(m, cuts, self.en)
+        P, k = fi.precision, self.PIECE
+        LW = (P - 1).bit_length()                      # an operand's leading-zero count, 0 .. P - 1
+        # E: the biased out_fmt exponent of the product when its top bit (2^(2P-1)) is set
+        bias_c = 2 * fi.bias - fo.bias - 1
+        # (a zero operand's count may be anything up to 2^LW - 1; an infinity's exponent is exp_max)
+        e_lo, e_hi = 2 - 2 * (2 ** LW - 1) - bias_c, 2 * fi.exp_max - bias_c
+        E_shape = signed(max(abs(e_lo), abs(e_hi) + 1).bit_length() + 1)
 
-        # 1: decode, exponent sum (the bias is subtracted in 2, next to the partial products)
+        # 1: decode, exponent sum, the operands' leading zeros (a subnormal's significand is the
+        # fraction with a 0 on top: its count is 1 + the fraction's; a normal one's is 0; zero: don't care)
         da, db = decode(fi, self.a), decode(fi, self.b)
+
+        def lead(d):
+            lz = Signal(LW, name=None)
+            m.d.comb += lz.eq(Mux(d.exp == 0, lzc(Cat(d.frac, C(0, 1))), 0))
+            return lz
+
         s = pipe.stage(
-            1, valid=self.in_valid, sa=da.sig, sb=db.sig, esum=da.eexp + db.eexp,
-            sign=da.sign ^ db.sign,
+            1, valid=self.in_valid, sa=da.sig, sb=db.sig, la=lead(da), lb=lead(db),
+            esum=da.eexp + db.eexp, sign=da.sign ^ db.sign,
             nan=da.is_nan | db.is_nan | (da.is_inf & db.is_zero) | (db.is_inf & da.is_zero),
             inf=da.is_inf | db.is_inf)
-        # 2, 3: significand product, as partial products of PIECE-bit pieces summed in 3
-        P, k = fi.precision, self.PIECE
+        # 2: normalise the operands; the exponent sum less the bias, the two counts summed
+        na, nb = Signal(P), Signal(P)
+        m.d.comb += [na.eq(s.sa << s.la), nb.eq(s.sb << s.lb)]
+        ebias = Signal(E_shape)
+        m.d.comb += ebias.eq(s.esum - bias_c)
+        lsum = s.la + s.lb
         if P <= k:
-            parts = {"pp": s.sa * s.sb}
+            pieces = {"pp": (na, nb)}
         else:
-            parts = {"pp_ll": s.sa[:k] * s.sb[:k], "pp_lh": s.sa[:k] * s.sb[k:],
-                     "pp_hl": s.sa[k:] * s.sb[:k], "pp_hh": s.sa[k:] * s.sb[k:]}
-        E = Signal(signed(max(fi.exp_bits, fo.exp_bits) + 4))
-        m.d.comb += E.eq(s.esum - (2 * fi.bias - fo.bias - 1))
-        regs = {}
-        for name, v in parts.items():
-            regs[name] = Signal(len(v), name=name)
-            m.d.comb += regs[name].eq(v)
-        s = pipe.stage(2, valid=s.valid, E=E, sign=s.sign, nan=s.nan, inf=s.inf, **regs)
+            pieces = {"pp_ll": (na[:k], nb[:k]), "pp_lh": (na[:k], nb[k:]),
+                      "pp_hl": (na[k:], nb[:k]), "pp_hh": (na[k:], nb[k:])}
+        side = dict(valid=s.valid, ebias=ebias, lsum=lsum, sign=s.sign, nan=s.nan, inf=s.inf)
+        # 2, 3: the partial products; with boundary 3 registered each is an rtl.dsp.product (its input
+        # register is boundary 2's)
+        if 3 in cuts:
+            parts = {n: product(m, x, y, platform=platform, en=self.en, in_reg=2 in cuts, name=n)
+                     for n, (x, y) in pieces.items()}
+            s = pipe.stage(2, **side)
+        else:
+            s = pipe.stage(2, **side, **{f"{n}_{i}": v for n, xy in pieces.items() for i, v in zip("ab", xy)})
+            parts = {}
+            for n in pieces:
+                parts[n] = Signal(len(getattr(s, f"{n}_a")) + len(getattr(s, f"{n}_b")), name=n)
+                m.d.comb += parts[n].eq(getattr(s, f"{n}_a") * getattr(s, f"{n}_b"))
+        # beside the multiply: the product's exponent, the shift right of a result below the normal range
+        E = Signal(E_shape)
+        m.d.comb += E.eq(s.ebias - s.lsum)
+        s = pipe.stage(3, valid=s.valid, E=E, sign=s.sign, nan=s.nan, inf=s.inf)
+        # 4: the significand product, in [2^(2P-2), 2^(2P)) or zero
         prod = Signal(2 * P)
         if P <= k:
-            m.d.comb += prod.eq(s.pp)
+            m.d.comb += prod.eq(parts["pp"])
         else:
             # pp_ll has 2k bits, so pp_ll + (pp_hh << 2k) is a concatenation: two adders
-            m.d.comb += prod.eq(Cat(s.pp_ll, s.pp_hh) + ((s.pp_lh + s.pp_hl) << k))
-        s = pipe.stage(3, valid=s.valid, prod=prod, E=s.E, sign=s.sign, nan=s.nan, inf=s.inf)
-        # 4, 5: normalise
-        plan = norm_plan(m, "plan", fo, s.E, s.prod)
+            m.d.comb += prod.eq(Cat(parts["pp_ll"], parts["pp_hh"]) + ((parts["pp_lh"] + parts["pp_hl"]) << k))
+        plan = norm_plan(m, "plan", fo, s.E, prod, max_shl=1)
         s = pipe.stage(4, valid=s.valid, sign=s.sign, nan=s.nan, inf=s.inf, **plan)
+        # 5: normalise
         n = norm_apply(m, "apply", fo, s.sig, s.E, s.shl, s.shr)
         s = pipe.stage(5, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
                        sign=s.sign, nan=s.nan, inf=s.inf)
@@ -245,8 +283,8 @@ class FPConvert(FPUnit):
         cuts, extra = self._cuts()
         pipe = Pipe(m, cuts, self.en)
         d = decode(fi, self.a)
-        E = Signal(signed(max(fi.exp_bits, fo.exp_bits) + 3))
-        m.d.comb += E.eq(d.eexp + (fo.bias - fi.bias))
+        # E = eexp + (fo.bias - fi.bias), compared as eexp against constants (no adder in front)
+        E = (d.eexp, fo.bias - fi.bias)
         # A left shift is needed only where an input subnormal becomes an output normal, i.e. when
         # out_fmt's bias is larger (normal inputs have the hidden bit set; with fo.bias <= fi.bias a
         # subnormal input has E <= 1): narrowing has no leading-zero count.
