@@ -299,8 +299,8 @@ class ElementwiseLanes(wiring.Component):
         prods = [product(m, x, y, platform=platform, name=f"s{s}_p{k}") for k, (x, y) in enumerate(mops)]
         key_a = Signal(32, name=f"s{s}_key_a", reset_less=True)
         key_b = Signal(32, name=f"s{s}_key_b", reset_less=True)
-        nan1 = Signal(4, name=f"s{s}_nan1", reset_less=True)      # per byte: its element is a float NaN pair
-        m.d.sync += [key_a.eq(self._key(c1, a1)), key_b.eq(self._key(c1, b1)), nan1.eq(self._nan(c1, a1, b1))]
+        nanf = Signal(5, name=f"s{s}_nanf", reset_less=True)      # NaN operands per format, see _nan
+        m.d.sync += [key_a.eq(self._key(c1, a1)), key_b.eq(self._key(c1, b1)), nanf.eq(self._nan_flags(a1, b1))]
         # stage 2 -> 3: key compare
         c2 = ctrl[2]
         ge = Signal(4, name=f"s{s}_ge", reset_less=True)         # per byte: a >= b for its element
@@ -308,7 +308,8 @@ class ElementwiseLanes(wiring.Component):
         ge2 = [key_a[16 * e:16 * e + 16] >= key_b[16 * e:16 * e + 16] for e in range(2)]
         ge1 = [byte(key_a, j) >= byte(key_b, j) for j in range(4)]
         m.d.sync += ge.eq(Cat(Mux(c2.size1, ge1[j], Mux(c2.size2, ge2[j // 2], ge4)) for j in range(4)))
-        nan2 = _delay(m, nan1, 1, f"s{s}_nan")
+        nan2 = Signal(4, name=f"s{s}_nan2", reset_less=True)      # per byte: its element is a float NaN pair
+        m.d.sync += nan2.eq(self._nan(c2, nanf))
         # stage 3 -> 4: combine the products; MAX / MIN pick (a NaN pair: the canonical NaN)
         c3, a3, b3 = ctrl[3], a_d[3], b_d[3]
         p1, p2, p3, p4 = prods
@@ -368,17 +369,22 @@ class ElementwiseLanes(wiring.Component):
         return Cat(*out)
 
     @staticmethod
-    def _nan(c, a, b):
-        """Per byte of a 32-bit slot: its element is a float NaN in ``a`` or ``b`` (fp16 / bf16 / fp32;
-        MAX / MIN then give the canonical NaN)."""
+    def _nan_flags(a, b):
+        """A NaN in ``a`` or ``b`` of a 32-bit slot, per format and element: fp16 (halves 0, 1), bf16
+        (halves 0, 1), fp32 (registered, then combined with the type by :meth:`_nan`)."""
         nan16 = lambda v: (v[10:15] == 0x1F) & v[:10].any()
         nanb = lambda v: (v[7:15] == 0xFF) & v[:7].any()
         nan32 = lambda v: (v[23:31] == 0xFF) & v[:23].any()
-        halves = []
-        for e in range(2):
-            x, y = a[16 * e:16 * e + 16], b[16 * e:16 * e + 16]
-            halves.append(Mux(c.fp16, nan16(x) | nan16(y), c.bf16 & (nanb(x) | nanb(y))))
-        word = c.fp32 & (nan32(a) | nan32(b))
+        h = lambda v, e: v[16 * e:16 * e + 16]
+        return Cat(*(nan16(h(a, e)) | nan16(h(b, e)) for e in range(2)),
+                   *(nanb(h(a, e)) | nanb(h(b, e)) for e in range(2)), nan32(a) | nan32(b))
+
+    @staticmethod
+    def _nan(c, f):
+        """Per byte of a 32-bit slot: its element is a float NaN in ``a`` or ``b`` (fp16 / bf16 / fp32;
+        MAX / MIN then give the canonical NaN), from the :meth:`_nan_flags` ``f``."""
+        halves = [Mux(c.fp16, f[e], c.bf16 & f[2 + e]) for e in range(2)]
+        word = c.fp32 & f[4]
         return Cat(~c.size1 & Mux(c.size2, halves[j // 2], word) for j in range(4))
 
 

@@ -179,13 +179,20 @@ def _operand(m, kind, e8, e16, e32):
 
 class _Widen(Elaboratable):
     """One operand to fp32: ``raw`` (the element in its low bits) and ``h`` (its fp16 form for fp16 / e4m3
-    / e5m2), both registered by the caller, -> ``fp32``, a register, ``WIDEN_DEPTH + 1`` cycles later."""
+    / e5m2), both registered by the caller, -> ``fp32``, a register, ``WIDEN_DEPTH + 1`` cycles later.
+    ``copies`` > 1: ``fp32s`` holds that many copies of the register (the scalar ``a`` feeds every lane's
+    multiplier: a copy per group of lanes, so that each group's operand normalisation in front of its
+    DSP blocks is its own, near them), kept apart in synthesis by their reset / init variant (identical
+    registers would be merged); ``fp32`` is the first."""
 
-    def __init__(self, name):
+    def __init__(self, name, copies=1):
+        assert 1 <= copies <= 4
         self.raw = Signal(32, name=f"{name}_raw", reset_less=True)
         self.h = Signal(16, name=f"{name}_h", reset_less=True)
         self.kind = Signal(OperandKind, name=f"{name}_kind", reset_less=True)
-        self.fp32 = Signal(32, name=f"{name}_fp32", reset_less=True)
+        self.fp32s = [Signal(32, name=f"{name}_fp32" + (f"_{v}" if v else ""), init=-1 if v >> 1 else 0,
+                             reset_less=not v & 1) for v in range(copies)]
+        self.fp32 = self.fp32s[0]
         self._name = name
 
     def elaborate(self, platform):
@@ -193,13 +200,15 @@ class _Widen(Elaboratable):
         m.submodules.conv = conv = FPConvert(FP16, WIDEN_DEPTH, FP32)
         m.d.comb += conv.a.eq(self.h)
         raw = _delay(m, self.raw, WIDEN_DEPTH, "raw")
+        nxt = Signal(32)
         with m.Switch(self.kind):
             with m.Case(OperandKind.FP32):
-                m.d.sync += self.fp32.eq(raw)
+                m.d.comb += nxt.eq(raw)
             with m.Case(OperandKind.BF16):
-                m.d.sync += self.fp32.eq(Cat(C(0, 16), raw[:16]))       # bf16 is fp32's top half
+                m.d.comb += nxt.eq(Cat(C(0, 16), raw[:16]))       # bf16 is fp32's top half
             with m.Default():
-                m.d.sync += self.fp32.eq(conv.result)
+                m.d.comb += nxt.eq(conv.result)
+        m.d.sync += [r.eq(nxt) for r in self.fp32s]
         return m
 
 
@@ -234,7 +243,7 @@ class MacArray(wiring.Component):
             raw, h = _operand(m, kind, e8, e16, e32)
             m.d.sync += [w.raw.eq(raw), w.h.eq(h), w.kind.eq(kind)]
 
-        m.submodules.wa = wa = _Widen("a")
+        m.submodules.wa = wa = _Widen("a", copies=min(HL, 4))
         operand(wa, self.a_kind, self.a[:8], self.a[:16], self.a)
         # the step's valid bit (reset) and tag (data, reset-less) alongside the products
         tags = [Cat(self.valid, self.tag.as_value())]
@@ -251,7 +260,7 @@ class MacArray(wiring.Component):
             operand(wb, self.b_kind, element(j, 1), element(j, 2), element(j, 4))
             mul = FPMul(FP32, MUL_DEPTH)
             m.submodules[f"mul{j}"] = mul
-            m.d.comb += [mul.a.eq(wa.fp32), mul.b.eq(wb.fp32)]
+            m.d.comb += [mul.a.eq(wa.fp32s[j % len(wa.fp32s)]), mul.b.eq(wb.fp32)]
             fprods.append(mul.result)
             # int8 x int8 (stage 2; the product's operand registers are the operand registers' stage),
             # delayed to arrive with the float product: the operands sign-extended to 16 bits, whose
@@ -320,11 +329,19 @@ class MacArray(wiring.Component):
             outs.append(s)
         # A partial sum is finished when it leaves the adder: ``fin`` comes from the adder's result
         # register, with the tag delayed by the adder's steps.
-        out_valid = _delay(m, in_valid, ADD_DEPTH, "rvalid", steps[0], reset_less=False)
+        rvalid = _delay(m, in_valid, ADD_DEPTH - 1, "rvalid", steps[0], reset_less=False)
+        rtag = Signal(MacTag)
+        m.d.comb += rtag.eq(_delay(m, in_tag.as_value(), ADD_DEPTH - 1, "rtag", steps[0]))
+        out_valid = _delay(m, rvalid, 1, "rvalid_out", steps[0], reset_less=False)
         out_tag = Signal(MacTag)
-        m.d.comb += out_tag.eq(_delay(m, in_tag.as_value(), ADD_DEPTH, "rtag", steps[0]))
+        m.d.comb += out_tag.eq(_delay(m, rtag.as_value(), 1, "rtag_out", steps[0]))
+        # fin_valid = step & out_valid & real & final, as a register: loaded with the values these
+        # registers take at this edge (the last stage loads from the one before it when the ring steps)
+        fin_valid = Signal(name="fin_valid_r")
+        m.d.sync += fin_valid.eq(step_d & Mux(steps[0], rvalid & rtag.real & rtag.final,
+                                              out_valid & out_tag.real & out_tag.final))
         m.d.comb += [
-            self.fin_valid.eq(steps[0] & out_valid & out_tag.real & out_tag.final),
+            self.fin_valid.eq(fin_valid),
             self.fin_q.eq(out_tag.q), self.fin_bank.eq(out_tag.bank), self.fin_last.eq(out_tag.last),
             self.fin_data.eq(Cat(*outs)),
         ]

@@ -116,15 +116,23 @@ def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=Tru
     then the leading-zero count of ``sig | marker``, no comparison after it.
     """
     p = out_fmt.precision
-    W0 = W = len(sig)
-    if W < p + 1:
-        sig = Cat(C(0, p + 1 - W), sig)
-        W = p + 1
+    if isinstance(sig, int):
+        # max_shl=1 only: the plan of a significand of this width that comes later (it is not needed
+        # for the plan; the caller pads it to at least precision + 1 bits and adds it as ``sig``)
+        assert max_shl == 1 and sig >= p + 1
+        W0 = W = sig
+    else:
+        W0 = W = len(sig)
+        if W < p + 1:
+            sig = Cat(C(0, p + 1 - W), sig)
+            W = p + 1
     Es, x, off = _as_E(m, name, E)
     shl = C(0, 1)
     if may_normalize and max_shl == 1:
-        shl = Signal(name=f"{name}_shl")
-        m.d.comb += shl.eq(~sig[-1] & _ge(Es, x, off, 2))
+        # the one-bit shift is formed by norm_apply, from sig's top bit and these
+        ge2, Em1 = Signal(name=f"{name}_ge2"), Signal(Es.shape(), name=f"{name}_Em1")
+        m.d.comb += [ge2.eq(_ge(Es, x, off, 2)), Em1.eq(Es - 1)]
+        shl = None
     elif may_normalize and marker is not None:
         assert max_shl is None and W == W0 and len(marker) == W
         shl = Signal(range(W + 1), name=f"{name}_shl")
@@ -134,13 +142,20 @@ def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=Tru
         shl = Signal(range(W + 1), name=f"{name}_shl")
         lz = Signal(range(_pow2_ceil(W) + 1), name=f"{name}_lz")
         m.d.comb += lz.eq(lzc(sig))
+    if may_normalize and max_shl is None and marker is None and x is not None and off - 1 >= W:
+        m.d.comb += shl.eq(lz)                 # E - 1 >= offset - 1 >= W >= lz: never clamped
+    elif may_normalize and max_shl is None and marker is None:
         with m.If(Es <= 1):
             m.d.comb += shl.eq(0)
         with m.Elif(lz < Es - 1):
             m.d.comb += shl.eq(lz)
         with m.Else():
             m.d.comb += shl.eq(Es - 1)
-    plan = dict(sig=sig, E=Es, shl=shl)
+    plan = dict(E=Es) if isinstance(sig, int) else dict(sig=sig, E=Es)
+    if shl is not None:
+        plan["shl"] = shl
+    if shl is None:
+        plan.update(ge2=ge2, Em1=Em1)
     if may_underflow:
         shr = Signal(range(W + 2), name=f"{name}_shr")
         if x is None:
@@ -149,31 +164,45 @@ def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=Tru
             # 1 - E = (1 - offset) - x; in the middle range it is in [1, W]: the low bits suffice
             nb = len(shr)
             mid = (C((1 - off) % (1 << nb), nb) - x[:nb])[:nb]
-        with m.If(_ge(Es, x, off, 1)):
+        pos = Signal(name=f"{name}_pos")
+        m.d.comb += pos.eq(_ge(Es, x, off, 1))
+        with m.If(pos):
             m.d.comb += shr.eq(0)
         with m.Elif(~_ge(Es, x, off, -W)):
             m.d.comb += shr.eq(W + 1)
         with m.Else():
             m.d.comb += shr.eq(mid)
-        plan["shr"] = shr
+        plan.update(shr=shr, pos=pos)
     return plan
 
 
-def norm_apply(m, name, out_fmt, sig, E, shl, shr=None, sticky=C(0, 1)):
-    """Second half of :func:`normalize`: the shifts, the exponent, guard and sticky bits."""
+def norm_apply(m, name, out_fmt, sig, E, shl=None, shr=None, sticky=C(0, 1), pos=None, ge2=None, Em1=None):
+    """Second half of :func:`normalize`: the shifts, the exponent, guard and sticky bits. Takes the
+    values :func:`norm_plan` returned (``pos``: ``E >= 1``, ``shr``'s select, as a flag; with
+    ``max_shl=1``: ``ge2`` and ``Em1`` instead of ``shl``, which is then ``sig``'s top bit clear and
+    ``E >= 2``, formed here)."""
     p = out_fmt.precision
     W = len(sig)
     left = Signal(W, name=f"{name}_left")
+    if shl is None:
+        # at most one bit: each bit of ``left`` is a function of two bits of sig, its top bit and ge2
+        shl = Signal(name=f"{name}_shl")
+        m.d.comb += shl.eq(~sig[-1] & ge2)
+        E_shl = Mux(shl, Em1, E)
+    else:
+        E_shl = E - shl
     m.d.comb += left.eq(sig << shl)
+    if pos is None:
+        pos = E >= 1
     shifted = Signal(W, name=f"{name}_shifted")
     if shr is not None:
         wide = Signal(2 * W + 1, name=f"{name}_rshift")
         m.d.comb += wide.eq(Cat(C(0, W + 1), sig) >> shr)
-        m.d.comb += shifted.eq(Mux(E >= 1, left, wide[W + 1:]))
+        m.d.comb += shifted.eq(Mux(pos, left, wide[W + 1:]))
     else:
         m.d.comb += shifted.eq(left)
     exp = Signal(len(E) - 1, name=f"{name}_exp")
-    m.d.comb += exp.eq(Mux(shifted[-1], E - shl, 0))
+    m.d.comb += exp.eq(Mux(shifted[-1], E_shl, 0))
     # sticky = shifted[:G].any() | lost, computed beside the shifters: shifting left (E >= 1, then
     # shr = 0) bit j of sig lands below G iff j + shl < G; shifting right (E < 1, then shl = 0)
     # iff j - shr < G (the bits lost below bit 0 included)
@@ -182,7 +211,7 @@ def norm_apply(m, name, out_fmt, sig, E, shl, shr=None, sticky=C(0, 1)):
     st_left = Cat(*(sig[j] & (shl < G - j) for j in range(G))).any()
     if shr is not None:
         st_right = Cat(*(sig[j] & (shr > j - G) if j >= G else sig[j] for j in range(W))).any()
-        m.d.comb += st.eq(Mux(E >= 1, st_left, st_right))
+        m.d.comb += st.eq(Mux(pos, st_left, st_right))
     else:
         m.d.comb += st.eq(st_left)
     return SimpleNamespace(

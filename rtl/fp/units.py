@@ -21,6 +21,8 @@ cycle (no stalls, no internal state besides the pipeline registers), so throughp
 cycle while ``en`` is 1. Registers use the ``sync`` domain.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 
 from ..dsp import product
@@ -60,16 +62,18 @@ class FPAdd(FPUnit):
         cuts, extra = self._cuts()
         pipe = Pipe(m, cuts, self.en)
 
-        # 1: decode, order by magnitude, exponent difference
+        # 1: decode, compare the magnitudes, the exponent difference. A subnormal operand is taken as
+        # exponent 0 with twice its fraction as the significand (the same value; every value is then
+        # sig * 2^(exp - bias - (p - 1)) with the raw exponent field), so that nothing waits for the
+        # exponent-is-zero decode but the significand's multiplexer, which goes to a register.
         da, db = decode(fmt, self.a), decode(fmt, self.b)
         swap = db.mag > da.mag
-        big_sig = Mux(swap, db.sig, da.sig)
-        small_sig = Mux(swap, da.sig, db.sig)
-        big_exp = Mux(swap, db.eexp, da.eexp)
+        sig_of = lambda d: Mux(d.exp == 0, Cat(C(0, 1), d.frac), Cat(d.frac, C(1, 1)))
         # Alignment shift: the exponent difference, saturated. Every shift >= p + 2 leaves only
         # the sticky bit, so the shift amount saturates at K = 2**b - 1 >= p + 2 (an OR of the
-        # high bits, no comparator). Both differences are formed and saturated in parallel with
-        # the magnitude compare, which then picks the one that is >= 0.
+        # high bits, no comparator). Both differences are formed and saturated in parallel; the
+        # sign of one picks the one that is >= 0 (equal exponents: both 0), and the larger
+        # exponent, without waiting for the magnitude compare.
         b = (p + 2).bit_length()
         K = 2 ** b - 1
 
@@ -77,20 +81,38 @@ class FPAdd(FPUnit):
             d = d[:fmt.exp_bits]
             return d[:b] | d[b:].any().replicate(b) if len(d) > b else d
 
-        dc = Mux(swap, saturated(db.eexp - da.eexp), saturated(da.eexp - db.eexp))
+        ea, eb = da.exp, db.exp
+        d_ab, d_ba = ea - eb, eb - ea
+        e_lt = d_ab[-1]                                               # exp_a < exp_b
+        dc_next = Mux(e_lt, saturated(d_ba), saturated(d_ab))
         s = pipe.stage(
-            1, valid=self.in_valid, big_sig=big_sig, small_sig=small_sig, big_exp=big_exp,
-            dc=dc, sub=da.sign ^ db.sign, sign=Mux(swap, db.sign, da.sign),
-            zero_sign=da.sign & db.sign,
+            1, valid=self.in_valid, swap=swap, sig_a=sig_of(da), sig_b=sig_of(db),
+            big_exp=Mux(e_lt, eb, ea), dc=dc_next,
+            sub=da.sign ^ db.sign, sign=Mux(swap, db.sign, da.sign), zero_sign=da.sign & db.sign,
             nan=da.is_nan | db.is_nan | (da.is_inf & db.is_inf & (da.sign ^ db.sign)),
             inf=da.is_inf | db.is_inf)
+        # the significands ordered by magnitude in stage 2 (the compare's fan-out is a register: two
+        # copies when registered, one per multiplexer; the sticky has its own copy of dc, the shifter's
+        # fan-out being large; the copies are kept apart in synthesis by their init values)
+        swap_big, dc_st = s.swap, s.dc
+        if 1 in cuts:
+            swap_big = Signal(init=1, reset_less=True)
+            dc_st = Signal(len(s.dc), init=-1, reset_less=True)
+            with m.If(self.en):
+                m.d.sync += [swap_big.eq(swap), dc_st.eq(dc_next)]
+        big_sig = Mux(swap_big, s.sig_b, s.sig_a)
+        small_sig = Signal(p)
+        m.d.comb += small_sig.eq(Mux(s.swap, s.sig_a, s.sig_b))
+        s = SimpleNamespace(valid=s.valid, big_sig=big_sig, small_sig=small_sig, big_exp=s.big_exp,
+                            dc=s.dc, dc_st=dc_st, sub=s.sub, sign=s.sign, zero_sign=s.zero_sign,
+                            nan=s.nan, inf=s.inf)
 
         # 2: align the smaller significand (2 guard bits + sticky)
         wide = Signal(K + p + 2)
         m.d.comb += wide.eq(Cat(C(0, K + 2), s.small_sig) >> s.dc)
         # sticky = wide[:K].any(), computed beside the shifter: significand bit j ends up below
         # bit K of ``wide`` iff j + 2 < dc
-        sticky = Cat(*(s.small_sig[j] & (s.dc > j + 2) for j in range(p))).any()
+        sticky = Cat(*(s.small_sig[j] & (s.dc_st > j + 2) for j in range(p))).any()
         small_ext = Signal(p + 3)
         m.d.comb += small_ext.eq(Cat(sticky, wide[K:]))      # sig, G, R, sticky
         s = pipe.stage(
@@ -109,13 +131,13 @@ class FPAdd(FPUnit):
             3, valid=s.valid, total=total, marker=marker, big_exp=s.big_exp, sign=s.sign,
             zero_sign=s.zero_sign, nan=s.nan, inf=s.inf)
 
-        # 4: normalise (never needs a right shift: the exponent of the sum, big_exp + 1, is >= 2); the
+        # 4: normalise (never needs a right shift: the exponent of the sum, big_exp + 1, is >= 1); the
         # shift is the leading-zero count of total | marker, i.e. min(lz, big_exp)
         plan = norm_plan(m, "plan", fmt, (s.big_exp, 1), s.total, may_underflow=False, marker=s.marker)
         is_zero = ~s.total.any()
         s = pipe.stage(4, valid=s.valid, sign=Mux(is_zero, s.zero_sign, s.sign), nan=s.nan,
                        inf=s.inf, **plan)
-        n = norm_apply(m, "apply", fmt, s.sig, s.E, s.shl)
+        n = norm_apply(m, "apply", fmt, **{k: getattr(s, k) for k in plan})
         s = pipe.stage(
             5, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
             sign=s.sign, nan=s.nan, inf=s.inf)
@@ -187,23 +209,34 @@ class FPMul(FPUnit):
             m.d.comb += lz.eq(Mux(d.exp == 0, lzc(Cat(d.frac, C(0, 1))), 0))
             return lz
 
+        # The shift in two steps: by the count's high bits (multiples of 8) in stage 1, beside the
+        # count's low bits (the high bits of a leading-zero count come first), by its low bits in 2
+        FINE = 4
+
+        def coarse(d, lz):
+            if LW <= FINE:
+                return d.sig
+            c = Signal(P, name=None)
+            m.d.comb += c.eq(d.sig << Cat(C(0, FINE), lz[FINE:]))
+            return c
+
+        la, lb = lead(da), lead(db)
         s = pipe.stage(
-            1, valid=self.in_valid, sa=da.sig, sb=db.sig, la=lead(da), lb=lead(db),
-            esum=da.eexp + db.eexp, sign=da.sign ^ db.sign,
+            1, valid=self.in_valid, sa=coarse(da, la), sb=coarse(db, lb), la=la, lb=lb,
+            ebias=(da.eexp + db.eexp - bias_c)[:E_shape.width].as_signed(), sign=da.sign ^ db.sign,
             nan=da.is_nan | db.is_nan | (da.is_inf & db.is_zero) | (db.is_inf & da.is_zero),
             inf=da.is_inf | db.is_inf)
-        # 2: normalise the operands; the exponent sum less the bias, the two counts summed
+        # 2: normalise the operands; the product's exponent (the counts subtracted)
         na, nb = Signal(P), Signal(P)
-        m.d.comb += [na.eq(s.sa << s.la), nb.eq(s.sb << s.lb)]
-        ebias = Signal(E_shape)
-        m.d.comb += ebias.eq(s.esum - bias_c)
-        lsum = s.la + s.lb
+        m.d.comb += [na.eq(s.sa << s.la[:FINE]), nb.eq(s.sb << s.lb[:FINE])]
+        E = Signal(E_shape)
+        m.d.comb += E.eq(s.ebias - (s.la + s.lb))
         if P <= k:
             pieces = {"pp": (na, nb)}
         else:
             pieces = {"pp_ll": (na[:k], nb[:k]), "pp_lh": (na[:k], nb[k:]),
                       "pp_hl": (na[k:], nb[:k]), "pp_hh": (na[k:], nb[k:])}
-        side = dict(valid=s.valid, ebias=ebias, lsum=lsum, sign=s.sign, nan=s.nan, inf=s.inf)
+        side = dict(valid=s.valid, E=E, sign=s.sign, nan=s.nan, inf=s.inf)
         # 2, 3: the partial products; with boundary 3 registered each is an rtl.dsp.product (its input
         # register is boundary 2's)
         if 3 in cuts:
@@ -216,10 +249,12 @@ class FPMul(FPUnit):
             for n in pieces:
                 parts[n] = Signal(len(getattr(s, f"{n}_a")) + len(getattr(s, f"{n}_b")), name=n)
                 m.d.comb += parts[n].eq(getattr(s, f"{n}_a") * getattr(s, f"{n}_b"))
-        # beside the multiply: the product's exponent, the shift right of a result below the normal range
-        E = Signal(E_shape)
-        m.d.comb += E.eq(s.ebias - s.lsum)
-        s = pipe.stage(3, valid=s.valid, E=E, sign=s.sign, nan=s.nan, inf=s.inf)
+        # beside the multiply: the normalisation's plan, from the exponent alone (the one-bit left shift
+        # is decided by the product's top bit in stage 5; the right shift of a result below the normal
+        # range by the exponent)
+        pad = max(0, fo.precision + 1 - 2 * P)        # the product padded below to precision + 1 bits
+        plan = norm_plan(m, "plan", fo, s.E, 2 * P + pad, max_shl=1, may_underflow=e_lo < 1)
+        s = pipe.stage(3, valid=s.valid, sign=s.sign, nan=s.nan, inf=s.inf, **plan)
         # 4: the significand product, in [2^(2P-2), 2^(2P)) or zero
         prod = Signal(2 * P)
         if P <= k:
@@ -227,10 +262,11 @@ class FPMul(FPUnit):
         else:
             # pp_ll has 2k bits, so pp_ll + (pp_hh << 2k) is a concatenation: two adders
             m.d.comb += prod.eq(Cat(parts["pp_ll"], parts["pp_hh"]) + ((parts["pp_lh"] + parts["pp_hl"]) << k))
-        plan = norm_plan(m, "plan", fo, s.E, prod, max_shl=1)
-        s = pipe.stage(4, valid=s.valid, sign=s.sign, nan=s.nan, inf=s.inf, **plan)
+        plan["sig"] = Cat(C(0, pad), prod)
+        s = pipe.stage(4, valid=s.valid, sign=s.sign, nan=s.nan, inf=s.inf,
+                       **{k: (v if k == "sig" else getattr(s, k)) for k, v in plan.items()})
         # 5: normalise
-        n = norm_apply(m, "apply", fo, s.sig, s.E, s.shl, s.shr)
+        n = norm_apply(m, "apply", fo, **{k: getattr(s, k) for k in plan})
         s = pipe.stage(5, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
                        sign=s.sign, nan=s.nan, inf=s.inf)
         # 6: round, pack, specials
@@ -291,7 +327,7 @@ class FPConvert(FPUnit):
         plan = norm_plan(m, "plan", fo, E, d.sig, may_underflow=fo.bias - fi.bias < 0 or
                          fo.exp_bits < fi.exp_bits, may_normalize=fo.bias > fi.bias)
         s = pipe.stage(1, valid=self.in_valid, sign=d.sign, nan=d.is_nan, inf=d.is_inf, **plan)
-        n = norm_apply(m, "apply", fo, s.sig, s.E, s.shl, getattr(s, "shr", None))
+        n = norm_apply(m, "apply", fo, **{k: getattr(s, k) for k in plan})
         s = pipe.stage(2, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
                        sign=s.sign, nan=s.nan, inf=s.inf)
         res = _round_special(fo, s)
