@@ -54,24 +54,22 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from .dsp import product
-from .fp import FP16, FP32, FPAdd, FPConvert, FPMul
+from .fp import FP32, FPAdd, FPMul, unpacked_layout
 from .isa import DType
 
 __all__ = ["MacArray", "MacTag", "OperandKind", "operand_kind", "e4m3_to_fp16", "ADD_DEPTH", "MUL_DEPTH",
-           "WIDEN_DEPTH", "PRODUCT_LATENCY", "ring_length", "mac_latency"]
+           "PRODUCT_LATENCY", "ring_length", "mac_latency"]
 
 #: Pipeline registers of the ring's fp32 adder: 6 registers every stage boundary including the result, so
 #: the loop back into the adder's first stage starts at a register (depth 5 left the rounding in front of
 #: it). A lane adds one product per cycle while ``P >= ADD_DEPTH``.
 ADD_DEPTH = 6
-#: Pipeline registers of the fp32 multiplier (6: its result registered, not rounded in front of the adder).
-MUL_DEPTH = 6
-#: Pipeline registers of the fp16 -> fp32 widening (``FPConvert``; its rounding stage, trivial when
-#: widening, goes into the widened operand register with the format select).
-WIDEN_DEPTH = 2
-#: Cycles from a step on the inputs to its product at the ring: operand register + widening + widened
-#: operand register + multiplier.
-PRODUCT_LATENCY = 1 + WIDEN_DEPTH + 1 + MUL_DEPTH
+#: Pipeline registers of the fp32 multiplier (7: every stage boundary and one more output register, so
+#: the product is not rounded in front of the adder and reaches it from a register of its own).
+MUL_DEPTH = 7
+#: Cycles from a step on the inputs to its product at the ring: operand registers, unpacked operands, a's
+#: copies (b delayed alongside), multiplier.
+PRODUCT_LATENCY = 3 + MUL_DEPTH
 #: fp32 -0.0: the exact identity of fp32 addition (x + -0 = x for every x, including -0).
 NEG_ZERO = 0x8000_0000
 
@@ -158,58 +156,40 @@ def _delay(m, v, n, name, en=None, reset_less=True):
     return v
 
 
-def _operand(m, kind, e8, e16, e32):
-    """The operand register's inputs for one element, given as its 1-, 2- and 4-byte candidates: ``raw``
-    (the element in the low bits) and ``h`` (its fp16 form for fp16 / e4m3 / e5m2). The fp8 forms are
-    computed from the byte directly, beside the kind select."""
-    raw, h = Signal(32), Signal(16)
+def _unpack(m, kind, e8, e16, e32, name):
+    """One operand of ``kind`` (its 1-, 2- and 4-byte candidates ``e8``, ``e16``, ``e32``) as fp32 fields
+    (:func:`rtl.fp.unpacked_layout`), registered: exact for every float kind, by field moves and an
+    exponent offset (fp16 / e5m2 +112, e4m3 +120: their values in fp32's exponent range; a subnormal is
+    exponent 1 with no leading one, normalised by the multiplier). INT8: don't care."""
+    lay = unpacked_layout(FP32)
+    out = Signal(lay, name=name)
+    nxt = Signal(lay, name=f"{name}_next")
+
+    def fields(sign, e, f, offset, nan, inf):
+        # e: the exponent field, f: the fraction (placed at the top of fp32's 23 fraction bits)
+        nz = e != 0
+        return [nxt.sign.eq(sign), nxt.sig.eq(Cat(C(0, 23 - len(f)), f, nz)),
+                nxt.exp.eq((e | ~nz) + offset), nxt.zero.eq(~nz & (f == 0)), nxt.nan.eq(nan), nxt.inf.eq(inf)]
+
+    def ieee(x, eb, fb, offset):
+        e, f = x[fb:fb + eb], x[:fb]
+        ones = e == (1 << eb) - 1
+        return fields(x[fb + eb], e, f, offset, ones & (f != 0), ones & (f == 0))
+
     with m.Switch(kind):
         with m.Case(OperandKind.FP32):
-            m.d.comb += [raw.eq(e32), h.eq(e16)]
-        with m.Case(OperandKind.BF16, OperandKind.FP16):
-            m.d.comb += [raw.eq(e16), h.eq(e16)]
-        with m.Case(OperandKind.E4M3):
-            m.d.comb += [raw.eq(e8), h.eq(e4m3_to_fp16(m, e8))]
+            m.d.comb += ieee(e32, 8, 23, 0)
+        with m.Case(OperandKind.BF16):
+            m.d.comb += ieee(e16, 8, 7, 0)
+        with m.Case(OperandKind.FP16):
+            m.d.comb += ieee(e16, 5, 10, 112)
         with m.Case(OperandKind.E5M2):
-            m.d.comb += [raw.eq(e8), h.eq(Cat(C(0, 8), e8))]               # e5m2 is fp16's top byte
-        with m.Default():
-            m.d.comb += [raw.eq(e8), h.eq(e16)]
-    return raw, h
-
-
-class _Widen(Elaboratable):
-    """One operand to fp32: ``raw`` (the element in its low bits) and ``h`` (its fp16 form for fp16 / e4m3
-    / e5m2), both registered by the caller, -> ``fp32``, a register, ``WIDEN_DEPTH + 1`` cycles later.
-    ``copies`` > 1: ``fp32s`` holds that many copies of the register (the scalar ``a`` feeds every lane's
-    multiplier: a copy per group of lanes, so that each group's operand normalisation in front of its
-    DSP blocks is its own, near them), kept apart in synthesis by their reset / init variant (identical
-    registers would be merged); ``fp32`` is the first."""
-
-    def __init__(self, name, copies=1):
-        assert 1 <= copies <= 4
-        self.raw = Signal(32, name=f"{name}_raw", reset_less=True)
-        self.h = Signal(16, name=f"{name}_h", reset_less=True)
-        self.kind = Signal(OperandKind, name=f"{name}_kind", reset_less=True)
-        self.fp32s = [Signal(32, name=f"{name}_fp32" + (f"_{v}" if v else ""), init=-1 if v >> 1 else 0,
-                             reset_less=not v & 1) for v in range(copies)]
-        self.fp32 = self.fp32s[0]
-        self._name = name
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.conv = conv = FPConvert(FP16, WIDEN_DEPTH, FP32)
-        m.d.comb += conv.a.eq(self.h)
-        raw = _delay(m, self.raw, WIDEN_DEPTH, "raw")
-        nxt = Signal(32)
-        with m.Switch(self.kind):
-            with m.Case(OperandKind.FP32):
-                m.d.comb += nxt.eq(raw)
-            with m.Case(OperandKind.BF16):
-                m.d.comb += nxt.eq(Cat(C(0, 16), raw[:16]))       # bf16 is fp32's top half
-            with m.Default():
-                m.d.comb += nxt.eq(conv.result)
-        m.d.sync += [r.eq(nxt) for r in self.fp32s]
-        return m
+            m.d.comb += ieee(e8, 5, 2, 112)                     # e5m2: fp16's top byte
+        with m.Case(OperandKind.E4M3):
+            e, f = e8[3:7], e8[:3]
+            m.d.comb += fields(e8[7], e, f, 120, (e == 15) & (f == 7), C(0, 1))   # e4m3fn: no infinity
+    m.d.sync += out.eq(nxt)
+    return out
 
 
 class MacArray(wiring.Component):
@@ -235,16 +215,30 @@ class MacArray(wiring.Component):
         W = self._config.ub_word_bytes
         HL, P, R = self.lanes, self.P, self.R
 
-        # ---- products: operand register, widening, widened register, multiplier (free-running) -------
-        def element(j, size):          # lane j's B element of `size` bytes, or 0 if the word has none
-            return self.b[8 * size * j:8 * size * (j + 1)] if (j + 1) * size <= W else C(0, 8 * size)
+        # ---- products: operand registers, unpacking, a's copies, multiplier (free-running) ------------
+        G = min(HL, 4)                 # copies of registers that feed every lane (fan-out), lane j: j % G
 
-        def operand(w, kind, e8, e16, e32):    # the operand register: the element and its fp16 form
-            raw, h = _operand(m, kind, e8, e16, e32)
-            m.d.sync += [w.raw.eq(raw), w.h.eq(h), w.kind.eq(kind)]
+        def element(x, j, size):       # lane j's element of `size` bytes in word x, or 0 if x has none
+            return x[8 * size * j:8 * size * (j + 1)] if 8 * size * (j + 1) <= len(x) else C(0, 8 * size)
 
-        m.submodules.wa = wa = _Widen("a", copies=min(HL, 4))
-        operand(wa, self.a_kind, self.a[:8], self.a[:16], self.a)
+        # stage 1: the operands as they come (a's 32 bits, the B word) and the kinds, a copy per group of
+        # lanes, kept apart in synthesis by their reset / init variant (identical registers are merged)
+        a1 = _delay(m, self.a, 1, "a")
+        b1 = _delay(m, self.b, 1, "b")
+
+        def copies(v, name):
+            out = []
+            for g in range(G):
+                r = Signal(len(v), name=f"{name}{g}", init=-1 if g >> 1 else 0, reset_less=bool(g & 1))
+                m.d.sync += r.eq(v)
+                out.append(r)
+            return out
+
+        a_kinds, b_kinds = copies(self.a_kind.as_value(), "a_kind"), copies(self.b_kind.as_value(), "b_kind")
+        # stage 2: unpacked to fp32 fields (rtl.fp.unpacked_layout: exact, by field moves and exponent
+        # offsets, no normalisation); stage 3: a's copy per group of lanes, b delayed
+        ua = _unpack(m, a_kinds[0], a1[:8], a1[:16], a1, "ua")
+        ua3 = copies(ua.as_value(), "ua")
         # the step's valid bit (reset) and tag (data, reset-less) alongside the products
         tags = [Cat(self.valid, self.tag.as_value())]
         for i in range(PRODUCT_LATENCY):
@@ -255,18 +249,18 @@ class MacArray(wiring.Component):
         tag = tags[-1]
         fprods, iprods = [], []
         for j in range(HL):
-            wb = _Widen(f"b{j}")
-            m.submodules[f"wb{j}"] = wb
-            operand(wb, self.b_kind, element(j, 1), element(j, 2), element(j, 4))
-            mul = FPMul(FP32, MUL_DEPTH)
+            ub = _unpack(m, b_kinds[j % G], element(b1, j, 1), element(b1, j, 2), element(b1, j, 4), f"ub{j}")
+            ub3 = _delay(m, ub.as_value(), 1, f"ub{j}")
+            mul = FPMul(FP32, MUL_DEPTH, unpacked=True)
             m.submodules[f"mul{j}"] = mul
-            m.d.comb += [mul.a.eq(wa.fp32s[j % len(wa.fp32s)]), mul.b.eq(wb.fp32)]
+            m.d.comb += [mul.a.eq(ua3[j % G]), mul.b.eq(ub3)]
             fprods.append(mul.result)
-            # int8 x int8 (stage 2; the product's operand registers are the operand registers' stage),
-            # delayed to arrive with the float product: the operands sign-extended to 16 bits, whose
-            # unsigned product's low 16 bits are the signed product (|a b| <= 2^14)
+            # int8 x int8 (stage 2; the product's operand registers are stage 1's), delayed to arrive with
+            # the float product: the operands sign-extended to 16 bits, whose unsigned product's low 16
+            # bits are the signed product (|a b| <= 2^14)
             sext = lambda x: Cat(x, x[7].replicate(8))
-            iprod = product(m, sext(self.a[:8]), sext(element(j, 1)), platform=platform, name=f"iprod{j}")
+            iprod = product(m, sext(self.a[:8]), sext(element(self.b, j, 1)), platform=platform,
+                            name=f"iprod{j}")
             iprods.append(_delay(m, iprod[:16].as_signed(), PRODUCT_LATENCY - 2, f"iprod{j}"))
 
         # ---- the accumulation ring --------------------------------------------------------------------

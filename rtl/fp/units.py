@@ -24,12 +24,13 @@ cycle while ``en`` is 1. Registers use the ``sync`` domain.
 from types import SimpleNamespace
 
 from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
+from amaranth.lib import data
 
 from ..dsp import product
 from .common import FPUnit, Pipe, decode, limit_marker, lzc, norm_apply, norm_plan, round_pack
 from .format import FP32, FloatFormat
 
-__all__ = ["FPAdd", "FPMul", "FPMulWiden", "FPConvert"]
+__all__ = ["FPAdd", "FPMul", "FPMulWiden", "FPConvert", "unpacked_layout"]
 
 
 def _check_fmt(fmt):
@@ -67,7 +68,10 @@ class FPAdd(FPUnit):
         # sig * 2^(exp - bias - (p - 1)) with the raw exponent field), so that nothing waits for the
         # exponent-is-zero decode but the significand's multiplexer, which goes to a register.
         da, db = decode(fmt, self.a), decode(fmt, self.b)
-        swap = db.mag > da.mag
+        # |b| > |a| as two carry chains of half the width side by side, combined by one LUT
+        h = len(da.mag) // 2
+        swap = Signal()
+        m.d.comb += swap.eq((db.mag[h:] > da.mag[h:]) | ((db.mag[h:] == da.mag[h:]) & (db.mag[:h] > da.mag[:h])))
         sig_of = lambda d: Mux(d.exp == 0, Cat(C(0, 1), d.frac), Cat(d.frac, C(1, 1)))
         # Alignment shift: the exponent difference, saturated. Every shift >= p + 2 leaves only
         # the sticky bit, so the shift amount saturates at K = 2**b - 1 >= p + 2 (an OR of the
@@ -173,6 +177,12 @@ class FPMul(FPUnit):
     normalising shift, 6 = output: see ``CUTS``; beyond depth 6 extra output registers. A partial
     product with a register after it is an :func:`rtl.dsp.product` (with its input register too when
     boundary 2 is registered): a MULT18X18D with its own registers for the ECP5 platform.
+
+    ``unpacked=True``: the operands come as :func:`unpacked_layout` ``(fmt)`` (significand with an
+    explicit leading bit, effective exponent, sign and class flags) instead of packed bits: a value
+    ``sig * 2^(exp - bias - (precision - 1))`` need not be normalised (``sig`` may have leading zeros
+    with any exponent), so a caller can feed narrower formats widened by field moves alone (the MAC
+    array's fp16 / bf16 / fp8 operands as fp32) and this unit's operand normalisation does the rest.
     """
     STAGES = 6
     CUTS = {0: (), 1: (4,), 2: (3, 5), 3: (3, 4, 5), 4: (2, 3, 4, 5), 5: (1, 2, 3, 4, 5),
@@ -180,12 +190,12 @@ class FPMul(FPUnit):
     #: width of the low piece of each significand in the partial products (MULT18X18D: 18x18)
     PIECE = 17
 
-    def __init__(self, fmt=FP32, depth=0, out_fmt=None):
+    def __init__(self, fmt=FP32, depth=0, out_fmt=None, *, unpacked=False):
         _check_fmt(fmt)
         out_fmt = fmt if out_fmt is None else out_fmt
         _check_fmt(out_fmt)
-        self.fmt, self.out_fmt = fmt, out_fmt
-        super().__init__(fmt.width, 2, out_fmt.width, depth)
+        self.fmt, self.out_fmt, self.unpacked = fmt, out_fmt, unpacked
+        super().__init__(unpacked_layout(fmt) if unpacked else fmt.width, 2, out_fmt.width, depth)
 
     def elaborate(self, platform):
         m = Module()
@@ -202,11 +212,18 @@ class FPMul(FPUnit):
 
         # 1: decode, exponent sum, the operands' leading zeros (a subnormal's significand is the
         # fraction with a 0 on top: its count is 1 + the fraction's; a normal one's is 0; zero: don't care)
-        da, db = decode(fi, self.a), decode(fi, self.b)
+        if self.unpacked:
+            da, db = (SimpleNamespace(sign=x.sign, sig=x.sig, eexp=x.exp, is_nan=x.nan, is_inf=x.inf,
+                                      is_zero=x.zero) for x in (self.a, self.b))
+        else:
+            da, db = decode(fi, self.a), decode(fi, self.b)
 
         def lead(d):
             lz = Signal(LW, name=None)
-            m.d.comb += lz.eq(Mux(d.exp == 0, lzc(Cat(d.frac, C(0, 1))), 0))
+            if self.unpacked:
+                m.d.comb += lz.eq(lzc(d.sig))
+            else:
+                m.d.comb += lz.eq(Mux(d.exp == 0, lzc(Cat(d.frac, C(0, 1))), 0))
             return lz
 
         # The shift in two steps: by the count's high bits (multiples of 8) in stage 1, beside the
@@ -274,6 +291,14 @@ class FPMul(FPUnit):
         s = pipe.stage(6, result=res, valid=s.valid)
         self._finish(m, pipe, 6, s.result, s.valid, extra)
         return m
+
+
+def unpacked_layout(fmt):
+    """The operand layout of ``FPMul(fmt, unpacked=True)``: ``sig`` (``precision`` bits, the leading
+    bit explicit), ``exp`` (``exp_bits``: the effective biased exponent, 1 for a subnormal), ``sign``,
+    ``nan``, ``inf``, ``zero`` (``sig == 0``; both ``inf`` and ``nan`` may ignore ``sig`` / ``exp``)."""
+    return data.StructLayout({"sig": fmt.precision, "exp": fmt.exp_bits, "sign": 1, "nan": 1, "inf": 1,
+                              "zero": 1})
 
 
 def _round_special(fo, s):

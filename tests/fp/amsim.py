@@ -12,15 +12,18 @@ def run_unit(unit, a, b=None, en_pattern=None):
     a = [int(x) for x in a]
     b = None if b is None else [int(x) for x in b]
     out = []
+    # operand ports of a structured layout (FPMul unpacked=True) are driven as their bits
+    port_a = unit.a.as_value() if hasattr(unit.a, "as_value") else unit.a
+    port_b = None if b is None else (unit.b.as_value() if hasattr(unit.b, "as_value") else unit.b)
     sim = Simulator(unit)
     L = unit.latency
 
     if L == 0:
         async def bench(ctx):
             for i in range(len(a)):
-                ctx.set(unit.a, a[i])
+                ctx.set(port_a, a[i])
                 if b is not None:
-                    ctx.set(unit.b, b[i])
+                    ctx.set(port_b, b[i])
                 ctx.set(unit.in_valid, 1)
                 assert ctx.get(unit.out_valid) == 1
                 out.append(ctx.get(unit.result))
@@ -36,9 +39,9 @@ def run_unit(unit, a, b=None, en_pattern=None):
                 en = 1 if en_pattern is None else en_pattern[cycle % len(en_pattern)]
                 ctx.set(unit.en, en)
                 if i < len(a):
-                    ctx.set(unit.a, a[i])
+                    ctx.set(port_a, a[i])
                     if b is not None:
-                        ctx.set(unit.b, b[i])
+                        ctx.set(port_b, b[i])
                     ctx.set(unit.in_valid, 1)
                 else:
                     ctx.set(unit.in_valid, 0)
