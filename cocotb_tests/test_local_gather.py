@@ -168,7 +168,8 @@ async def lg_shapes(dut):
     for cmd in (_gather(rng, ub, DType.FP32, 1, R=0, n=4, X=1, nv=0)[0],
                 _gather(rng, ub, DType.INT16, 2, R=16, X=0, nv=0)[0]):
         rsp = await h.run(cmd)
-        assert rsp["status"] == Status.OK and rsp["cycles"] <= 3, rsp
+        # done at start; answered when the checker decides (as a rejection would be)
+        assert rsp["status"] == Status.OK and rsp["cycles"] <= VectorUnit.REJECT_CYCLES, rsp
     await h.check_ub()
 
 

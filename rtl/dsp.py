@@ -15,7 +15,9 @@ the same thing with the same latency:
     while it is low).
 """
 
-from amaranth.hdl import Cat, ClockSignal, Const, Instance, Signal, Value
+from amaranth.hdl import ClockSignal, Const, Instance, Signal, Value
+
+from .fpga import ECP5, Ecp5Platform, is_ecp5
 
 __all__ = ["ECP5", "Ecp5Platform", "product", "MAX_WIDTH"]
 
@@ -23,26 +25,16 @@ __all__ = ["ECP5", "Ecp5Platform", "product", "MAX_WIDTH"]
 MAX_WIDTH = 18
 
 
-class Ecp5Platform:
-    """Marker platform for an ECP5 build: :func:`product` instantiates MULT18X18D blocks with their
-    internal registers. It has no resources or toolchain: ``sim.synth`` and ``sim.export`` pass it to
-    the RTLIL / Verilog conversion as ``platform``."""
-    dsp = "MULT18X18D"
-
-
-#: The platform object of the ECP5 flows.
-ECP5 = Ecp5Platform()
-
-
-def product(m, a, b, *, platform=None, en=None, in_reg=True, name="prod"):
+def product(m, a, b, *, platform=None, en=None, in_en=None, in_reg=True, name="prod"):
     """``a * b`` (unsigned, each at most :data:`MAX_WIDTH` bits) through a DSP block's registers.
 
     ``in_reg`` True: ``a`` and ``b`` are registered, then the product is registered: the result is
     two clock edges after the operands. False: only the product is registered (one edge; use it when
-    ``a`` and ``b`` come straight from registers). ``en`` (default: always) enables every register.
-    Returns the ``len(a) + len(b)``-bit result signal. With ``platform`` :data:`ECP5` (any object
-    whose ``dsp`` attribute is ``"MULT18X18D"``) one block with REG_INPUTA/B (if ``in_reg``) and
-    REG_OUTPUT on CLK0 / CE0; otherwise Amaranth registers and ``*``.
+    ``a`` and ``b`` come straight from registers). ``en`` (default: always) enables every register;
+    ``in_en`` (default: ``en``) the operand registers alone (e.g. operands taken at one edge and held).
+    Returns the ``len(a) + len(b)``-bit result signal. With ``platform`` :data:`rtl.fpga.ECP5` one block with REG_INPUTA/B (if ``in_reg``) and
+    REG_OUTPUT on CLK0 (CE1 for the operand registers, CE0 for the product's); otherwise Amaranth
+    registers and ``*``.
     """
     a, b = Value.cast(a), Value.cast(b)
     assert not a.shape().signed and not b.shape().signed, "product: unsigned operands"
@@ -50,7 +42,8 @@ def product(m, a, b, *, platform=None, en=None, in_reg=True, name="prod"):
     width = len(a) + len(b)
     out = Signal(width, name=name)
     ce = Const(1, 1) if en is None else Value.cast(en)
-    if getattr(platform, "dsp", None) == "MULT18X18D":
+    ce_in = ce if in_en is None else Value.cast(in_en)
+    if is_ecp5(platform):
         p = Signal(36, name=f"{name}_p")
         a18, b18 = a.as_unsigned(), b.as_unsigned()
         ports = {f"i_A{k}": (a18[k] if k < len(a18) else Const(0, 1)) for k in range(18)}
@@ -60,14 +53,14 @@ def product(m, a, b, *, platform=None, en=None, in_reg=True, name="prod"):
         reg = "CLK0" if in_reg else "NONE"
         m.submodules[name] = Instance(
             "MULT18X18D",
-            p_REG_INPUTA_CLK=reg, p_REG_INPUTA_CE="CE0", p_REG_INPUTA_RST="RST0",
-            p_REG_INPUTB_CLK=reg, p_REG_INPUTB_CE="CE0", p_REG_INPUTB_RST="RST0",
+            p_REG_INPUTA_CLK=reg, p_REG_INPUTA_CE="CE1", p_REG_INPUTA_RST="RST0",
+            p_REG_INPUTB_CLK=reg, p_REG_INPUTB_CE="CE1", p_REG_INPUTB_RST="RST0",
             p_REG_INPUTC_CLK="NONE", p_REG_PIPELINE_CLK="NONE",
             p_REG_OUTPUT_CLK="CLK0", p_REG_OUTPUT_CE="CE0", p_REG_OUTPUT_RST="RST0",
             p_SOURCEB_MODE="B_INPUT", p_MULT_BYPASS="DISABLED", p_GSR="DISABLED", p_RESETMODE="SYNC",
             i_SIGNEDA=Const(0, 1), i_SIGNEDB=Const(0, 1), i_SOURCEA=Const(0, 1), i_SOURCEB=Const(0, 1),
             i_CLK0=ClockSignal(), i_CLK1=Const(0, 1), i_CLK2=Const(0, 1), i_CLK3=Const(0, 1),
-            i_CE0=ce, i_CE1=Const(0, 1), i_CE2=Const(0, 1), i_CE3=Const(0, 1),
+            i_CE0=ce, i_CE1=ce_in, i_CE2=Const(0, 1), i_CE3=Const(0, 1),
             i_RST0=Const(0, 1), i_RST1=Const(0, 1), i_RST2=Const(0, 1), i_RST3=Const(0, 1),
             **ports)
         m.d.comb += out.eq(p[:width])
@@ -75,7 +68,7 @@ def product(m, a, b, *, platform=None, en=None, in_reg=True, name="prod"):
     if in_reg:
         ra = Signal(len(a), name=f"{name}_a", reset_less=True)
         rb = Signal(len(b), name=f"{name}_b", reset_less=True)
-        with m.If(ce):
+        with m.If(ce_in):
             m.d.sync += [ra.eq(a), rb.eq(b)]
         a, b = ra, rb
     reg = Signal(width, name=f"{name}_r", reset_less=True)

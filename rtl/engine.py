@@ -25,8 +25,10 @@ class EngineSignature(wiring.Signature):
     check. ``go`` rises when the checker has passed the command and stays high until ``done``. Before
     ``go`` an engine may read the UB and compute, but must not write the UB or raise ``arvalid`` /
     ``awvalid`` / ``wvalid`` (the engine bench in tests/rtl checks this on every command). If the
-    checker rejects the command, the front end resets the engine (a synchronous reset of its whole
-    domain, ``ResetInserter``) instead of raising ``go``. An engine may also finish (``done``) before
+    checker rejects the command, the front end resets the engine instead of raising ``go``: each engine
+    runs in a clock domain of its own (``DomainRenamer``: the unit's clock, a reset that is one register
+    of the unit's reset or the abort, distributed over a global network on an ECP5), so the whole engine
+    returns to idle. An engine may also finish (``done``) before
     ``go``, e.g. on an empty region, provided it wrote nothing.
     """
 

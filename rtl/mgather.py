@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .checker import exceeds, stage_product
+from .checker import exceeds, stage, stage_product
 from .isa import Command, OobMode, Opcode, UB_ALIGN
 from .status import Status
 from .tile import elem_log2
@@ -72,11 +72,15 @@ def mgather_checks(m, config, cmd, fail):
     # The 32 x 32 multiplies are registered partial products of one DSP block each (stage_product);
     # the element size is a shift of the command's field, so it goes on the second factor.
     limit = 1 << config.gm_addr_bits
-    span = stage_product(m, (gm.rows - 1)[:32], gm.row_stride, "mgather_span")
-    entry_bytes = stage_product(m, gm.rows, gm.cols << esz, "mgather_entries")
+    # (the factors are functions of the command: the checker takes them as the command arrives)
+    span = stage_product(m, lambda c: (c.gm.rows - 1)[:32], lambda c: c.gm.row_stride, "mgather_span")
+    entry_bytes = stage_product(m, lambda c: c.gm.rows, lambda c: c.gm.cols << elem_log2(m, c.dst.dtype),
+                                "mgather_entries")
     row_end = exceeds(m, [gm.base, *span, gm.cols << esz], limit, "mgather_row_end")
     elem_end = exceeds(m, [gm.base, *entry_bytes], limit, "mgather_elem_end")
-    fail[Status.GM_OUT_OF_RANGE].append(enable & ~no_entries & Mux(row, row_end, elem_end))
+    # (enable and mode registered: the range sums' carry chains are the only logic of the last stage)
+    fail[Status.GM_OUT_OF_RANGE].append(stage(m, enable & ~no_entries, "mgather_range_en") &
+                                        Mux(stage(m, row, "mgather_row_r"), row_end, elem_end))
 
 
 class ModuloPipeline(wiring.Component):

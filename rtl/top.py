@@ -12,6 +12,7 @@ from .transfer import TransferEngine
 from .local_gather import LocalGatherEngine
 from .isa import COMMAND_BITS, RESPONSE_BITS, Command, Response
 from .status import Status
+from .fpga import global_net
 from .ub import UnifiedBuffer
 
 __all__ = ["VectorUnit", "ENGINES", "engines_for", "UbDebugSignature"]
@@ -134,23 +135,28 @@ class VectorUnit(wiring.Component):
         # ``s_axis_cmd.tdata`` at the same edge as ``cmd`` (timing: one held register drove thousands
         # of loads across the die; now each copy sits next to its consumer, see _held_copy).
         accept = Signal()                            # IDLE and tvalid: the command is taken at this edge
+        opcode = Command(self.s_axis_cmd.tdata).opcode
+        mines = [Signal(name=f"mine_{type(e).__name__.lower()}") for e in engines]   # tdata is for this engine
+        m.d.comb += [mine.eq(Cat(opcode == op for op in e.opcodes).any()) for mine, e in zip(mines, engines)]
         ret = Signal()                               # RESPOND and the response taken: IDLE next
-        m.d.comb += checker.cmd.eq(self._held_copy(m, "checker", accept, ret))
-        # ``go`` and the abort reset, a register per engine (each drives one engine's enables / resets)
+        # the checker holds its own copy; it takes the command at the accepting edge (its stage 1)
+        checker_load = self._load_flag(m, "checker", accept, ret)
+        m.d.comb += [checker.cmd.eq(self.s_axis_cmd.tdata), checker.load.eq(checker_load)]
+        # ``go``, a register per engine; the abort decision per engine (the verdict cycle)
         gos = [Signal(name=f"go_{type(e).__name__.lower()}") for e in engines]
         aborts = [Signal(name=f"abort_{type(e).__name__.lower()}") for e in engines]
+        loads = []
         for engine, st, g, ab in zip(engines, start, gos, aborts):
             name = type(engine).__name__.lower()
-            m.d.comb += [engine.cmd.eq(self._held_copy(m, name, accept, ret)), engine.go.eq(g),
-                         engine.start.eq(st)]
-            # An engine started on a command the checker then rejects is reset (the cycle after the
-            # verdict, from a register): it has only read the UB.
-            m.submodules[name] = ResetInserter(ab)(engine)
+            copy, load = self._held_copy(m, name, accept, ret)
+            loads.append(load)
+            m.d.comb += [engine.cmd.eq(copy), engine.go.eq(g), engine.start.eq(st)]
+            m.submodules[name] = self._engine_domain(m, engine, name, ab, platform)
         engine_done = Signal()
         engine_status = Signal(Status)
         m.d.comb += [engine_done.eq(Cat(e.done & s for e, s in zip(engines, sel)).any()),
                      engine_status.eq(_and_or([(s, e.status) for e, s in zip(engines, sel)], len(Status)))]
-        m.d.sync += [ab.eq(0) for ab in aborts] + [st.eq(0) for st in start]
+        m.d.sync += [st.eq(0) for st in start]
 
         with m.FSM(name="frontend"):
             with m.State("IDLE"):
@@ -161,9 +167,7 @@ class VectorUnit(wiring.Component):
                     # The engine starts in the first CHECK cycle, while the checker decides (speculatively:
                     # it may read the UB, but it holds its UB writes and AXI requests until ``go``).
                     # MGATHER fetches its first index there.
-                    opcode = Command(self.s_axis_cmd.tdata).opcode
-                    for engine, s, st in zip(engines, sel, start):
-                        mine = Cat(opcode == op for op in engine.opcodes).any()
+                    for s, st, mine in zip(sel, start, mines):
                         m.d.sync += [s.eq(mine), st.eq(mine)]
                     m.next = "CHECK"
             with m.State("CHECK"):
@@ -172,7 +176,8 @@ class VectorUnit(wiring.Component):
                     m.d.sync += [early_done.eq(1), early_status.eq(engine_status)]
                 with m.If(wait == Checker.LATENCY):     # the checker's verdict
                     with m.If(~checker.ok):
-                        m.d.sync += [ab.eq(s) for ab, s in zip(aborts, sel)] + [status.eq(checker.status)]
+                        m.d.comb += [ab.eq(s) for ab, s in zip(aborts, sel)]
+                        m.d.sync += status.eq(checker.status)
                         m.next = "RESPOND"
                     with m.Elif(early_done | engine_done):
                         m.d.sync += status.eq(Mux(early_done, early_status, engine_status))
@@ -196,7 +201,12 @@ class VectorUnit(wiring.Component):
                     m.d.comb += ret.eq(1)
                     m.next = "IDLE"
 
-        self._share(m, engines, sel, ub)
+        # Copies of the engine select for the shared ports, each a register of its own next to its loads
+        # (_select_copy): the UB port multiplexers, the UB read data gates, the AXI multiplexer.
+        selects = {what: [self._select_copy(m, f"{type(e).__name__.lower()}_{what}", mine, accept, load)
+                          for e, mine, load in zip(engines, mines, loads)]
+                   for what in ("ubsel", "rdsel", "axisel")}
+        self._share(m, engines, selects, ub)
         return m
 
     def _held_copy(self, m, name, accept, ret):
@@ -206,14 +216,46 @@ class VectorUnit(wiring.Component):
         own (``<name>_load``, high while idle), so neither the copy's data nor its enable has a fan-out
         beyond its consumer, and yosys cannot merge the copies (each enable feeds back on itself).
         Reset-less: only its value at ``start`` matters, and the idle copy is loaded every cycle."""
-        load = Signal(init=1, name=f"{name}_load")
+        load = self._load_flag(m, name, accept, ret)
         copy = Signal(Command, name=f"{name}_cmd", reset_less=True)
-        m.d.sync += load.eq((load & ~accept) | ret)
         with m.If(load):
             m.d.sync += copy.eq(self.s_axis_cmd.tdata)
+        return copy, load
+
+    @staticmethod
+    def _load_flag(m, name, accept, ret):
+        """``<name>_load``: high while the front end is idle (a register of its own for each consumer,
+        written with its own output so that yosys keeps the copies apart)."""
+        load = Signal(init=1, name=f"{name}_load")
+        m.d.sync += load.eq((load & ~accept) | ret)
+        return load
+
+    @staticmethod
+    def _engine_domain(m, engine, name, abort, platform):
+        """``engine`` in a clock domain of its own (``<name>``: the unit's clock, its own reset), returned
+        for ``m.submodules``. The reset is one register, ``rst_<name>`` = the unit's reset or ``abort``
+        (the checker rejected the command the engine started on: the engine has only read the UB), so
+        the engine is reset the cycle after the verdict, and one cycle after the unit. That register
+        reaches every resettable flip-flop of the engine, thousands: on an ECP5 it drives them over a
+        global network (:func:`rtl.fpga.global_net`)."""
+        rst = Signal(init=1, reset_less=True, name=f"rst_{name}")
+        m.d.sync += rst.eq(ResetSignal() | abort)
+        m.domains += ClockDomain(name)
+        m.d.comb += [ClockSignal(name).eq(ClockSignal()),
+                     ResetSignal(name).eq(global_net(m, rst, platform, f"rst_{name}_net"))]
+        return DomainRenamer({"sync": name})(engine)
+
+    @staticmethod
+    def _select_copy(m, name, mine, accept, load):
+        """A register equal to the engine select ``sel_<engine>`` (set when a command for the engine is
+        accepted, cleared when the front end is idle again: ``load``, the engine's idle flag, see
+        :meth:`_held_copy`), written as AND/OR of its own output so that yosys keeps each copy a
+        flip-flop of its own (identical flip-flops are merged) and each drives only its own loads."""
+        copy = Signal(name=name)
+        m.d.sync += copy.eq((accept & mine) | (copy & ~load))
         return copy
 
-    def _share(self, m, engines, sel, ub):
+    def _share(self, m, engines, selects, ub):
         """Give the UB ports and the AXI master to the selected engine; inputs reach only that engine.
 
         The UB registers its port inputs (``UnifiedBuffer``: addresses, enables and write data go through
@@ -226,22 +268,23 @@ class VectorUnit(wiring.Component):
         data ~10x slower). While the front end is idle the UB debug port, if present, owns read port 0
         and the write port."""
         axi = self.m_axi
+        ubsel, rdsel, axisel = selects["ubsel"], selects["rdsel"], selects["axisel"]
         writers = []
-        for engine, s in zip(engines, sel):
+        for engine, s in zip(engines, ubsel):
             if "ub_wr" in engine.signature.members:
                 writers.append((s, self._write_register(m, engine)))
         wr = {name: Signal.like(getattr(ub.wr, name), name=f"ub_wr_{name}") for name in ("addr", "data", "be")}
         for name, sig in wr.items():
             m.d.comb += sig.eq(_and_or([(s, p[name]) for s, p in writers], len(sig)))
         for i, port in enumerate(ub.rd):
-            readers = [(s, e.ub_rd[i]) for e, s in zip(engines, sel)
+            readers = [(s, r, e.ub_rd[i]) for e, s, r in zip(engines, ubsel, rdsel)
                        if "ub_rd" in e.signature.members and i < len(e.ub_rd)]
-            m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, p in readers], len(port.addr))),
-                         port.en.eq(_and_or([(s, p.en) for s, p in readers], 1))]
-            for s, p in readers:
-                m.d.comb += [p.data.eq(port.data & s.replicate(len(port.data))),
-                             p.next.eq(port.next & s.replicate(len(port.next)))]
-        for engine, s in zip(engines, sel):
+            m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, _, p in readers], len(port.addr))),
+                         port.en.eq(_and_or([(s, p.en) for s, _, p in readers], 1))]
+            for _, r, p in readers:
+                m.d.comb += [p.data.eq(port.data & r.replicate(len(port.data))),
+                             p.next.eq(port.next & r.replicate(len(port.next)))]
+        for engine, s in zip(engines, axisel):
             if "axi" in engine.signature.members:
                 for name, member in engine.axi.signature.members.items():
                     ours, theirs = getattr(axi, name), getattr(engine.axi, name)

@@ -102,12 +102,15 @@ class TransferEngine(wiring.Component):
         # straight from the command's GM fields and the layout selects after the register (no decode in
         # front of the DSP blocks).
         col = stage(m, tile.layout == Layout.COL_MAJOR, "transfer_col")
-        by_rows = stage_product(m, (gm.rows[:16] - 1)[:16], gm.row_stride, "transfer_span_r")
-        by_cols = stage_product(m, (gm.cols[:16] - 1)[:16], gm.row_stride, "transfer_span_c")
+        # (the factors are functions of the command: the checker takes them as the command arrives)
+        by_rows = stage_product(m, lambda c: (c.gm.rows[:16] - 1)[:16], lambda c: c.gm.row_stride,
+                                "transfer_span_r")
+        by_cols = stage_product(m, lambda c: (c.gm.cols[:16] - 1)[:16], lambda c: c.gm.row_stride,
+                                "transfer_span_c")
         span = [Mux(col, c, r) for r, c in zip(by_rows, by_cols)]
         touches = (lines != 0) & (line_elems != 0)
         beyond = exceeds(m, [gm.base, *span, line_elems << esz], 1 << config.gm_addr_bits, "transfer_end")
-        fail[Status.GM_OUT_OF_RANGE].append(enable & touches & beyond)
+        fail[Status.GM_OUT_OF_RANGE].append(stage(m, enable & touches, "transfer_range_en") & beyond)
         mgather_checks(m, config, cmd, fail)
 
     def elaborate(self, platform):

@@ -150,13 +150,15 @@ class UbReader(wiring.Component):
         # word is ever dropped. (depth - 1: SyncFIFOBuffered's inner memory may be full while its
         # output register is still empty.)
         credits = Signal(range(self._depth), init=self._depth - 1)
+        has_credit = Signal(init=1)        # credits != 0, a register beside the counter
         read = Signal()
-        last = Signal()
-        m.d.comb += [read.eq(active & (credits != 0)), last.eq(left == 1)]
+        last = Signal()                    # left == 1, a register beside the counter
+        m.d.comb += read.eq(active & has_credit)
         m.d.comb += [self.ub_rd.addr.eq(ptr[sh:]), self.ub_rd.en.eq(read)]
         pop = Signal()
         m.d.comb += pop.eq(buf.r_rdy & buf.r_en)
-        m.d.sync += credits.eq(credits - read + pop)
+        m.d.sync += [credits.eq(credits - read + pop),
+                     has_credit.eq(pop | ~((credits == 0) | (read & (credits == 1))))]
 
         be = Signal(W)
         if elements:
@@ -165,7 +167,7 @@ class UbReader(wiring.Component):
             m.d.comb += be.eq(_line_lanes(W, first, last, lo, end))
 
         with m.If(read):
-            m.d.sync += [ptr.eq(ptr + step), left.eq(left - 1), first.eq(0)]
+            m.d.sync += [ptr.eq(ptr + step), left.eq(left - 1), first.eq(0), last.eq(left == 2)]
             with m.If(last):
                 m.d.sync += active.eq(0)
         # what the word needs when its read's data arrives, READ_LATENCY cycles later
@@ -176,17 +178,20 @@ class UbReader(wiring.Component):
             m.d.sync += [nv.eq(s_valid), no.eq(s_off), nb.eq(s_be), nl.eq(s_last)]
             s_valid, s_off, s_be, s_last = nv, no, nb, nl
 
-        m.d.comb += self.lines.ready.eq(~active | ((credits != 0) & last))
+        m.d.comb += self.lines.ready.eq(~active | (has_credit & last))
         with m.If(self.lines.valid & self.lines.ready):
             p = self.lines.payload
             m.d.sync += [active.eq(1), first.eq(1), lo.eq(p.dst_off), ptr.eq(p.ub_addr - p.dst_off)]
+            words = Signal.like(left)
             if elements:
                 size = Signal(4)
-                m.d.comb += size.eq(C(1, 3) << p.esz)
-                m.d.sync += [left.eq(p.length >> p.esz), step.eq(p.stride),
+                m.d.comb += [size.eq(C(1, 3) << p.esz), words.eq(p.length >> p.esz)]
+                m.d.sync += [step.eq(p.stride),
                              ebe.eq(Cat((k >= p.dst_off) & (k < p.dst_off + size) for k in lanes))]
             else:
-                m.d.sync += [left.eq((p.dst_off + p.length + W - 1) >> sh), end.eq(p.dst_off + p.length)]
+                m.d.comb += words.eq((p.dst_off + p.length + W - 1) >> sh)
+                m.d.sync += end.eq(p.dst_off + p.length)
+            m.d.sync += [left.eq(words), last.eq(words == 1)]
 
         # ---- data: the read's window shifted into place (SELECT_LATENCY), into the buffer -------------
         word = Signal(self.WordLayout)
@@ -254,10 +259,9 @@ class UbWriter(wiring.Component):
         first = Signal()
         lo = Signal(sh)                      # first lane of the line
         end = Signal(sh)                     # one past the last lane of the last word, mod W (0: all W)
-        last = Signal()
+        last = Signal()                      # left == 1, a register beside the counter
         take = Signal()
         m.d.comb += [
-            last.eq(left == 1),
             self.words.ready.eq(active),
             take.eq(active & self.words.valid),
             self.done.eq(take & last),
@@ -266,7 +270,7 @@ class UbWriter(wiring.Component):
         ]
         with m.If(take):
             m.d.comb += self.ub_wr.be.eq(_line_lanes(W, first, last, lo, end))
-            m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), first.eq(0)]
+            m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), first.eq(0), last.eq(left == 2)]
             with m.If(last):
                 m.d.sync += active.eq(0)
 
@@ -274,6 +278,8 @@ class UbWriter(wiring.Component):
         with m.If(self.lines.valid & self.lines.ready):
             p = self.lines.payload
             off = p.ub_addr[:sh]
+            words = Signal.like(left)
+            m.d.comb += words.eq((off + p.length + W - 1) >> sh)
             m.d.sync += [active.eq(1), first.eq(1), addr.eq(p.ub_addr[sh:]), lo.eq(off),
-                         left.eq((off + p.length + W - 1) >> sh), end.eq(off + p.length)]
+                         left.eq(words), last.eq(words == 1), end.eq(off + p.length)]
         return m

@@ -55,6 +55,27 @@ def test_export_any_parameter(tmp_path):
     assert "source revision: " in head and "amaranth " in head
 
 
+def test_export_ecp5_target(tmp_path):
+    """``--target ecp5``: the ECP5 form make synth measures (rtl.fpga): every product a MULT18X18D with
+    its output register (and its input registers where the design has them), one DCCA per engine reset;
+    the generic export has neither. (``ub_read_ports=1``: the transfer engine's and the checker's
+    products, a quick export.)"""
+    from sim.export import main
+    out, plain = tmp_path / "ecp5.v", tmp_path / "generic.v"
+    sets = ["--config", "small", "--set", "ub_read_ports=1"]
+    main(sets + ["--target", "ecp5", "-o", str(out)])
+    main(sets + ["-o", str(plain)])
+    text = out.read_text()
+    assert "// target: ecp5" in text
+    blocks = re.findall(r"MULT18X18D #\((.*?)\)\s*\\?[\w$.]+\s*\(", text, re.S)
+    assert blocks, "no MULT18X18D in the ECP5 export"
+    for params in blocks:
+        assert re.search(r'\.REG_OUTPUT_CLK\("CLK0"\)', params), params
+    assert len(re.findall(r"\bDCCA\b", text)) == 2        # the transfer and local_gather engines' resets
+    generic = plain.read_text()
+    assert "MULT18X18D" not in generic and "DCCA" not in generic and "// target: generic" in generic
+
+
 @pytest.mark.parametrize("bad, message", [
     ("foo=1", "field one of"), ("ub_bytes", "field one of"), ("ub_bytes=lots", "not a valid value for ub_bytes"),
     ("ub_bytes=1000", "must be a power of two"), ("profile=B7", "not a valid value for profile"),

@@ -14,6 +14,7 @@ shapes, immediates out of range, another opcode). The status must be identical f
 import random
 
 import pytest
+from amaranth import C
 from amaranth.sim import Simulator
 
 from golden.check import check
@@ -205,7 +206,13 @@ def _compare(dut, cmds, want_of):
 
     async def bench(ctx):
         for cmd in cmds:
+            # as the front end drives it: the command on ``cmd`` at the edge that takes it (``load``
+            # high), then held inside (``cmd`` changes, ``load`` low) for the checker's pipeline
+            ctx.set(dut.load, 1)
             ctx.set(dut.cmd.as_value(), encode(Command, cmd))
+            await ctx.tick()
+            ctx.set(dut.load, 0)
+            ctx.set(dut.cmd.as_value(), 0)
             await ctx.tick().repeat(Checker.LATENCY)        # the checker's pipeline
             got, ok, want = ctx.get(dut.status), ctx.get(dut.ok), want_of(cmd)
             assert got == want, f"checker {got}, golden {want} for {cmd}"
@@ -365,14 +372,17 @@ def test_checker_local_gather_edges():
         assert not missing, f"statuses never produced: {missing}"
 
 
-def test_exceeds_saturating_sum():
-    """``rtl.checker.exceeds`` (the range checks' short-chain compare) equals ``sum(terms) > limit`` at and
-    around the limit and for terms far beyond it."""
+@pytest.mark.parametrize("limit", [1 << 32, 4096, 65536, 12345])
+def test_exceeds_saturating_sum(limit):
+    """``rtl.checker.exceeds`` (the range checks' carry-save compare) equals ``sum(terms) > limit`` at and
+    around the limit and for terms far beyond it, two clock edges after the terms (the command's terms
+    are registered in stage 1, a term that is already a stage-1 register, here ``c``, is not; the
+    carry-save vectors in stage 2)."""
     from amaranth import Module, Signal
-    from rtl.checker import exceeds
-    limit = 1 << 32
+    from rtl.checker import exceeds, stage
     m = Module()
-    a, b, c = Signal(64), Signal(48), Signal(20)
+    a, b, c_in = Signal(64), Signal(48), Signal(20)
+    c = stage(m, c_in)
     out = Signal()
     m.d.comb += out.eq(exceeds(m, [a, b, c], limit))
     rng = random.Random(5)
@@ -381,14 +391,19 @@ def test_exceeds_saturating_sum():
               rng.randrange(1 << 20)) for _ in range(400)]
     cases += [(limit - 10, 4, 6), (limit - 10, 4, 7), (0, 0, 0), ((1 << 64) - 1, (1 << 48) - 1, (1 << 20) - 1)]
 
+    cases += [(limit - 1, 0, 0), (limit, 0, 0), (limit + 1, 0, 0), (0, limit % (1 << 48), 1),
+              (limit // 2, limit - limit // 2, 0), (limit // 2, limit - limit // 2, 1)]
+
     async def bench(ctx):
         for x, y, z in cases:
             ctx.set(a, x)
             ctx.set(b, y)
-            ctx.set(c, z)
+            ctx.set(c_in, z)
+            await ctx.tick().repeat(2)          # stage 1: the terms; stage 2: the carry-save vectors
             assert ctx.get(out) == (x + y + z > limit), (x, y, z)
 
     sim = Simulator(m)
+    sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
 
@@ -396,21 +411,20 @@ def test_exceeds_saturating_sum():
 @pytest.mark.parametrize("wa, wb", [(16, 32), (17, 16), (32, 32)])
 def test_stage_product_terms(wa, wb):
     """``rtl.checker.stage_product``: the registered partial products of a ``wa`` x ``wb`` multiply sum
-    to the product one clock edge later, and ``exceeds`` over them (with other terms) is the range check
-    of the whole sum (how the GM range checks use them)."""
+    to the product two clock edges later (operands, products), and ``exceeds`` over them (with other
+    terms) is the range check of the whole sum one edge after that (how the GM range checks use them)."""
     from amaranth import Module, Signal
-    from rtl.checker import exceeds, stage_product
+    from rtl.checker import checker_context, exceeds, stage_product
     limit = 1 << 32
     m = Module()
     a, b, base = Signal(wa), Signal(wb), Signal(40)
-    terms = stage_product(m, a, b)
+    with checker_context(None, C(1, 1)):      # the factors are the functions' own signals here
+        terms = stage_product(m, lambda _: a, lambda _: b)
     assert len(terms) == (1 if wa <= 18 else wa // 16) * (1 if wb <= 18 else wb // 16)
-    base_r = Signal(40)
-    m.d.sync += base_r.eq(base)
     total = Signal(wa + wb)
     m.d.comb += total.eq(sum(terms))
     over = Signal()
-    m.d.comb += over.eq(exceeds(m, [base_r, *terms], limit))
+    m.d.comb += over.eq(exceeds(m, [base, *terms], limit))   # the command's base: exceeds registers it
     rng = random.Random(7)
     def edge(w):
         return [0, 1, (1 << w) - 1, 1 << (w - 1), 0xFFFF & ((1 << w) - 1), rng.randrange(1 << w)]
@@ -428,9 +442,10 @@ def test_stage_product_terms(wa, wb):
             ctx.set(a, x)
             ctx.set(b, y)
             ctx.set(base, z)
+            await ctx.tick().repeat(2)
+            assert ctx.get(total) == x * y, (x, y)            # the operands, then the products
             await ctx.tick()
-            assert ctx.get(total) == x * y, (x, y)
-            assert ctx.get(over) == (z + x * y > limit), (x, y, z)
+            assert ctx.get(over) == (z + x * y > limit), (x, y, z)    # the sum's vectors
 
     sim = Simulator(m)
     sim.add_clock(1e-8)

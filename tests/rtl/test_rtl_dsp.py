@@ -45,6 +45,33 @@ def test_product_latency_and_enable(wa, wb, in_reg):
     sim.run()
 
 
+def test_product_operands_taken_once():
+    """``in_en``: the operands are taken where it is high and held; the product follows them a cycle
+    later whatever ``in_en`` does (how the checker takes a command's factors at its acceptance)."""
+    m = Module()
+    a, b, take = Signal(16), Signal(9), Signal()
+    p = product(m, a, b, in_en=take)
+    rng = random.Random(3)
+
+    async def bench(ctx):
+        held = None
+        for _ in range(200):
+            x, y, t = rng.getrandbits(16), rng.getrandbits(9), rng.random() < 0.2
+            ctx.set(a, x)
+            ctx.set(b, y)
+            ctx.set(take, t)
+            await ctx.tick()
+            held = x * y if t else held
+            await ctx.tick()
+            if held is not None:
+                assert ctx.get(p) == held
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 def _ecp5_rtlil(in_reg):
     m = Module()
     a, b, en = Signal(18, name="a"), Signal(11, name="b"), Signal(name="en")
@@ -74,7 +101,8 @@ def test_ecp5_instance(in_reg):
         assert conns[f"B{k}"] == "1'0"
     for pin in ("SIGNEDA", "SIGNEDB", "RST0"):
         assert conns[pin] == "1'0"
-    assert "en" in conns["CE0"] and "clk" in conns["CLK0"]
+    assert "en" in conns["CE0"] and "en" in conns["CE1"] and "clk" in conns["CLK0"]
+    assert params["REG_INPUTA_CE"] == params["REG_INPUTB_CE"] == "CE1" and params["REG_OUTPUT_CE"] == "CE0"
     # no fabric register and no multiply around the block
     assert "$mul" not in text and "$dff" not in text
 
