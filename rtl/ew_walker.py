@@ -1,10 +1,11 @@
-"""The elementwise engine's segment walker: where every destination segment and its operands are in the UB;
-:class:`FlagFifo`, the queue its segments (and the engine's patterns) wait in."""
+"""The elementwise engine's segment walker: where every destination segment and its operands are in the UB.
+(Its segments wait in :class:`rtl.flag_fifo.FlagFifo` queues, re-exported here.)"""
 
 from amaranth import *
 from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .flag_fifo import FlagFifo
 from .walker import LINE_BYTES_BITS
 
 __all__ = ["SegmentParams", "START_FIELDS", "Segment", "SegmentWalker", "FlagFifo"]
@@ -160,61 +161,4 @@ class SegmentWalker(wiring.Component):
                 pl_left.eq(p.p_lines), pl_ok.eq(p.p_lines != 0),
                 g_left.eq(0), g_zero.eq(1),
             ]
-        return m
-
-
-class FlagFifo(wiring.Component):
-    """A queue whose flags come from registers: ``r_rdy`` (not empty) and ``w_rdy`` (at least ``slack``
-    entries free) are flip-flops, updated from a registered count, so a consumer's or producer's
-    handshake logic starts at a register. The entries are a ``depth``-deep asynchronously read memory
-    (LUT RAM): ``r_data`` is the head, one LUT-RAM read from the registered read pointer.
-
-    ``w_en`` may be raised whenever the queue is not full (``w_rdy`` with ``slack > 1`` leaves room for
-    writes already decided, e.g. one register stage between the producer's handshake and ``w_en``);
-    ``r_en`` only with ``r_rdy``. Neither is checked. An entry written in cycle ``t`` is readable from
-    ``t + 1``. One write and one read per cycle.
-
-    Ports: ``w_data``, ``w_en``, ``w_rdy``; ``r_data``, ``r_rdy``, ``r_en``.
-    """
-
-    def __init__(self, width, depth, *, slack=1):
-        if depth < 2 or depth & (depth - 1):
-            raise ValueError(f"FlagFifo depth={depth} must be a power of two >= 2")
-        if not 1 <= slack < depth:
-            raise ValueError(f"FlagFifo slack={slack} must be in [1, depth)")
-        self.width, self.depth, self.slack = width, depth, slack
-        super().__init__({
-            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
-            "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        n = self.depth
-        mem = m.submodules.mem = memory.Memory(shape=self.width, depth=n, init=[])
-        wp = mem.write_port()
-        rp = mem.read_port(domain="comb")
-        produce = Signal(range(n))
-        consume = Signal(range(n))
-        count = Signal(range(n + 1))
-        w_rdy = Signal(init=1)
-        r_rdy = Signal()
-        m.d.comb += [
-            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(self.w_en),
-            rp.addr.eq(consume), self.r_data.eq(rp.data),
-            self.w_rdy.eq(w_rdy), self.r_rdy.eq(r_rdy),
-        ]
-        # the flags of the next count, each a compare of ``count`` selected by (w_en, r_en): the enables
-        # arrive late, so they only pick one of three precomputed conditions
-        up, down = self.w_en & ~self.r_en, self.r_en & ~self.w_en
-        free = n - self.slack
-        m.d.sync += [
-            count.eq(count + up - down),
-            r_rdy.eq(up | Mux(down, count >= 2, count != 0)),
-            w_rdy.eq(Mux(up, count <= free - 1, Mux(down, count <= free + 1, count <= free))),
-        ]
-        with m.If(self.w_en):
-            m.d.sync += produce.eq(produce + 1)
-        with m.If(self.r_en):
-            m.d.sync += consume.eq(consume + 1)
         return m

@@ -15,10 +15,18 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byteshift import SELECT_LATENCY, select_bytes
+from .flag_fifo import FlagFifo
 from .ub import UbReadSignature, UbWriteSignature, UnifiedBuffer
 from .walker import LINE_BYTES_BITS
 
 __all__ = ["UbReader", "UbWriter"]
+
+
+def _one_word(length, off, W):
+    """A line of ``length`` bytes (non-zero) from lane ``off`` fits one word: ``off + length <= W``, as
+    a compare of a few low bits (no adder over the whole length: the flag is registered with the line)."""
+    sh = W.bit_length() - 1
+    return (length[sh + 1:] == 0) & (length[:sh + 1] <= W - off)
 
 
 def _line_lanes(W, first, last, lo, end):
@@ -91,9 +99,9 @@ class UbReader(wiring.Component):
     and the buffer, whose output is a register.
     """
 
-    #: Cycles from a line taken to its first word on ``words``: the UB's read latency, the shift
-    #: (``SELECT_LATENCY``) into the buffer, the buffer's output register.
-    LATENCY = UnifiedBuffer.READ_LATENCY + SELECT_LATENCY + 3
+    #: Cycles from a line taken to its first word on ``words``: the read (the cycle after), the UB's read
+    #: latency, the shift (``SELECT_LATENCY``) into the buffer, readable the cycle after its write.
+    LATENCY = UnifiedBuffer.READ_LATENCY + SELECT_LATENCY + 2
     #: The least buffer depth that keeps one word per cycle: a credit comes back ``LATENCY``
     #: cycles after its read, and one entry is kept spare.
     MIN_DEPTH = LATENCY + 1
@@ -144,19 +152,21 @@ class UbReader(wiring.Component):
         if not elements:
             m.d.comb += step.eq(W)
 
-        m.submodules.buf = buf = fifo.SyncFIFOBuffered(width=self.WordLayout.size, depth=self._depth)
+        # The output buffer: a FlagFifo (LUT RAM read asynchronously from a registered pointer, flags
+        # from registers), so that the consumer's ``ready``, often the last signal of its handshake,
+        # only moves a pointer instead of enabling a word-wide register.
+        m.submodules.buf = buf = FlagFifo(self.WordLayout.size, self._depth)
         # Credits: buffer entries not yet claimed by a read (issued, in flight through the UB's
         # READ_LATENCY, or in the buffer). A read takes one, a word leaving the buffer returns it, so no
-        # word is ever dropped. (depth - 1: SyncFIFOBuffered's inner memory may be full while its
-        # output register is still empty.)
-        credits = Signal(range(self._depth), init=self._depth - 1)
+        # word is ever dropped.
+        credits = Signal(range(self._depth + 1), init=self._depth)
         has_credit = Signal(init=1)        # credits != 0, a register beside the counter
         read = Signal()
         last = Signal()                    # left == 1, a register beside the counter
         m.d.comb += read.eq(active & has_credit)
         m.d.comb += [self.ub_rd.addr.eq(ptr[sh:]), self.ub_rd.en.eq(read)]
         pop = Signal()
-        m.d.comb += pop.eq(buf.r_rdy & buf.r_en)
+        m.d.comb += pop.eq(buf.r_en)
         m.d.sync += [credits.eq(credits - read + pop),
                      has_credit.eq(pop | ~((credits == 0) | (read & (credits == 1))))]
 
@@ -182,16 +192,14 @@ class UbReader(wiring.Component):
         with m.If(self.lines.valid & self.lines.ready):
             p = self.lines.payload
             m.d.sync += [active.eq(1), first.eq(1), lo.eq(p.dst_off), ptr.eq(p.ub_addr - p.dst_off)]
-            words = Signal.like(left)
             if elements:
                 size = Signal(4)
-                m.d.comb += [size.eq(C(1, 3) << p.esz), words.eq(p.length >> p.esz)]
-                m.d.sync += [step.eq(p.stride),
+                m.d.comb += size.eq(C(1, 3) << p.esz)
+                m.d.sync += [step.eq(p.stride), left.eq(p.length >> p.esz), last.eq(p.length < (size << 1)),
                              ebe.eq(Cat((k >= p.dst_off) & (k < p.dst_off + size) for k in lanes))]
             else:
-                m.d.comb += words.eq((p.dst_off + p.length + W - 1) >> sh)
-                m.d.sync += end.eq(p.dst_off + p.length)
-            m.d.sync += [left.eq(words), last.eq(words == 1)]
+                m.d.sync += [end.eq(p.dst_off + p.length), left.eq((p.dst_off + p.length + W - 1) >> sh),
+                             last.eq(_one_word(p.length, p.dst_off, W))]
 
         # ---- data: the read's window shifted into place (SELECT_LATENCY), into the buffer -------------
         word = Signal(self.WordLayout)
@@ -205,7 +213,8 @@ class UbReader(wiring.Component):
             word.data.eq(shifted),
             word.be.eq(s_be[:self._n]), word.last.eq(s_last),
             buf.w_data.eq(word), buf.w_en.eq(s_valid),
-            self.words.valid.eq(buf.r_rdy), self.words.payload.eq(buf.r_data), buf.r_en.eq(self.words.ready),
+            self.words.valid.eq(buf.r_rdy), self.words.payload.eq(buf.r_data),
+            buf.r_en.eq(self.words.ready & buf.r_rdy),
         ]
         return m
 
@@ -278,8 +287,7 @@ class UbWriter(wiring.Component):
         with m.If(self.lines.valid & self.lines.ready):
             p = self.lines.payload
             off = p.ub_addr[:sh]
-            words = Signal.like(left)
-            m.d.comb += words.eq((off + p.length + W - 1) >> sh)
             m.d.sync += [active.eq(1), first.eq(1), addr.eq(p.ub_addr[sh:]), lo.eq(off),
-                         left.eq(words), last.eq(words == 1), end.eq(off + p.length)]
+                         left.eq((off + p.length + W - 1) >> sh), last.eq(_one_word(p.length, off, W)),
+                         end.eq(off + p.length)]
         return m
