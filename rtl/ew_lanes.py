@@ -116,7 +116,8 @@ class ElementwiseLanes(wiring.Component):
     (keys registered, then compared, then the pick); integer ADD/SUB use one 35-bit adder per slot split
     at the element boundaries; integer MUL uses four 16x16 multipliers per slot (32-bit: ``al*bl +
     (ah*bl + al*bh) << 16``; 16-bit: ``al*bl``, ``ah*bh``; 8-bit: low bytes of four products), the
-    products combined in a stage of their own. The integer / MAX / MIN results, merged with the
+    products combined in a stage of their own. Every multiply is an :func:`rtl.dsp.product` (on an
+    ECP5 a MULT18X18D with its own operand and product registers). The integer / MAX / MIN results, merged with the
     ``keep_a`` bytes of ``a`` (and with all of ``a`` for float arithmetic words) after 5 stages, travel
     in one 32-bit bypass register per slot to the final registered mux.
 

@@ -4,8 +4,8 @@ partial sums of docs/semantics.md ("TGEMV accumulation order") in one accumulati
 :class:`MacArray` takes one *step* per cycle: the scalar ``a`` (``A[0, k]``) and a word holding
 ``B[k, j0 .. j0 + lanes)`` (lane ``j`` in bytes ``j * size .. (j + 1) * size`` of the word). Each lane
 multiplies (:class:`rtl.fp.FPMul` on fp32 operands: every operand type is first widened exactly to
-fp32, so a product is the exact product rounded once to fp32, which is the golden's definition for
-every triple; int8 x int8 exactly in 16 bits) and adds the product into its partial sum
+fp32 fields, so a product is the exact product rounded once to fp32, which is the golden's definition
+for every triple; int8 x int8 exactly in 16 bits) and adds the product into its partial sum
 ``k mod P`` (``P = config.gemv_partial_sums``) through one pipelined fp32 adder (or an int32 adder).
 
 The accumulation loop: the adder (``ADD_DEPTH`` registers, its result registered) and ``R - ADD_DEPTH``
@@ -35,18 +35,24 @@ a : 32 bits, the element ``A[0, k]`` in its low bits.
 b : ``8 W`` bits, the word with the lanes' B elements.
 a_kind, b_kind (:class:`OperandKind`), acc_int: the operand formats, constant during an instruction.
 fin_valid, fin_q, fin_bank, fin_last, fin_data (lanes x 32 bits): a finished partial sum of every lane
-    (the tag fields are registers, ``fin_valid`` one gate and ``fin_data`` one select over registers).
+    (``fin_valid`` and the tag fields are registers, ``fin_data`` one select over registers); ``fin_last``
+    (the block's last sum) is set only with ``fin_valid``.
 
-Latency: a step reaches the ring ``PRODUCT_LATENCY`` (10) cycles after ``valid``: the operand register
-(the lanes' elements selected, fp8 turned into fp16), the fp16 -> fp32 widening (``WIDEN_DEPTH``), the
-widened operand register, the multiplier (``MUL_DEPTH``, its result registered). Its sum leaves on
-``fin`` ``ADD_DEPTH`` ring steps later (:func:`mac_latency`, 16 cycles, when the ring steps every cycle).
+Latency: a step reaches the ring ``PRODUCT_LATENCY`` (10) cycles after ``valid``: the operand registers
+(``a``, the B word, the kinds), the unpacked operands (:func:`_unpack`: every kind as fp32 fields by field
+moves and an exponent offset, no normalisation; :func:`rtl.fp.unpacked_layout`), ``a``'s copy per group
+of lanes (``b`` delayed alongside), the multiplier (``FPMul(FP32, MUL_DEPTH, unpacked=True)``: it
+normalises subnormal and widened operands itself; every stage boundary registered). Its sum leaves
+on ``fin`` ``ADD_DEPTH`` ring steps later (:func:`mac_latency`, 16 cycles, when the ring steps every
+cycle).
 
-Timing (100 MHz on ECP5): every fp unit's inputs and result are registers (the adder's and the
-multiplier's depth 6 registers all their stage boundaries), so no select or format mux sits in front of
-an fp unit's first stage (with ``R = ADD_DEPTH``, i.e. ``P < ADD_DEPTH``: the ring's identity select);
-the ring's step enable is a register (computed from the product pipeline one stage early), one copy per
-group of lanes.
+Timing (100 MHz on ECP5; alone >= 140 MHz, docs/fp.md): every fp unit's inputs and result are
+registers (the adder's depth 6 and the multiplier's depth 7 register all their stage boundaries), so no
+select or format mux sits in front of an fp unit's first stage (with ``R = ADD_DEPTH``, i.e. ``P <
+ADD_DEPTH``: the ring's identity select); the products' DSP blocks have their own input and output
+registers (:func:`rtl.dsp.product`); registers that feed every lane (the kinds, ``a``'s unpacked fields)
+and the ring's step enable are copied per group of lanes (kept apart in synthesis by their reset / init
+variant); the step enable and ``fin_valid`` are computed a cycle early from the pipeline's registers.
 """
 
 from amaranth import *
@@ -64,8 +70,8 @@ __all__ = ["MacArray", "MacTag", "OperandKind", "operand_kind", "e4m3_to_fp16", 
 #: the loop back into the adder's first stage starts at a register (depth 5 left the rounding in front of
 #: it). A lane adds one product per cycle while ``P >= ADD_DEPTH``.
 ADD_DEPTH = 6
-#: Pipeline registers of the fp32 multiplier (7: every stage boundary and one more output register, so
-#: the product is not rounded in front of the adder and reaches it from a register of its own).
+#: Pipeline registers of the fp32 multiplier (7: every stage boundary, so the product is not rounded in
+#: front of the adder, and the normalised operands go from fabric registers to the DSP blocks' own).
 MUL_DEPTH = 7
 #: Cycles from a step on the inputs to its product at the ring: operand registers, unpacked operands, a's
 #: copies (b delayed alongside), multiplier.
@@ -123,7 +129,8 @@ MacTag = data.StructLayout({
 
 def e4m3_to_fp16(m, x):
     """fp8 e4m3fn (ml_dtypes ``float8_e4m3fn``) -> fp16, exact; NaN (S.1111.111) -> fp16 NaN. Subnormal
-    e4m3 (``m * 2^-9``) are normal in fp16 and are normalised here (3-bit leading-one search)."""
+    e4m3 (``m * 2^-9``) are normal in fp16 and are normalised here (3-bit leading-one search). (The MAC
+    array no longer uses it: its operands are unpacked by :func:`_unpack`; kept as a tested helper.)"""
     s, e, f = x[7], x[3:7], x[0:3]
     out = Signal(16)
     with m.If((e == 0xF) & (f == 7)):
@@ -277,12 +284,17 @@ class MacArray(wiring.Component):
         # register. Copies for groups of lanes (fan-out), kept apart in synthesis by their reset / init
         # variant (identical registers would be merged); they differ at most in a reset cycle, when the
         # ring holds nothing.
+        # A second copy per group, of the opposite polarity (a register of ~step, used inverted: the
+        # flip-flops' clock-enable inversion), enables the lane's ring and integer registers, the first
+        # its adder: about half the loads each.
         step_d = tags[-2][0] | Mux(in_valid, in_tag.real & in_tag.last, between)
-        steps = []
+        steps, steps_n = [], []
         for v in range(min(HL, 4)):
             st = Signal(init=1 if v < 2 else 0, reset_less=bool(v & 1), name=f"step{v}")
-            m.d.sync += st.eq(step_d)
+            stn = Signal(init=0 if v < 2 else 1, reset_less=bool(v & 1), name=f"stepn{v}")
+            m.d.sync += [st.eq(step_d), stn.eq(~step_d)]
             steps.append(st)
+            steps_n.append(stn)
         zero = Mux(self.acc_int, 0, NEG_ZERO)
         if R > ADD_DEPTH:
             # The step after this one adds the identity (it is one of a block's first P products, or a
@@ -302,21 +314,21 @@ class MacArray(wiring.Component):
                 firsts.append(f)
         outs = []
         for j in range(HL):
-            step = steps[j % 4]
+            step, step_r = steps[j % 4], ~steps_n[j % 4]
             add = FPAdd(FP32, ADD_DEPTH)
             m.submodules[f"add{j}"] = add
             y = Signal(32, name=f"ring{j}")             # the sum the product is added to
             m.d.comb += [add.a.eq(fprods[j]), add.b.eq(y), add.en.eq(step)]
             isum = Signal(32, name=f"isum{j}", reset_less=True)
-            with m.If(step):
+            with m.If(step_r):
                 m.d.sync += isum.eq(Cat(iprods[j], iprods[j][15].replicate(16)) + y)
-            isum = _delay(m, isum, ADD_DEPTH - 1, f"isum{j}", step)
+            isum = _delay(m, isum, ADD_DEPTH - 1, f"isum{j}", step_r)
             s = Signal(32, name=f"sum{j}")
             m.d.comb += s.eq(Mux(self.acc_int, isum, add.result))
             if R > ADD_DEPTH:
                 last = Signal(32, name=f"ringl{j}", reset_less=True)
-                with m.If(step):
-                    m.d.sync += last.eq(Mux(first_next, zero, _delay(m, s, R - ADD_DEPTH - 1, f"ringd{j}", step)))
+                with m.If(step_r):
+                    m.d.sync += last.eq(Mux(first_next, zero, _delay(m, s, R - ADD_DEPTH - 1, f"ringd{j}", step_r)))
                 m.d.comb += y.eq(last)
             else:
                 m.d.comb += y.eq(Mux(firsts[j % 4], zero, s))
@@ -334,9 +346,13 @@ class MacArray(wiring.Component):
         fin_valid = Signal(name="fin_valid_r")
         m.d.sync += fin_valid.eq(step_d & Mux(steps[0], rvalid & rtag.real & rtag.final,
                                               out_valid & out_tag.real & out_tag.final))
+        # fin_last likewise, and only with fin_valid (the reducer takes a bank's completion from it alone)
+        fin_last = Signal(name="fin_last_r")
+        m.d.sync += fin_last.eq(step_d & Mux(steps[0], rvalid & rtag.real & rtag.final & rtag.last,
+                                             out_valid & out_tag.real & out_tag.final & out_tag.last))
         m.d.comb += [
             self.fin_valid.eq(fin_valid),
-            self.fin_q.eq(out_tag.q), self.fin_bank.eq(out_tag.bank), self.fin_last.eq(out_tag.last),
+            self.fin_q.eq(out_tag.q), self.fin_bank.eq(out_tag.bank), self.fin_last.eq(fin_last),
             self.fin_data.eq(Cat(*outs)),
         ]
         return m

@@ -7,10 +7,11 @@ fixed schedule (:func:`schedule`) on one pipelined fp32 / int32 adder per lane: 
 ``(s0 + s1), (s2 + s3), ...``, then ``init + tree`` (docs/semantics.md, "TGEMV accumulation order",
 steps 3 and 4). A partial sum that got no product (``q >= K``) is read as the identity (-0.0, integer 0).
 
-Parameters: ``config`` (``gemv_lanes``, ``gemv_partial_sums``). The banks are LUT RAM (``P`` words of
-32 bits per lane, one write port, two asynchronous read ports each), not registers: the reducer reads
-two entries per cycle, which register banks would pay for in wide multiplexers. Only the MAC array
-writes them: the tree's sums never go back into a bank.
+Parameters: ``config`` (``gemv_lanes``, ``gemv_partial_sums``). The banks are LUT RAM, both in one
+memory per lane (``2 P`` words of 32 bits, the bank the top address bit, so that ``fin_valid`` is the
+write enable; one write port, two asynchronous read ports), not registers: the reducer reads two entries
+per cycle, which register banks would pay for in wide multiplexers. Only the MAC array writes them: the
+tree's sums never go back into a bank.
 
 Pipeline of one add (:data:`ADD_LATENCY` cycles from its operands' selection to its sum): the schedule's
 control for the cycle (one-hot operand selects, bank addresses, hold captures) comes from registers
@@ -25,7 +26,8 @@ adds (one per cycle, deepest level first) and the holds (1 for P = 4 .. 16).
 Ports
 -----
 fin_valid, fin_q, fin_bank, fin_last, fin_data : finished partial sums from the MAC array (registers);
-    ``fin_last`` marks the block's last one (its bank is then complete).
+    ``fin_last`` marks the block's last one (its bank is then complete) and is set only with
+    ``fin_valid`` (the reducer takes the completion from it alone).
 present : ``P`` bits, ``q < K``: which partial sums received products (constant during an instruction).
 acc_int : integer accumulation (int32 wrap-around adds).
 init : stream in (``lanes x 32`` bits): the block's initial values (C_in or bias); ``has_init`` = 0
@@ -160,7 +162,8 @@ class Reducer(wiring.Component):
         # (for t = 0: in the cycle the reduction starts). One-hot operand selects with the bank (rb) and
         # the float / integer choice (acc_int) folded in, bank addresses, hold captures. ------------------
         aw, hw = max(1, (P - 1).bit_length()), max(H, 1)
-        fields = {"ra": aw, "rb": aw, "a_bank": 2, "b_bank": 2, "a_hold": hw, "b_hold": hw, "a_init": 1,
+        # ra / rb: the read addresses (entry and bank); a_bank / b_bank: take the bank's entry
+        fields = {"ra": aw + 1, "rb": aw + 1, "a_bank": 1, "b_bank": 1, "a_hold": hw, "b_hold": hw, "a_init": 1,
                   "b_sum_f": 1, "b_sum_i": 1, "a_ident": 1, "b_ident": 1, "cap_f": hw, "cap_i": hw}
         nxt = {k: Signal(v, name=f"n_{k}") for k, v in fields.items()}
         pop = Signal()                                  # the final add: take the init (init.ready)
@@ -175,17 +178,16 @@ class Reducer(wiring.Component):
             out = []
             if t0 in self.issues:
                 (sa, qa), (sb, qb), lv1 = self.issues[t0]
-                bank = Mux(rb, 2, 1)
                 if sa == "bank":
                     absent = ~self.present[qa] if lv1 else C(0)
-                    out += [nxt["ra"].eq(qa), nxt["a_bank"].eq(Mux(absent, 0, bank)), nxt["a_ident"].eq(absent & fl)]
+                    out += [nxt["ra"].eq(Cat(C(qa, aw), rb)), nxt["a_bank"].eq(~absent), nxt["a_ident"].eq(absent & fl)]
                 elif sa == "hold":
                     out.append(nxt["a_hold"][qa].eq(1))
                 else:                   # init: C_in / bias, or +0 (zero bits) for TGEMV
                     out += [nxt["a_init"].eq(self.has_init), pop_n.eq(self.has_init & start)]
                 if sb == "bank":
                     absent = ~self.present[qb] if lv1 else C(0)
-                    out += [nxt["rb"].eq(qb), nxt["b_bank"].eq(Mux(absent, 0, bank)), nxt["b_ident"].eq(absent & fl)]
+                    out += [nxt["rb"].eq(Cat(C(qb, aw), rb)), nxt["b_bank"].eq(~absent), nxt["b_ident"].eq(absent & fl)]
                 elif sb == "hold":
                     out.append(nxt["b_hold"][qb].eq(1))
                 else:
@@ -224,23 +226,20 @@ class Reducer(wiring.Component):
             m.d.sync += [c[k].eq(nxt[k]) for k in fields] + [c["res"].eq(fin_line[-1])]
             copies.append(c)
 
-        # ---- the banks: LUT RAM per lane, written by the MAC array only (the engine starts a block only
-        # into a free bank), two asynchronous read ports -----------------------------------------------
+        # ---- the banks: LUT RAM per lane, both banks in one memory of 2 P entries (the bank is the top
+        # address bit: the write enable is fin_valid itself), written by the MAC array only (the engine
+        # starts a block only into a free bank), two asynchronous read ports ----------------------------
         sums_f, sums_i = [], []
         op_a, op_b = [], []
         for j in range(HL):
             c = copies[j % G]
-            got_a, got_b = [], []
-            for k in range(2):
-                mem = memory.Memory(shape=32, depth=P, init=[])
-                m.submodules[f"bank{k}_{j}"] = mem
-                w = mem.write_port()
-                m.d.comb += [w.en.eq(self.fin_valid & (self.fin_bank == k)), w.addr.eq(self.fin_q),
-                             w.data.eq(self.fin_data[32 * j:32 * j + 32])]
-                pa, pb = mem.read_port(domain="comb"), mem.read_port(domain="comb")
-                m.d.comb += [pa.addr.eq(c["ra"]), pb.addr.eq(c["rb"])]
-                got_a.append(pa.data)
-                got_b.append(pb.data)
+            mem = memory.Memory(shape=32, depth=2 << aw, init=[])
+            m.submodules[f"banks_{j}"] = mem
+            w = mem.write_port()
+            m.d.comb += [w.en.eq(self.fin_valid), w.addr.eq(Cat(self.fin_q[:aw], self.fin_bank)),
+                         w.data.eq(self.fin_data[32 * j:32 * j + 32])]
+            pa, pb = mem.read_port(domain="comb"), mem.read_port(domain="comb")
+            m.d.comb += [pa.addr.eq(c["ra"]), pb.addr.eq(c["rb"])]
 
             # ---- the operand registers: AND-OR of the one-hot selects -----------------------------------
             add = FPAdd(FP32, ADD_DEPTH)
@@ -267,10 +266,10 @@ class Reducer(wiring.Component):
 
             a, b = Signal(32, name=f"op_a{j}", reset_less=True), Signal(32, name=f"op_b{j}", reset_less=True)
             m.d.sync += [
-                a.eq(any_of([(c["a_bank"][0], got_a[0]), (c["a_bank"][1], got_a[1]),
+                a.eq(any_of([(c["a_bank"], pa.data),
                              (c["a_init"], self.init.payload[32 * j:32 * j + 32]),
                              (c["a_ident"], C(0x8000_0000, 32))] + [(c["a_hold"][h], hold[h]) for h in range(H)])),
-                b.eq(any_of([(c["b_bank"][0], got_b[0]), (c["b_bank"][1], got_b[1]), (c["b_sum_f"], fres),
+                b.eq(any_of([(c["b_bank"], pb.data), (c["b_sum_f"], fres),
                              (c["b_sum_i"], isum_out), (c["b_ident"], C(0x8000_0000, 32))]
                             + [(c["b_hold"][h], hold[h]) for h in range(H)])),
             ]
@@ -293,7 +292,7 @@ class Reducer(wiring.Component):
             m.d.sync += res_valid.eq(0)
         with m.If(res_tok):
             m.d.sync += res_valid.eq(1)
-        done_fill = self.fin_valid & self.fin_last                 # a bank's last partial sum, written now
+        done_fill = self.fin_last            # a bank's last partial sum, written now (fin_last implies fin_valid)
         set_ready = Mux(done_fill, Mux(self.fin_bank, 0b10, 0b01), 0)
         clr_ready = Signal(2)
         # The previous result need not have left when a block starts: the writer takes it within

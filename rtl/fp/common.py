@@ -144,6 +144,9 @@ def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=Tru
         m.d.comb += lz.eq(lzc(sig))
     if may_normalize and max_shl is None and marker is None and x is not None and off - 1 >= W:
         m.d.comb += shl.eq(lz)                 # E - 1 >= offset - 1 >= W >= lz: never clamped
+    elif may_normalize and max_shl is None and marker is None and x is not None and off == 1:
+        # E - 1 = x: min(lz, x), a comparison of two short unsigned values
+        m.d.comb += shl.eq(Mux(lz < x, lz, x))
     elif may_normalize and max_shl is None and marker is None:
         with m.If(Es <= 1):
             m.d.comb += shl.eq(0)
@@ -176,11 +179,14 @@ def norm_plan(m, name, out_fmt, E, sig, *, may_underflow=True, may_normalize=Tru
     return plan
 
 
-def norm_apply(m, name, out_fmt, sig, E, shl=None, shr=None, sticky=C(0, 1), pos=None, ge2=None, Em1=None):
+def norm_apply(m, name, out_fmt, sig, E, shl=None, shr=None, sticky=C(0, 1), pos=None, ge2=None, Em1=None,
+               lost=None):
     """Second half of :func:`normalize`: the shifts, the exponent, guard and sticky bits. Takes the
     values :func:`norm_plan` returned (``pos``: ``E >= 1``, ``shr``'s select, as a flag; with
     ``max_shl=1``: ``ge2`` and ``Em1`` instead of ``shl``, which is then ``sig``'s top bit clear and
-    ``E >= 2``, formed here)."""
+    ``E >= 2``, formed here). ``lost`` (``max_shl=1`` only): ``(left0, left1, right)``, whether a one
+    bit of ``sig`` falls below the guard bit when it is shifted left by 0, by 1, or right by ``shr``,
+    computed earlier (e.g. from trailing-zero counts), instead of the OR of ``sig``'s low bits here."""
     p = out_fmt.precision
     W = len(sig)
     left = Signal(W, name=f"{name}_left")
@@ -208,8 +214,16 @@ def norm_apply(m, name, out_fmt, sig, E, shl=None, shr=None, sticky=C(0, 1), pos
     # iff j - shr < G (the bits lost below bit 0 included)
     G = W - p - 1
     st = Signal(name=f"{name}_sticky")
-    st_left = Cat(*(sig[j] & (shl < G - j) for j in range(G))).any()
-    if shr is not None:
+    if lost is not None:
+        assert ge2 is not None
+        left0, left1, right = lost
+        st_left = Mux(shl, left1, left0)
+        st_right = right
+    else:
+        st_left = Cat(*(sig[j] & (shl < G - j) for j in range(G))).any()
+    if shr is not None and lost is not None:
+        m.d.comb += st.eq(Mux(pos, st_left, st_right))
+    elif shr is not None:
         st_right = Cat(*(sig[j] & (shr > j - G) if j >= G else sig[j] for j in range(W))).any()
         m.d.comb += st.eq(Mux(pos, st_left, st_right))
     else:
