@@ -5,6 +5,7 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .checker import exceeds, stage, stage_product
+from .dsp import product
 from .isa import Command, OobMode, Opcode, UB_ALIGN
 from .status import Status
 from .tile import elem_log2
@@ -91,13 +92,18 @@ class ModuloPipeline(wiring.Component):
     :attr:`latency` cycles later. No backpressure: the user bounds what is in flight. ``s`` must be
     non-zero. Throughput one per cycle.
 
-    Structure (area): an input register, then ``width`` stages; stage ``k`` holds only what is still
-    needed: the ``width - 1 - k`` bits of ``u`` not yet shifted in and a remainder of at most ``k + 1``
-    bits. The divisor is not pipelined (it is constant), and "``s`` has a bit above the remainder's
-    width" is a register per stage (from registered 4-bit ORs of ``s``: two LUT levels); the tag waits
-    in a ring of LUT RAM (written and read at the same address, :attr:`latency` cycles apart). Only the
-    valid bits reset.
+    Structure (area and clock): an input register, then ``width`` stages; stage ``k`` holds only what is
+    still needed: the ``width - 1 - k`` bits of ``u`` not yet shifted in and a remainder of at most
+    ``k + 1`` bits. The divisor is constant, so it is not pipelined with the data; it travels down a chain
+    of copies, one per :attr:`GROUP` stages (copy ``j`` is ``s`` delayed by ``j + 1`` cycles, which its
+    stages see no earlier than they need it), so that each of its bits drives a few subtractors next to
+    it instead of every stage across the pipeline; "``s`` has a bit above the remainder's width" is a
+    register per stage, from its copy. The tag waits in a ring of LUT RAM (written and read at the
+    same address, :attr:`latency` cycles apart). Only the valid bits reset.
     """
+
+    #: Stages that share one copy of the divisor.
+    GROUP = 4
 
     def __init__(self, width, tag_width):
         self._w = width
@@ -111,24 +117,27 @@ class ModuloPipeline(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         w = self._w
-        s = self.i_s
-        nibbles = [Signal(name=f"snz{i}") for i in range(0, w, 4)]   # s[4i:4i+4] != 0
-        m.d.sync += [nz.eq(s[4 * i:4 * i + 4] != 0) for i, nz in enumerate(nibbles)]
-
-        def above(nb):                  # s >= 2 ** nb, from registers
-            first = (nb + 3) // 4
-            return Cat(s[nb:4 * first] if nb < 4 * first else C(0, 1), *nibbles[first:]).any()
+        # the divisor's copies: copy j serves stages j * GROUP .. j * GROUP + GROUP - 1 (stage k works on
+        # an input taken in cycle t in cycle t + 1 + k and sees s(t + k - j), at least s(t - 1))
+        copies = []
+        prev = self.i_s
+        for j in range(-(-w // self.GROUP)):
+            c = Signal(w, name=f"s_copy{j}", reset_less=True)
+            m.d.sync += c.eq(prev)
+            copies.append(c)
+            prev = c
 
         valid = Signal(name="v_in")
         u = Signal(w, name="u_in", reset_less=True)
         m.d.sync += [valid.eq(self.i_valid), u.eq(self.i_u)]
         r = C(0, 0)
         for k in range(w):
+            s = copies[k // self.GROUP]
             shifted = Cat(u[-1], r)                          # r * 2 + the next bit of u
             nb = len(shifted)
             if nb < w:
-                big = Signal(name=f"sbig{k}")                # no subtraction in this stage
-                m.d.sync += big.eq(above(nb))
+                big = Signal(name=f"sbig{k}")                # no subtraction in this stage (one cycle
+                m.d.sync += big.eq(s[nb:].any())             # behind the copy: s(t + k - j - 1))
                 diff = shifted - s[:nb]
                 ge = ~big & ~diff[nb]
             else:
@@ -165,15 +174,10 @@ def _less(a, b, chunk=8):
     return pieces[0][0]
 
 
-def _product_terms(a, b, width):
-    """The 16 x 16-bit partial products of ``a * b`` that reach the low ``width`` bits, as
-    ``(value, shift)``; each maps to one DSP multiplier."""
-    terms = []
-    for i in range(0, len(a), 16):
-        for j in range(0, len(b), 16):
-            if i + j < width:
-                terms.append((a[i:i + 16] * b[j:j + 16], i + j))
-    return terms
+def _product_pieces(width):
+    """The 16 x 16-bit pieces ``(i, j)`` of a 32 x 32-bit product that reach its low ``width`` bits: bits
+    ``i`` of one factor times bits ``j`` of the other, shifted by ``i + j``; each is one DSP block."""
+    return [(i, j) for i in range(0, 32, 16) for j in range(0, 32, 16) if i + j < width]
 
 
 class IndexLines(wiring.Component):
@@ -223,6 +227,10 @@ class IndexLines(wiring.Component):
     for the one in stage 3 (a register, from their levels a cycle late).
     Throughput: one segment per cycle into the queue, one line or run per cycle out of it.
     """
+
+    #: Slices of the output queues' memories, each with its own pointers (rtl.walker.RegFifo ``groups``).
+    Q_AR_GROUPS = 1
+    Q_DATA_GROUPS = 2
 
     def __init__(self, config, depth=64, seg_depth=16):
         self._config = config
@@ -398,19 +406,28 @@ class IndexLines(wiring.Component):
         v2b = Signal()
         ea = [Signal(A, name=f"ea{k}", reset_less=True) for k in range(L)]
         zero_b = [Signal(name=f"zero_b{k}", reset_less=True) for k in range(L)]
-        r_row = Signal(32, reset_less=True)
         meta2b = Signal(Meta, reset_less=True)
         seg2b = Signal(L, reset_less=True)
-        m.d.sync += [v2b.eq(v2a), meta2b.eq(meta2a), seg2b.eq(seg2a), r_row.eq(Array(r)[meta2a.lo])]
+        m.d.sync += [v2b.eq(v2a), meta2b.eq(meta2a), seg2b.eq(seg2a)]
         m.d.sync += [ea[k].eq(gm.base + (r[k] << esz)) for k in range(L)]
         m.d.sync += [zero_b[k].eq(zmode & ~inside[k]) for k in range(L)]
 
-        # ---- stage 2c: the segment queue (LUT RAM, read asynchronously); its head's runs ----------------
-        # The stride through a local register (the command is held from ``start``; stage 2c comes cycles
-        # later): the DSP blocks' other input is then a short wire, not the front end's command register.
+        # Row mode: the row index x the row stride, in 16 x 16-bit pieces, each a DSP block with its input
+        # and output registers (rtl.dsp.product), so that the blocks' inputs and outputs are register to
+        # register paths: the index as read (stage 1; WRAP: the modulo pipeline's result, which takes
+        # its place) goes in with stage 2a's registers and the product is ready in stage 2b; the clamped
+        # row S - 1 has its own pieces (a constant of the instruction), chosen in stage 2b.
+        # (The stride through a local register: the command is held from ``start``.)
         stride_r = Signal(32, reset_less=True)
         m.d.sync += stride_r.eq(gm.row_stride)
-        terms = _product_terms(r_row, stride_r, A)
+        u_row = Signal(32)
+        m.d.comb += u_row.eq(Mux(wrap, mod.o_r, word.word_select(s1.lo, 32)))
+        pieces = _product_pieces(A)
+        terms = [(product(m, u_row[i:i + 16], stride_r[j:j + 16], platform=platform, name=f"row_prod{n}"),
+                  product(m, size_m1[i:i + 16], stride_r[j:j + 16], platform=platform, name=f"last_prod{n}"),
+                  i + j) for n, (i, j) in enumerate(pieces)]
+        row_in = Signal(reset_less=True)   # stage 2b: the row index is inside the table
+        m.d.sync += row_in.eq(Array(inside)[meta2a.lo])
         lane_bits = max(L * (A - sh), 32 * len(terms))
         Seg = data.StructLayout({
             "lanes": lane_bits,         # element mode: every lane's beat; row mode: the partial products
@@ -420,7 +437,7 @@ class IndexLines(wiring.Component):
         })
         entry = Signal(Seg)
         m.d.comb += [entry.seg.eq(seg2b), entry.meta.eq(meta2b),
-                     entry.lanes.eq(Mux(row, Cat(t for t, _ in terms), Cat(x[sh:] for x in ea)))]
+                     entry.lanes.eq(Mux(row, Cat(Mux(row_in, pu, pl) for pu, pl, _ in terms), Cat(x[sh:] for x in ea)))]
         for k in range(L):
             m.d.comb += [entry.offs[k].eq(ea[k][:sh]), entry.zero[k].eq(zero_b[k])]
             if k:
@@ -431,7 +448,7 @@ class IndexLines(wiring.Component):
         head = Signal(Seg)
         m.d.comb += head.eq(q_seg.r_data)
         beats = [head.lanes.word_select(k, A - sh) for k in range(L)]
-        prods = [head.lanes.word_select(k, 32) << s for k, (_, s) in enumerate(terms)]
+        prods = [head.lanes.word_select(k, 32) << s for k, (_, _, s) in enumerate(terms)]
 
         done_mask = Signal(L)           # lanes of the head segment already sent out
         pend = Signal(L)
@@ -443,8 +460,8 @@ class IndexLines(wiring.Component):
         m.d.comb += run.eq(Cat(pend[k] & Cat(ok[:k + 1]).all() for k in range(L)))
         last_run = Signal()
         m.d.comb += last_run.eq(Cat(ok).all())
-        q_ar = RegFifo(GatherRead(cfg).size, self._depth, direct_on_pop=False)
-        q_data = RegFifo(GatherLine(cfg).size, self._depth, direct_on_pop=False)
+        q_ar = RegFifo(GatherRead(cfg).size, self._depth, direct_on_pop=False, groups=self.Q_AR_GROUPS)
+        q_data = RegFifo(GatherLine(cfg).size, self._depth, direct_on_pop=False, groups=self.Q_DATA_GROUPS)
         m.submodules.q_ar, m.submodules.q_data = q_ar, q_data
         room = Signal()                 # both output queues have room for a run in stage 3 and one more
         emit = Signal()
@@ -470,7 +487,7 @@ class IndexLines(wiring.Component):
         s3_lo, s3_last_lo, s3_rest = Signal(A, reset_less=True), Signal(A, reset_less=True), Signal(A, reset_less=True)
         m.d.sync += [
             s3_valid.eq(emit), s3_beat.eq(pick(beats)), s3_zero.eq((h & head.zero).any()), s3_mask.eq(run),
-            s3_offs.eq(head.offs), s3_meta.eq(head.meta), s3_meta.last.eq(head.meta.last & last_run),
+            s3_offs.eq(Mux((h & head.zero).any(), 0, head.offs)), s3_meta.eq(head.meta), s3_meta.last.eq(head.meta.last & last_run),
             s3_lo.eq(gm.base + prods[0]), s3_last_lo.eq(gm_last0 + prods[0]),
             s3_rest.eq(sum(prods[1:]) if len(prods) > 1 else 0),
         ]
@@ -488,7 +505,7 @@ class IndexLines(wiring.Component):
         # the chunks the row touches - 1: (its offset in the chunk + bytes - 1) / chunk (the offset from
         # the low bits only: the other partial products are shifted by 16 or more)
         kc = (W * burst_chunk_beats(cfg)).bit_length() - 1
-        assert terms[0][1] == 0 and all(t[1] >= kc for t in terms[1:])
+        assert terms[0][2] == 0 and all(t[2] >= kc for t in terms[1:])
         row_span = Signal(span_bits(cfg))
         m.d.comb += row_span.eq((s3_lo[:kc] + line_m1) >> kc)
 
@@ -531,22 +548,25 @@ class ElementPlacer(wiring.Component):
     of the beat, which goes to UB bytes ``delta + k * size`` (mod ``W``, ``size = 2 ** esz``) on of the
     word ``ub_addr / W``; ``be`` covers exactly those bytes; a ``zero`` run writes zeros.
 
-    Two steps with a register between, and a register on the output (:attr:`LATENCY` = 2), so that the
-    crossbar is small and shallow and the UB write port is driven from flip-flops:
+    Three steps, each behind a register, so that every select comes from a register next to its
+    multiplexers and the crossbar is one multiplexer deep:
 
-    - in the cycle the run is offered (``fire``): for each index lane, the aligned 4-byte word of the
-      beat holding its element (a ``W / 4``:1 multiplexer per bit; zeros for a zero run) and which of
-      its bytes make the element replicated to 4 bytes (for ``size`` 1 or 2); for each UB byte the index
-      lane it takes its byte from and whether it is written (from ``delta``, ``esz``, ``mask``);
-    - the cycle after: each lane's replicated element (a 4:1 byte multiplexer), then each UB byte picks
-      its lane (a ``W / 4``:1 multiplexer per bit), into the output registers.
+    - the run and the element size, registered in the cycle it is offered (``fire``; the size in
+      copies, each serving a share of the bytes);
+    - the cycle after, with the beat: for each index lane, the aligned 4-byte word of the beat holding its
+      element (a ``W / 4``:1 multiplexer per bit; zeros for a zero run) and which of its bytes make the
+      element replicated to 4 bytes (for ``size`` 1 or 2); for each UB byte the index lane it takes its
+      byte from and whether it is written (from ``delta``, ``esz``, ``mask``);
+    - each lane's replicated element (a 4:1 byte multiplexer), registered; then each UB byte picks its
+      lane (a ``W / 4``:1 multiplexer per bit) on the way out.
 
-    Ports: ``fire``, ``line`` (:func:`GatherLine`), ``esz`` (log2 element bytes), ``beat`` in (valid with
-    ``fire``); ``valid``, ``addr`` (UB word), ``data``, ``be``, ``last`` out, :attr:`LATENCY` cycles
-    later, from registers.
+    Ports: ``fire``, ``line`` (:func:`GatherLine`), ``esz`` (log2 element bytes) in; ``beat`` in, the
+    cycle after ``fire`` (a :class:`rtl.walker.BeatBuffer`'s ``last``); ``valid``, ``addr`` (UB word),
+    ``data``, ``be``, ``last`` out, :attr:`LATENCY` cycles after ``fire`` (``data`` one multiplexer after
+    registers, the others registers).
     """
 
-    LATENCY = 2
+    LATENCY = 3
 
     def __init__(self, config):
         self._config = config
@@ -558,14 +578,21 @@ class ElementPlacer(wiring.Component):
         })
 
     def elaborate(self, platform):
+        from .realign import select_copies
         m = Module()
         W = self._config.ub_word_bytes
         sh = W.bit_length() - 1
         L = W // 4
         Lb = L.bit_length() - 1
-        line, esz = self.line, self.esz
 
-        # ---- step A (combinational from the run and the beat), into registers ----------------------------
+        # ---- the run, registered ------------------------------------------------------------------------
+        line = Signal(GatherLine(self._config), reset_less=True)
+        r_valid = Signal()
+        m.d.sync += [line.eq(self.line), r_valid.eq(self.fire)]
+        esz_c = select_copies(m, self.esz, 4, "esz")            # one per quarter of the bytes
+        delta_c = select_copies(m, self.line.delta, 4, "delta")
+
+        # ---- step A, with the beat -------------------------------------------------------------------
         lane_word = [Signal(32, name=f"lw{k}", reset_less=True) for k in range(L)]
         lane_sel = [[Signal(2, name=f"ls{k}_{b}", reset_less=True) for b in range(4)] for k in range(L)]
         src = [Signal(max(1, Lb), name=f"src{j}", reset_less=True) for j in range(W)]   # lane of UB byte j
@@ -576,6 +603,7 @@ class ElementPlacer(wiring.Component):
             # the aligned 4-byte word holding the element (zeros for a zero run), and for each of its 4
             # bytes in the replicated element (size 1: b b b b, size 2: b0 b1 b0 b1) the byte it is
             so = line.offs[k][:2]
+            esz = esz_c[k * 4 // L]
             m.d.sync += lane_word[k].eq(Mux(line.zero, 0, self.beat.word_select(line.offs[k][2:], 32)))
             for b in range(4):
                 with m.Switch(esz):
@@ -585,23 +613,27 @@ class ElementPlacer(wiring.Component):
                         m.d.sync += lane_sel[k][b].eq(Cat(C(b & 1, 1), so[1]))
                     with m.Default():
                         m.d.sync += lane_sel[k][b].eq(b)
-        delta = line.delta
         for j in range(W):
             pos = Signal(sh, name=f"pos{j}")
-            m.d.comb += pos.eq(j - delta)
+            m.d.comb += pos.eq(j - delta_c[j * 4 // W])
             e = Signal(sh, name=f"e{j}")
-            m.d.comb += e.eq(pos >> esz)
+            m.d.comb += e.eq(pos >> esz_c[j * 4 // W])
             inside = (e >> Lb) == 0 if Lb < sh else C(1, 1)
             m.d.sync += [src[j].eq(e[:max(1, Lb)]), be[j].eq(inside & line.mask.bit_select(e[:max(1, Lb)], 1))]
-        m.d.sync += [last.eq(line.last), valid.eq(self.fire), addr.eq(line.ub_addr[sh:])]
+        m.d.sync += [last.eq(line.last), valid.eq(r_valid), addr.eq(line.ub_addr[sh:])]
 
-        # ---- step B: each lane's element bytes, then each UB byte picks its lane -------------------------
-        rep = [[lane_word[k].word_select(lane_sel[k][b], 8) for b in range(4)] for k in range(L)]
-        data_out = Cat(Array(rep[k][j % 4] for k in range(L))[src[j]] for j in range(W))
+        # ---- step B: each lane's element bytes, registered; each UB byte picks its lane on the way out ----
+        rep = [[Signal(8, name=f"rep{k}_{b}", reset_less=True) for b in range(4)] for k in range(L)]
+        for k in range(L):
+            for b in range(4):
+                m.d.sync += rep[k][b].eq(lane_word[k].word_select(lane_sel[k][b], 8))
+        b_src = [Signal.like(x, name=f"b_src{j}") for j, x in enumerate(src)]
         o_valid = Signal()
-        o_addr, o_data, o_be, o_last = (Signal.like(x, name=f"o_{n}", reset_less=True) for x, n in
-                                        ((addr, "addr"), (self.data, "data"), (be, "be"), (last, "last")))
-        m.d.sync += [o_valid.eq(valid), o_addr.eq(addr), o_data.eq(data_out), o_be.eq(be), o_last.eq(last)]
-        m.d.comb += [self.valid.eq(o_valid), self.addr.eq(o_addr), self.data.eq(o_data), self.be.eq(o_be),
+        o_addr, o_be, o_last = (Signal.like(x, name=f"o_{n}", reset_less=True) for x, n in
+                                ((addr, "addr"), (be, "be"), (last, "last")))
+        m.d.sync += [o_valid.eq(valid), o_addr.eq(addr), o_be.eq(be), o_last.eq(last),
+                     *[x.eq(y) for x, y in zip(b_src, src)]]
+        data_out = Cat(Array(rep[k][j % 4] for k in range(L))[b_src[j]] for j in range(W))
+        m.d.comb += [self.valid.eq(o_valid), self.addr.eq(o_addr), self.data.eq(data_out), self.be.eq(o_be),
                      self.last.eq(o_last)]
         return m

@@ -6,20 +6,39 @@ from amaranth.lib.wiring import In, Out
 
 from .walker import LINE_BYTES_BITS
 
-__all__ = ["Realigner"]
+__all__ = ["Realigner", "select_copies"]
 
 
-def _rotate(m, value, amount, step, name):
+def select_copies(m, value, n, name):
+    """``n`` registered copies of ``value`` (loaded every cycle), for a select that fans out to many
+    multiplexers: copy ``k`` stores ``value ^ k`` (a distinct input, so synthesis keeps the copies
+    apart) and is returned decoded (``copy ^ k``: the inversions fold into the multiplexers' LUTs).
+    ``n`` is at most ``2 ** len(value)``."""
+    n = max(1, min(n, 1 << len(value)))
+    out = []
+    for k in range(n):
+        r = Signal(len(value), name=f"{name}{k}", reset_less=True)
+        m.d.sync += r.eq(value ^ k)
+        out.append(r ^ k)
+    return out
+
+
+def _rotate(m, value, amounts, step, name):
     """``value`` (bytes) rotated towards higher lanes by ``amount * step`` bytes: lane ``l`` of the result is
-    lane ``(l - amount * step) mod n`` of ``value``. One multiplexer level of ``2 ** len(amount)`` inputs
-    per bit."""
+    lane ``(l - amount * step) mod n`` of ``value``. ``amounts``: one amount (or a list of equal amounts,
+    copies, each serving an equal share of the output lanes). One multiplexer level of
+    ``2 ** len(amount)`` inputs per bit."""
     n = len(value) // 8
+    if not isinstance(amounts, (list, tuple)):
+        amounts = [amounts]
+    per = -(-n // len(amounts))
     out = Signal(len(value), name=name)
-    with m.Switch(amount):
-        for a in range(1 << len(amount)):
-            with m.Case(a):
-                s = (a * step) % n
-                m.d.comb += out.eq(Cat(value.word_select((l - s) % n, 8) for l in range(n)))
+    for l in range(n):
+        amount = amounts[l // per]
+        with m.Switch(amount):
+            for a in range(1 << len(amount)):
+                with m.Case(a):
+                    m.d.comb += out.word_select(l, 8).eq(value.word_select((l - a * step) % n, 8))
     return out
 
 
@@ -37,33 +56,46 @@ class Realigner(wiring.Component):
     word than input words (then one cycle per such line). One-word lines always take one cycle.
 
     How: with ``s = (dst_off - src_off) mod width``, output lane ``l`` holds lane ``(l - s) mod width``
-    of an input word (the current one for ``l >= s``, the previous one below), i.e. a rotation of the
-    input words by ``s`` bytes and a choice per lane between the current and the previous rotated word.
-    The rotation is split by a register (the only pipeline stage): the ``coarse`` step rotates by the
-    multiple of 4 bytes in ``s`` (a 4:1 or 8:1 multiplexer per bit for 16 or 32-byte words) as the input
-    word is taken, and picks per lane the current or the previous coarse-rotated word; the ``fine`` step
-    rotates by ``s mod 4`` (4:1, one LUT level with the slice's multiplexer) in the cycle the word
-    leaves, so the output, which goes to the UB write port, is one multiplexer after a register and
-    spans 4 bytes of wire; the shifter costs about what a 2W-byte window select in two steps does.
+    of an input word (the current one for ``l >= s``, the previous one below), i.e. input lane ``j`` of
+    the current word for ``j < width - s`` and of the previous word otherwise, rotated by ``s`` bytes.
+    Three steps, each behind a register, so that no decision reaches a wide register and every select
+    comes from a register of its own:
+
+    - control (the cycle a word is taken): the active line's counters decide whether a word is taken
+      and an output word formed; what the word needs (its lanes' choice between the current and the
+      previous input word, the rotation, the byte enables, where its address comes from) is registered,
+      decoded when the line was queued;
+    - data (the next cycle): the current and previous input words (registers, or the caller's buffer)
+      merged lane by lane and rotated by the multiple of 4 bytes in ``s`` (a 4:1 or 8:1 multiplexer per
+      bit for 16 or 32-byte words), into the output register with the word's address (a running
+      counter);
+    - output: the rotation by ``s mod 4`` (4:1, one LUT level with the slice's multiplexer), so the
+      output, which goes to the UB write port, is one multiplexer after a register.
 
     Ports
     -----
-    line : stream in ``{src_off, dst_off, length, zero, addr, last}``; ``length`` must be non-zero. Lines
-        are taken into two slots (the active line and the next; ``ready`` is "the next slot is free",
-        from registers), where the per-line counts are computed; moving to the next line flips a pointer.
+    line : stream in ``{src_off, dst_off, length, zero, addr, last}``; ``length`` must be non-zero. A
+        line goes through an input register (``ready`` is "that register is free or moves on", from
+        registers), where it is decoded into one of two slots (the active line and the next); moving
+        to the next line flips a pointer.
     i : stream in of ``8 * width``-bit words. ``i.ready`` depends only on registers (not on ``i.valid``).
+        With ``buffered=True`` instead: ``i_avail`` in (a word can be taken now), ``i_take`` out (it is
+        taken: from registers and ``i_avail``), ``i_last`` / ``i_before`` in (the word taken last and the
+        one before it, from the cycle after the take: a :class:`rtl.walker.BeatBuffer`'s outputs).
     o : stream out ``{data, be, addr, index, line_last, last}``, always ready (no backpressure): a word
         is valid for exactly the cycle ``o.valid`` is high.
 
-    Latency: :attr:`LATENCY` = 1: a word leaves the cycle after the input word that completes it is
-    taken (for a ``zero`` line, after the cycle it is formed in).
+    Latency: :attr:`LATENCY` = 2: a word leaves two cycles after the input word that completes it is
+    taken (for a ``zero`` line, after the cycle it is formed in). A line offered in cycle ``t`` can
+    give its first word in ``t + 2`` at the earliest (its input register, then its slot).
     """
 
     #: Cycles from taking an input word to the output word it completes.
-    LATENCY = 1
+    LATENCY = 2
 
-    def __init__(self, width, addr_bits=24):
+    def __init__(self, width, addr_bits=24, buffered=False):
         self._w = width
+        self._buffered = buffered
         off = range(width)
         self.LineLayout = data.StructLayout({
             "src_off": off, "dst_off": off, "length": LINE_BYTES_BITS, "zero": 1, "addr": addr_bits, "last": 1,
@@ -72,20 +104,26 @@ class Realigner(wiring.Component):
             "data": 8 * width, "be": width, "addr": addr_bits, "index": LINE_BYTES_BITS, "line_last": 1,
             "last": 1,
         })
-        super().__init__({
+        members = {
             "line": In(stream.Signature(self.LineLayout)),
-            "i": In(stream.Signature(8 * width)),
             "o": Out(stream.Signature(self.OutLayout, always_ready=True)),
-        })
+        }
+        if buffered:
+            members.update({"i_avail": In(1), "i_take": Out(1), "i_last": In(8 * width),
+                            "i_before": In(8 * width)})
+        else:
+            members["i"] = In(stream.Signature(8 * width))
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
         W = self._w
         sh = W.bit_length() - 1
         lanes = range(W)
-        fine_bits = min(2, sh)               # the fine step after the register: a 4:1 multiplexer
+        fine_bits = min(2, sh)               # the rotation after the output register: a 4:1 multiplexer
+        addr_shape = self.LineLayout["addr"].shape
 
-        # ---- the line queue: two entries, decoded on the way in --------------------------------------
+        # ---- the line's input register, then its decode into a slot ---------------------------------
         Dec = data.StructLayout({
             "n_in": LINE_BYTES_BITS + 1,     # input words
             "one_in": 1,                     # n_in == 1
@@ -93,37 +131,59 @@ class Realigner(wiring.Component):
             "solo": 1,                       # lead with one input word: its output comes from it alone
             "flush": 1,                      # one more output word than the input words give
             "shift": range(W),               # (dst_off - src_off) mod W
-            "ymask": W,                      # lanes i with (i + shift mod 4) mod W >= shift (see below)
-            "lo": range(W),                  # dst_off
-            "end": range(W),                 # (dst_off + length) mod W
-            "zero": 1, "addr": self.LineLayout["addr"].shape, "last": 1,
+            "cur": W,                        # input lanes j taken from the current word: j < W - shift
+            "lo": W,                         # output lanes at or above dst_off (the first word's)
+            "hi": W,                         # output lanes below the last word's end (all if it is W)
+            "zero": 1, "addr": addr_shape, "last": 1,
         })
-        # words = whole words of the length + 0, 1 or 2 for its remainder and the offset (short adds only)
-        p = self.line.payload
-        dec = Signal(Dec)
-        q = p.length[sh:]
-        rl = p.length[:sh]
+        # the input register holds the line with the short adds done (the carries of its offsets into
+        # its words), so that the decode into the slot has one carry chain
+        Pre = data.StructLayout({
+            "q": LINE_BYTES_BITS - sh,       # whole words of the length
+            "c_in": 2, "c_out": 2,           # ceil((src_off | dst_off + length mod W) / W): 0, 1 or 2
+            "lead": 1, "shift": range(W), "end": range(W), "lo": range(W),
+            "zero": 1, "addr": addr_shape, "last": 1,
+        })
+        pre = Signal(Pre, reset_less=True)
+        pre_valid = Signal()
+        slot = [Signal(Dec, name=f"slot{k}", reset_less=True) for k in range(2)]
+        sv = [Signal(name=f"slot{k}_valid") for k in range(2)]
+        rp, wp = Signal(), Signal()
+        move = Signal()                      # the input register goes into slot ``wp`` now
+        m.d.comb += [move.eq(pre_valid & ~Mux(wp, sv[1], sv[0])), self.line.ready.eq(~pre_valid | move)]
+        lp = self.line.payload
+        rl = lp.length[:sh]
 
         def extra(off):                      # ceil((off + rl) / W) - 0, 1 or 2
             a = off + rl
             return (a != 0) + (a > W)
 
-        c_in, c_out = Signal(2), Signal(2)
-        m.d.comb += [c_in.eq(extra(p.src_off)), c_out.eq(extra(p.dst_off))]
-        lead = p.dst_off < p.src_off
+        with m.If(self.line.ready):
+            m.d.sync += [
+                pre_valid.eq(self.line.valid),
+                pre.q.eq(lp.length[sh:]), pre.c_in.eq(extra(lp.src_off)), pre.c_out.eq(extra(lp.dst_off)),
+                pre.lead.eq(lp.dst_off < lp.src_off), pre.shift.eq(lp.dst_off - lp.src_off),
+                pre.end.eq(lp.dst_off + rl), pre.lo.eq(lp.dst_off),
+                pre.zero.eq(lp.zero), pre.addr.eq(lp.addr), pre.last.eq(lp.last),
+            ]
+
+        # words = whole words of the length + 0, 1 or 2 for its remainder and the offset
+        p = pre
+        dec = Signal(Dec)
+        q, c_in, c_out, lead, shift, end = p.q, p.c_in, p.c_out, p.lead, p.shift, p.end
         one_in = ((q == 0) & (c_in == 1)) | ((q == 1) & (c_in == 0))
         solo = lead & one_in
-        shift = Signal(range(W))
         m.d.comb += [
-            shift.eq(p.dst_off - p.src_off),
             dec.n_in.eq(q + c_in), dec.one_in.eq(one_in), dec.lead.eq(lead), dec.solo.eq(solo),
             dec.flush.eq((c_out + lead > c_in) & ~solo),        # (n_out - n_in = c_out - c_in)
             dec.shift.eq(shift),
-            dec.ymask.eq(Cat(((i + shift[:fine_bits]) % W if fine_bits else i) >= shift for i in lanes)),
-            dec.lo.eq(p.dst_off), dec.end.eq(p.dst_off + rl),
+            # (each lane a compare of a register with a constant: no subtraction)
+            dec.cur.eq(Cat(shift <= W - 1 - j for j in lanes)),
+            dec.lo.eq(Cat(p.lo <= l for l in lanes)),
+            dec.hi.eq(Cat((end == 0) | (end > l) for l in lanes)),
             dec.zero.eq(p.zero), dec.addr.eq(p.addr), dec.last.eq(p.last),
         ]
-        # Two line slots, each with the decoded line and its own counters (set when the line is pushed):
+        # Two line slots, each with the decoded line and its own counters (set when the line moves in):
         # the active one (``rp``) works, the other waits, and moving to the next line only flips ``rp``
         # (nothing wide is loaded when a line ends).
         State = data.StructLayout({
@@ -132,25 +192,17 @@ class Realigner(wiring.Component):
             "first_in": 1,                   # no input word taken yet
             "first_out": 1,                  # no output word yet
             "flushing": 1,                   # the flush word is next
-            "index": LINE_BYTES_BITS,
-            "addr": self.LineLayout["addr"].shape,
         })
-        slot = [Signal(Dec, name=f"slot{k}") for k in range(2)]
         st = [Signal(State, name=f"state{k}") for k in range(2)]
-        sv = [Signal(name=f"slot{k}_valid") for k in range(2)]
-        rp, wp = Signal(), Signal()
-        m.d.comb += self.line.ready.eq(~Mux(wp, sv[1], sv[0]))
-        push = self.line.valid & self.line.ready
         for k in range(2):
-            with m.If(push & (wp == k)):
+            with m.If(move & (wp == k)):
                 m.d.sync += [slot[k].eq(dec), sv[k].eq(1),
                              st[k].in_left.eq(dec.n_in), st[k].in_last.eq(dec.one_in), st[k].first_in.eq(1),
-                             st[k].first_out.eq(1), st[k].flushing.eq(0), st[k].index.eq(0),
-                             st[k].addr.eq(dec.addr)]
-        with m.If(push):
+                             st[k].first_out.eq(1), st[k].flushing.eq(0)]
+        with m.If(move):
             m.d.sync += wp.eq(~wp)
 
-        # ---- stage 0: the active line; take input words, decide the output word ----------------------
+        # ---- control: the active line; take input words, decide the output word ----------------------
         cur = Signal(Dec)                    # the line being worked on
         cs = Signal(State)
         active = Signal()
@@ -159,14 +211,18 @@ class Realigner(wiring.Component):
         flushing = Signal()
         m.d.comb += flushing.eq(cs.flushing & active)
         in_last, first_in, first_out = cs.in_last, cs.first_in, cs.first_out
-        index, addr = cs.index, cs.addr
         line_done = Signal()                 # the active line's last word is formed now
 
         want = Signal()                      # take an input word in this cycle (if one is there)
         m.d.comb += want.eq(active & ~flushing & ~cur.zero)
-        m.d.comb += self.i.ready.eq(want)
+        avail, take = Signal(), Signal()
+        if self._buffered:
+            m.d.comb += [avail.eq(self.i_avail), self.i_take.eq(take)]
+        else:
+            m.d.comb += [avail.eq(self.i.valid), self.i.ready.eq(want)]
+        m.d.comb += take.eq(want & avail)
         have = Signal()                      # an input word (or a zero word) is taken now
-        m.d.comb += have.eq(active & ~flushing & (cur.zero | self.i.valid))
+        m.d.comb += have.eq(active & ~flushing & (cur.zero | avail))
         emit = Signal()                      # an output word is formed now
         m.d.comb += emit.eq(flushing | (have & (~(cur.lead & first_in) | cur.solo)))
         out_last = Signal()
@@ -180,45 +236,71 @@ class Realigner(wiring.Component):
                 with m.If(in_last & cur.flush):
                     m.d.sync += st[k].flushing.eq(1)
             with m.If(emit & mine):
-                m.d.sync += [st[k].first_out.eq(0), st[k].index.eq(index + 1), st[k].addr.eq(addr + 1)]
+                m.d.sync += st[k].first_out.eq(0)
             with m.If(line_done & mine):
                 m.d.sync += [sv[k].eq(0), st[k].flushing.eq(0)]
         with m.If(line_done):
             m.d.sync += rp.eq(~rp)
 
-        # The input word rotated by the coarse part of the shift (zeros for a zero line), and per lane
-        # the current or the previous such word: output lane l = lane (l - f) mod W of that choice, f =
-        # shift mod 4, so the choice for source lane i is made with ``ymask`` (output lane (i + f) mod W
-        # >= shift takes the current word) before the register, and the fine step after it is a plain
-        # rotation. A solo word takes every lane from the current word, a flush word none.
-        word = Signal(8 * W)
-        m.d.comb += word.eq(Mux(cur.zero, 0, self.i.payload))
-        coarse = _rotate(m, word, cur.shift[fine_bits:], 1 << fine_bits, "coarse")
-        prev = Signal(8 * W, reset_less=True)     # the previous input word, coarse-rotated
-        with m.If(have):
-            m.d.sync += prev.eq(coarse)
-        ymask = Signal(W)
-        m.d.comb += ymask.eq(Mux(flushing, 0, Mux(cur.solo, C(-1, W), cur.ymask)))
-        merged = Cat(Mux(ymask[i], coarse.word_select(i, 8), prev.word_select(i, 8)) for i in lanes)
+        # The input words: the current one and the one before (registers loaded when a word is taken,
+        # or the caller's buffer), valid in the cycle after the take.
+        if self._buffered:
+            last, before = self.i_last, self.i_before
+        else:
+            last = Signal(8 * W, reset_less=True)
+            before = Signal(8 * W, reset_less=True)
+            with m.If(take):
+                m.d.sync += [last.eq(self.i.payload), before.eq(last)]
 
-        # ---- stage 1 (registers), and the output ------------------------------------------------------
+        # What the word needs in the data step, registered (no enable): valid, the lanes taken from the
+        # current word (all for a solo word, and for a flush word, whose "previous" word is the last one
+        # taken), zeros, the rotation (copies: each drives a share of the lanes), byte enables, address.
+        d_valid = Signal()
+        d_zero = Signal(reset_less=True)
+        d_cur = Signal(W, reset_less=True)
+        d_be = Signal(W, reset_less=True)
+        d_first = Signal(reset_less=True)
+        d_addr = Signal(addr_shape, reset_less=True)
+        d_line_last, d_last = Signal(reset_less=True), Signal(reset_less=True)
+        be = Cat((~first_out | cur.lo[l]) & (~out_last | cur.hi[l]) for l in lanes)
+        m.d.sync += [
+            d_valid.eq(emit), d_zero.eq(cur.zero), d_cur.eq(cur.cur | (flushing | cur.solo).replicate(W)),
+            d_be.eq(be), d_first.eq(first_out), d_addr.eq(cur.addr),
+            d_line_last.eq(out_last), d_last.eq(out_last & cur.last),
+        ]
+        coarse_sel = select_copies(m, cur.shift[fine_bits:], W // 4, "d_coarse") if sh > fine_bits else []
+        fine_next = Signal(max(1, fine_bits))
+        m.d.comb += fine_next.eq(cur.shift[:fine_bits] if fine_bits else 0)
+        d_fine = Signal(max(1, fine_bits), reset_less=True)
+        m.d.sync += d_fine.eq(fine_next)
+
+        # ---- data: merge, the coarse rotation, into the output register --------------------------------
+        merged = Cat(Mux(d_zero, 0, Mux(d_cur[j], last.word_select(j, 8), before.word_select(j, 8)))
+                     for j in lanes)
+        coarse = _rotate(m, merged, coarse_sel, 1 << fine_bits, "coarse") if coarse_sel else merged
+        # the word's address and index: the line's first, or one more than the line's previous word
+        a_next = Signal(addr_shape)          # the next word's address within the active line
+        i_next = Signal(LINE_BYTES_BITS)
+        w_addr = Signal(addr_shape)
+        w_index = Signal(LINE_BYTES_BITS)
+        m.d.comb += [w_addr.eq(Mux(d_first, d_addr, a_next)), w_index.eq(Mux(d_first, 0, i_next))]
+        with m.If(d_valid):
+            m.d.sync += [a_next.eq(w_addr + 1), i_next.eq(w_index + 1)]
+
         s1_valid = Signal()
         s1_word = Signal(8 * W, reset_less=True)
-        s1_fine = Signal(max(1, fine_bits), reset_less=True)
         s1_be = Signal(W, reset_less=True)
-        s1_meta = Signal(data.StructLayout({"addr": len(addr), "index": LINE_BYTES_BITS,
+        s1_meta = Signal(data.StructLayout({"addr": addr_shape, "index": LINE_BYTES_BITS,
                                             "line_last": 1, "last": 1}), reset_less=True)
-        lo = cur.lo
-        end = cur.end
-        be = Cat((~first_out | (l >= lo)) & (~out_last | (end == 0) | (l < end)) for l in lanes)
         m.d.sync += [
-            s1_valid.eq(emit), s1_word.eq(merged),
-            s1_fine.eq(cur.shift[:fine_bits] if fine_bits else 0),
-            s1_be.eq(be),
-            s1_meta.addr.eq(addr), s1_meta.index.eq(index), s1_meta.line_last.eq(out_last),
-            s1_meta.last.eq(out_last & cur.last),
+            s1_valid.eq(d_valid), s1_word.eq(coarse), s1_be.eq(d_be),
+            s1_meta.addr.eq(w_addr), s1_meta.index.eq(w_index), s1_meta.line_last.eq(d_line_last),
+            s1_meta.last.eq(d_last),
         ]
-        out = _rotate(m, s1_word, s1_fine, 1, "fine") if fine_bits else s1_word
+        fine_sel = select_copies(m, d_fine, W // 8, "s1_fine") if fine_bits else []
+
+        # ---- output: the fine rotation ----------------------------------------------------------------
+        out = _rotate(m, s1_word, fine_sel, 1, "fine") if fine_bits else s1_word
         m.d.comb += [
             self.o.valid.eq(s1_valid),
             self.o.payload.data.eq(out), self.o.payload.be.eq(s1_be),

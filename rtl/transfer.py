@@ -12,7 +12,7 @@ from .status import Status
 from .mgather import ElementPlacer, IndexLines, mgather_checks
 from .tile import elem_log2, tile_geometry
 from .ub_stream import UbReader
-from .walker import LINE_BYTES_BITS, BurstWalker, LineWalker, RegFifo
+from .walker import LINE_BYTES_BITS, BeatBuffer, BurstLine, BurstWalker, LineQueue, LineWalker
 
 __all__ = ["TransferEngine"]
 
@@ -76,6 +76,11 @@ class TransferEngine(wiring.Component):
     """
 
     opcodes = (Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
+
+    #: The R beat buffer's depth: ``read_buffer_beats``, at most this (one LUT RAM block deep, so that
+    #: its read is one LUT level; the data side takes a beat in every cycle but a flush or zero word's,
+    #: so a deeper buffer would not hold ``rready`` high any longer).
+    RBUF_DEPTH = 16
 
     def __init__(self, config):
         self._config = config
@@ -183,16 +188,21 @@ class TransferEngine(wiring.Component):
 
         # ---- address side: lines -> bursts -> the AR / AW register ---------------------------------------
         m.submodules.bursts = bursts = BurstWalker(cfg)
+        # (through a LineQueue: the walker or IndexLines' AR queue moves on "not full", a register, not on
+        # the burst walker's decision)
+        m.submodules.ar_lines = ar_lines = LineQueue(BurstLine(cfg))
+        m.d.comb += [bursts.lines.valid.eq(ar_lines.o.valid), bursts.lines.payload.eq(ar_lines.o.payload),
+                     ar_lines.o.ready.eq(bursts.lines.ready)]
         wl = walk_addr.lines.payload
+        al = ar_lines.i.payload
         with m.If(gath):
-            m.d.comb += [bursts.lines.valid.eq(index.ar.valid), bursts.lines.payload.eq(index.ar.payload),
-                         index.ar.ready.eq(bursts.lines.ready)]
+            m.d.comb += [ar_lines.i.valid.eq(index.ar.valid), al.eq(index.ar.payload),
+                         index.ar.ready.eq(ar_lines.i.ready)]
         with m.Else():
-            m.d.comb += [bursts.lines.valid.eq(walk_addr.lines.valid),
-                         bursts.lines.payload.gm_addr.eq(wl.gm_addr), bursts.lines.payload.gm_last.eq(wl.gm_last),
-                         bursts.lines.payload.one_chunk.eq(wl.one_chunk), bursts.lines.payload.span.eq(wl.span),
-                         bursts.lines.payload.last.eq(wl.last),
-                         walk_addr.lines.ready.eq(bursts.lines.ready)]
+            m.d.comb += [ar_lines.i.valid.eq(walk_addr.lines.valid),
+                         al.gm_addr.eq(wl.gm_addr), al.gm_last.eq(wl.gm_last),
+                         al.one_chunk.eq(wl.one_chunk), al.span.eq(wl.span), al.last.eq(wl.last),
+                         walk_addr.lines.ready.eq(ar_lines.i.ready)]
         b = bursts.bursts.payload
         for ch in ("ar", "aw"):
             m.d.comb += [
@@ -200,57 +210,53 @@ class TransferEngine(wiring.Component):
                 getattr(axi, f"{ch}burst").eq(Burst.INCR), getattr(axi, f"{ch}cache").eq(_AXCACHE),
                 getattr(axi, f"{ch}addr").eq(b.addr), getattr(axi, f"{ch}len").eq(b.len),
             ]
-        m.d.comb += [axi.arvalid.eq(bursts.bursts.valid & ~store & self.go),
-                     axi.awvalid.eq(bursts.bursts.valid & store & self.go)]
-        ar_fire = axi.arvalid & axi.arready
-        aw_fire = axi.awvalid & axi.awready
-        m.d.comb += bursts.bursts.ready.eq(Mux(store, axi.awready, axi.arready) & self.go)
-        # Bursts loaded into the output register or in flight (reads until their last beat, writes until
-        # their B response): at most the configured number.
+        # Bursts in flight (reads from their AR until their last beat, writes from their AW until their
+        # B response): at most the configured number. The AR / AW valid waits for room, a register
+        # computed from the counter and this cycle's handshakes (the room only shrinks by our own
+        # handshake, so a valid never drops before its handshake); the burst walker does not wait for it.
         rd_out = Signal(range(cfg.max_outstanding_reads + 1))
         wr_out = Signal(range(cfg.max_outstanding_writes + 1))
         r_last = axi.rvalid & axi.rready & axi.rlast
         b_fire = axi.bvalid & axi.bready
-        m.d.sync += [rd_out.eq(rd_out + (bursts.loaded & ~store) - r_last),
-                     wr_out.eq(wr_out + (bursts.loaded & store) - b_fire)]
-        m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=8, depth=max(2, cfg.max_outstanding_writes))
-        # "fewer than the maximum after this cycle", a register computed from the counter's register and
-        # this cycle's increment and decrement (the wlen FIFO holds at most one entry per write burst
-        # loaded or in flight, so its depth, max_outstanding_writes, is never exceeded)
-        def room_next(count, limit, inc, dec):
+
+        def room_next(count, limit, inc, dec):      # count + inc - dec < limit
             return (((count < limit - 1) | ((count == limit - 1) & ~(inc & ~dec)) |
                      ((count == limit) & dec & ~inc)) if limit > 1 else (((count == 0) & ~(inc & ~dec)) |
                                                                         ((count == 1) & dec & ~inc)))
         rd_room, wr_room = Signal(init=1), Signal(init=1)
-        m.d.sync += [
-            rd_room.eq(room_next(rd_out, cfg.max_outstanding_reads, bursts.loaded & ~store, r_last)),
-            wr_room.eq(room_next(wr_out, cfg.max_outstanding_writes, bursts.loaded & store, b_fire)),
-        ]
-        m.d.comb += bursts.credit.eq(Mux(store, wr_room, rd_room))
+        m.d.comb += [axi.arvalid.eq(bursts.bursts.valid & ~store & self.go & rd_room),
+                     axi.awvalid.eq(bursts.bursts.valid & store & self.go & wr_room)]
+        ar_fire = axi.arvalid & axi.arready
+        aw_fire = axi.awvalid & axi.awready
+        m.d.comb += [bursts.bursts.ready.eq(Mux(store, axi.awready & wr_room, axi.arready & rd_room) & self.go),
+                     bursts.credit.eq(1)]
+        m.d.sync += [rd_out.eq(rd_out + ar_fire - r_last), wr_out.eq(wr_out + aw_fire - b_fire),
+                     rd_room.eq(room_next(rd_out, cfg.max_outstanding_reads, ar_fire, r_last)),
+                     wr_room.eq(room_next(wr_out, cfg.max_outstanding_writes, aw_fire, b_fire))]
+        # (the wlen FIFO holds one entry per write burst in flight: its depth, max_outstanding_writes, is
+        # never exceeded)
+        m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=8, depth=max(2, cfg.max_outstanding_writes))
 
-        # ---- GM -> UB: R beats, through the buffer or straight to the data side --------------------------
-        m.submodules.rbuf = rbuf = RegFifo(8 * W + 1, cfg.read_buffer_beats)
-        r_in = axi.rvalid & rbuf.w_rdy
-        beat_valid = Signal()
-        beat_data = Signal(8 * W)
-        beat_err = Signal()
-        beat_want = Signal()            # the data side takes a beat now if there is one (from registers)
+        # ---- GM -> UB: R beats into the beat buffer (LUT RAM; no bypass) --------------------------------
+        # The data side pops a beat in the cycle it decides to take it and reads it (and the one before
+        # it) from the buffer in the next cycle: no decision reaches a wide register.
+        rbuf_depth = min(cfg.read_buffer_beats, self.RBUF_DEPTH)
+        m.submodules.rbuf = rbuf = BeatBuffer(8 * W + 1, rbuf_depth, groups=W // 4)
+        pop = Signal()
+        took = Signal()                 # a beat was popped in the previous cycle: ``rbuf.last`` is it
         m.d.comb += [
             axi.rready.eq(rbuf.w_rdy),
-            beat_valid.eq(rbuf.r_rdy | (r_in & rbuf.empty)),
-            beat_data.eq(Mux(rbuf.r_rdy, rbuf.r_data[:8 * W], axi.rdata)),
-            beat_err.eq(Mux(rbuf.r_rdy, rbuf.r_data[8 * W], axi.rresp != Resp.OKAY)),
-            rbuf.w_data.eq(Cat(axi.rdata, axi.rresp != Resp.OKAY)),
-            rbuf.w_en.eq(r_in), rbuf.w_taken.eq(beat_want),
-            rbuf.r_en.eq(beat_want),
+            rbuf.w_data.eq(Cat(axi.rdata, axi.rresp != Resp.OKAY)), rbuf.w_en.eq(axi.rvalid),
+            rbuf.pop.eq(pop),
         ]
-        with m.If(beat_want & beat_valid & beat_err):
+        m.d.sync += took.eq(pop)
+        with m.If(took & rbuf.last[8 * W]):
             m.d.sync += err.eq(1)
 
         # TLOAD / MGATHER_ROW: lines and beats through the realigner. MGATHER's lines and runs reach the
         # data side only with ``go``: a zero line or run writes the UB without any AXI read, and nothing
         # may be written before the checker has passed the command.
-        m.submodules.realign = realign = Realigner(W, addr_bits=24 - sh)
+        m.submodules.realign = realign = Realigner(W, addr_bits=24 - sh, buffered=True)
         rl = realign.line.payload
         d = index.data.payload
         wd = walk_data.lines.payload
@@ -266,24 +272,21 @@ class TransferEngine(wiring.Component):
                 rl.src_off.eq(wd.gm_addr[:sh]), rl.dst_off.eq(wd.ub_addr[:sh]), rl.length.eq(wd.length),
                 rl.addr.eq(wd.ub_addr[sh:]), rl.last.eq(wd.last),
             ]
-        m.d.comb += [realign.i.valid.eq(beat_valid), realign.i.payload.eq(beat_data)]
+        m.d.comb += [realign.i_avail.eq(rbuf.avail), realign.i_last.eq(rbuf.last[:8 * W]),
+                     realign.i_before.eq(rbuf.before[:8 * W])]
 
-        # MGATHER_ELEM: a run and its beat (new, previous or none) through the element placer.
+        # MGATHER_ELEM: a run and its beat (new, previous or none) through the element placer; the beat is
+        # the last one popped either way (a reuse run pops nothing).
         m.submodules.placer = placer = ElementPlacer(cfg)
         run = index.data.payload
-        last_beat = Signal(8 * W, reset_less=True)     # the last beat a run took
-        # (no ``go`` needed: no beat arrives before it)
-        elem_want = elem & index.data.valid & ~run.zero & ~run.reuse
         fire = Signal()
         m.d.comb += [
-            fire.eq(elem & index.data.valid & self.go & (run.zero | run.reuse | beat_valid)),
+            fire.eq(elem & index.data.valid & self.go & (run.zero | run.reuse | rbuf.avail)),
             placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(esz),
-            placer.beat.eq(Mux(run.reuse, last_beat, beat_data)),
-            beat_want.eq(Mux(elem, elem_want, realign.i.ready)),
+            placer.beat.eq(rbuf.last[:8 * W]),
+            pop.eq((fire & ~run.zero & ~run.reuse) | realign.i_take),
             index.data.ready.eq(Mux(elem, fire, realign.line.ready & self.go)),
         ]
-        with m.If(elem_want & beat_valid):
-            m.d.sync += last_beat.eq(beat_data)
 
         # the UB write port: the realigner's or the placer's word (their byte enables are exact)
         with m.If(elem):
@@ -300,6 +303,8 @@ class TransferEngine(wiring.Component):
 
         # ---- UB -> GM (TSTORE): the UB reader (its one read port), beats aligned to GM ------------------
         m.submodules.ub_reader = reader = UbReader(cfg)
+        # (through a LineQueue: the walker moves on "not full", not on the reader's ready)
+        m.submodules.rd_lines = rd_lines = LineQueue(reader.LineLayout)
         rd = self.ub_rd[0]
         m.d.comb += [index.ub_rd.data.eq(rd.data),
                      reader.ub_rd.data.eq(rd.data), reader.ub_rd.next.eq(rd.next)]
@@ -310,11 +315,13 @@ class TransferEngine(wiring.Component):
         with m.Else():
             m.d.comb += [rd.addr.eq(reader.ub_rd.addr), rd.en.eq(reader.ub_rd.en)]
         m.d.comb += [
-            reader.lines.valid.eq(walk_data.lines.valid & store),
-            reader.lines.payload.ub_addr.eq(wd.ub_addr),
-            reader.lines.payload.length.eq(wd.length),
-            reader.lines.payload.dst_off.eq(wd.gm_addr[:sh]),
-            walk_data.lines.ready.eq(Mux(store, reader.lines.ready, realign.line.ready)),
+            rd_lines.i.valid.eq(walk_data.lines.valid & store),
+            rd_lines.i.payload.ub_addr.eq(wd.ub_addr),
+            rd_lines.i.payload.length.eq(wd.length),
+            rd_lines.i.payload.dst_off.eq(wd.gm_addr[:sh]),
+            reader.lines.valid.eq(rd_lines.o.valid), reader.lines.payload.eq(rd_lines.o.payload),
+            rd_lines.o.ready.eq(reader.lines.ready),
+            walk_data.lines.ready.eq(Mux(store, rd_lines.i.ready, realign.line.ready)),
         ]
 
         # TSTORE: AW issue (above); burst lengths queue up for the W channel.
@@ -342,7 +349,7 @@ class TransferEngine(wiring.Component):
         with m.Elif(reader.words.valid & reader.words.ready & word.last):
             m.d.sync += [lines_left.eq(lines_left - 1), lines_zero.eq(lines_left == 1)]
         wr_idle = Signal()            # no write burst loaded or in flight (a register beside wr_out)
-        wr_next = wr_out + (bursts.loaded & store) - b_fire
+        wr_next = wr_out + aw_fire - b_fire
         m.d.sync += wr_idle.eq(wr_next == 0)
 
         # ---- completion -----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from amaranth.lib import data, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["LINE_BYTES_BITS", "LineInit", "LineStep", "LineDesc", "LineWalker", "BurstLine", "BurstDesc",
-           "BurstWalker", "burst_chunk_beats", "RegFifo", "LutFifo"]
+           "BurstWalker", "burst_chunk_beats", "RegFifo", "LutFifo", "BeatBuffer", "LineQueue"]
 
 #: A line is at most 65535 elements of 4 bytes.
 LINE_BYTES_BITS = 18
@@ -157,9 +157,10 @@ class BurstWalker(wiring.Component):
 
     Ports: ``lines`` (stream in, :func:`BurstLine`; ``ready`` depends on ``valid``), ``credit`` (in: a
     burst may be produced in this cycle), ``bursts`` (stream out, :func:`BurstDesc`: ``valid`` and the
-    payload are registers, the head of a 2-entry queue: producing a burst never waits for ``ready`` in
-    the same cycle), ``loaded`` (out: a burst enters the queue in this cycle; for outstanding-transaction
-    counters). Lines marked ``skip`` are taken without a burst.
+    payload are the older of two entries of registers, selected by a register: producing a burst never
+    waits for ``ready`` in the same cycle, and ``ready`` only moves that pointer), ``loaded`` (out: a
+    burst enters the queue in this cycle; for outstanding-transaction counters). Lines marked ``skip``
+    are taken without a burst.
 
     Latency: a burst is on ``bursts`` the cycle after its line is offered. Timing: whether the burst
     ends the line is a register (``one_chunk`` of the line, or for a later burst of a long line, "one
@@ -202,30 +203,36 @@ class BurstWalker(wiring.Component):
                 m.d.comb += length.eq((last_beat[:cb] - beat[:cb])[:cb])
             with m.Else():
                 m.d.comb += length.eq(~beat[:cb])
-        # the output: a 2-entry queue of registers (head = the bus's payload), so that producing a burst
-        # depends on "not full" (a register) and never on the bus's ready
-        out = [Signal(BurstDesc(cfg), name=f"out{k}") for k in range(2)]
+        # the output: two entries of registers used in turn (the bus's payload is the older one), so that
+        # producing a burst depends on "the entry to write is free" (a register) and never on the bus's
+        # ready, and the bus's ready only moves a pointer and clears a valid bit
+        out = [Signal(BurstDesc(cfg), name=f"out{k}", reset_less=True) for k in range(2)]
         ov = [Signal(name=f"out{k}_valid") for k in range(2)]
+        orp, owp = Signal(), Signal()
         issue = Signal()
         m.d.comb += [
-            issue.eq(self.lines.valid & ~line.skip & ~ov[1] & self.credit),
+            issue.eq(self.lines.valid & ~line.skip & ~Mux(owp, ov[1], ov[0]) & self.credit),
             self.loaded.eq(issue),
             self.lines.ready.eq(self.lines.valid & (line.skip | (issue & ends))),
-            self.bursts.valid.eq(ov[0]),
-            self.bursts.payload.eq(out[0]),
+            self.bursts.valid.eq(Mux(orp, ov[1], ov[0])),
+            self.bursts.payload.eq(Mux(orp, out[1], out[0])),
         ]
         new = Signal(BurstDesc(cfg))
         m.d.comb += [new.addr.eq(beat << sh), new.len.eq(length), new.last.eq(ends & line.last)]
-        pop = ov[0] & self.bursts.ready
+        pop = self.bursts.valid & self.bursts.ready
+        for k in range(2):
+            # a free entry takes the burst being formed in every cycle (its valid bit says if it is one),
+            # so its load does not wait for the decision
+            with m.If(~ov[k] & (owp == k)):
+                m.d.sync += out[k].eq(new)
+            with m.If(issue & (owp == k)):
+                m.d.sync += ov[k].eq(1)
+            with m.Elif(pop & (orp == k)):
+                m.d.sync += ov[k].eq(0)
+        with m.If(issue):
+            m.d.sync += owp.eq(~owp)
         with m.If(pop):
-            m.d.sync += [out[0].eq(Mux(ov[1], out[1], new)), ov[0].eq(ov[1] | issue), ov[1].eq(0)]
-            with m.If(ov[1]):
-                m.d.sync += [out[1].eq(new), ov[1].eq(issue)]
-        with m.Elif(issue):
-            with m.If(~ov[0]):
-                m.d.sync += [out[0].eq(new), ov[0].eq(1)]
-            with m.Else():
-                m.d.sync += [out[1].eq(new), ov[1].eq(1)]
+            m.d.sync += orp.eq(~orp)
         with m.If(issue):
             with m.If(ends):
                 m.d.sync += mid.eq(0)
@@ -253,10 +260,11 @@ class RegFifo(wiring.Component):
     enable and the head's load never wait for the reader).
     """
 
-    def __init__(self, width, depth, direct_on_pop=True):
+    def __init__(self, width, depth, direct_on_pop=True, groups=1):
         assert depth >= 2
         self.width, self.depth = width, depth
         self._direct_on_pop = direct_on_pop
+        self._groups = max(1, min(groups, width))
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
@@ -267,11 +275,6 @@ class RegFifo(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         inner = self.depth - 1
-        mem = m.submodules.mem = memory.Memory(shape=self.width, depth=inner, init=[])
-        wp = mem.write_port()
-        rp = mem.read_port(domain="comb")
-        produce = Signal(range(inner))
-        consume = Signal(range(inner))
         count = Signal(range(inner + 1))          # entries in the memory
         nonempty = Signal()                         # count != 0, as a register
         full = Signal()                             # count == inner, as a register
@@ -294,13 +297,27 @@ class RegFifo(wiring.Component):
             self.w_rdy.eq(~full), self.empty.eq(~valid & ~nonempty),
             self.r_rdy.eq(valid), self.r_data.eq(head),
             self.level.eq(count + valid), self.mem_level.eq(count),
-            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(to_mem),
-            rp.addr.eq(consume),
         ]
-        with m.If(to_mem):
-            m.d.sync += produce.eq(incr(produce))
+        # The memory in ``groups`` slices of bits, each with its own pointers (counters of their own
+        # value: synthesis keeps them apart), so that a pointer bit drives one slice's multiplexers.
+        # The slot at ``produce`` is free unless full: written in every such cycle, an entry only moves
+        # the pointer, so the writer's valid drives no write enable.
+        data = Signal(self.width)
+        bounds = [self.width * g // self._groups for g in range(self._groups + 1)]
+        for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            mem = memory.Memory(shape=hi - lo, depth=1 << (inner - 1).bit_length(), init=[])
+            m.submodules[f"mem{g}" if self._groups > 1 else "mem"] = mem
+            wp, rp = mem.write_port(), mem.read_port(domain="comb")
+            produce = Signal(range(inner), name=f"produce{g}")
+            consume = Signal(range(inner), name=f"consume{g}")
+            m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data[lo:hi]), wp.en.eq(~full),
+                         rp.addr.eq(consume), data[lo:hi].eq(rp.data)]
+            with m.If(to_mem):
+                m.d.sync += produce.eq(incr(produce))
+            with m.If(from_mem):
+                m.d.sync += consume.eq(incr(consume))
         with m.If(from_mem):
-            m.d.sync += [head.eq(rp.data), consume.eq(incr(consume))]
+            m.d.sync += head.eq(data)
         with m.Elif(direct):
             m.d.sync += head.eq(self.w_data)
         m.d.sync += valid.eq(from_mem | (direct & ~(self.w_taken & ~valid)) | (valid & ~pop))
@@ -347,7 +364,7 @@ class LutFifo(wiring.Component):
         read = self.r_en & nonempty
         m.d.comb += [
             self.w_rdy.eq(~full), self.r_rdy.eq(nonempty), self.r_data.eq(rp.data), self.level.eq(count),
-            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(write), rp.addr.eq(consume),
+            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(~full), rp.addr.eq(consume),   # (as RegFifo)
         ]
         with m.If(write):
             m.d.sync += produce.eq(incr(produce))
@@ -357,4 +374,133 @@ class LutFifo(wiring.Component):
             m.d.sync += [count.eq(count + 1), nonempty.eq(1), full.eq(count == n - 1)]
         with m.Elif(read & ~write):
             m.d.sync += [count.eq(count - 1), nonempty.eq(count != 1), full.eq(0)]
+        return m
+
+
+BEFORE_RAM = False
+
+
+class BeatBuffer(wiring.Component):
+    """A FIFO of ``depth`` entries of ``width`` bits in LUT RAM whose reader sees, instead of a head, the
+    entry it popped last (``last``, read asynchronously at a pointer register) and, in the cycle after a
+    pop, the entry popped before it (``before``: ``last`` of the previous cycle, a register loaded in
+    every cycle), so that popping moves pointers only (no wide register is loaded on a decision) and the
+    reader's data path is the same in every cycle.
+
+    Ports: ``w_data``, ``w_en``, ``w_rdy`` (a register: room for one more entry); ``pop`` (take the
+    oldest entry; only while ``avail``), ``avail`` (entries not popped yet: a register); ``last`` (the
+    entry popped last: from the cycle after the pop), ``before`` (in the cycle after a pop: the entry
+    popped before it; garbage before two pops).
+
+    The memory keeps the popped entry ``last``, so at most ``depth - 1`` are waiting. For the clock the
+    entries are split into ``groups`` slices of bits, each in its own memory with its own read and
+    write pointers: a pointer bit drives the read multiplexers of one slice, not of the whole word (the
+    pointers are counters, each of its own value, so synthesis keeps them apart). The slot at the write
+    pointer is free while there is room, so it is written in every such cycle and a write only moves
+    the pointer: ``w_en`` drives no write enable.
+    """
+
+    def __init__(self, width, depth, groups=1):
+        assert depth >= 4 and depth & (depth - 1) == 0
+        self.width, self.depth, self.groups = width, depth, min(groups, width)
+        super().__init__({
+            "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
+            "pop": In(1), "avail": Out(1),
+            "last": Out(width), "before": Out(width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.depth
+        ab = n.bit_length() - 1
+        write = Signal()
+        m.d.comb += write.eq(self.w_en & self.w_rdy)
+        bounds = [self.width * g // self.groups for g in range(self.groups + 1)]
+        # The pointers do not reset (many flip-flops on the reset net): ``clean``, which does, sets them in
+        # the cycle after a reset, when nothing is written or popped (``room`` and ``avail`` are low).
+        clean = Signal()
+        m.d.sync += clean.eq(1)
+        for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            rd = Signal(ab, name=f"rd{g}", reset_less=True)    # logical pointer of the oldest entry
+            wp = Signal(ab, name=f"wp{g}", init=1, reset_less=True)   # where the memory writes (+1)
+            with m.If(~clean):
+                m.d.sync += [rd.eq(0), wp.eq(1)]
+            with m.Else():
+                with m.If(self.pop):
+                    m.d.sync += rd.eq(rd + 1)
+                with m.If(write):
+                    m.d.sync += wp.eq(wp + 1)
+            # entry e is at address e + 1, so the read pointer (the oldest entry) addresses the last one
+            mem = memory.Memory(shape=hi - lo, depth=n, init=[])
+            m.submodules[f"mem{g}"] = mem
+            w, r = mem.write_port(), mem.read_port(domain="comb")
+            m.d.comb += [w.addr.eq(wp), w.data.eq(self.w_data[lo:hi]), w.en.eq(self.w_rdy),
+                         r.addr.eq(rd), self.last[lo:hi].eq(r.data)]
+            if BEFORE_RAM:
+                wb = Signal(ab, name=f"wb{g}", init=2 % n, reset_less=True)
+                with m.If(~clean):
+                    m.d.sync += wb.eq(2 % n)
+                with m.Elif(write):
+                    m.d.sync += wb.eq(wb + 1)
+                mem2 = memory.Memory(shape=hi - lo, depth=n, init=[])
+                m.submodules[f"before{g}"] = mem2
+                w2, r2 = mem2.write_port(), mem2.read_port(domain="comb")
+                m.d.comb += [w2.addr.eq(wb), w2.data.eq(self.w_data[lo:hi]), w2.en.eq(self.w_rdy),
+                             r2.addr.eq(rd), self.before[lo:hi].eq(r2.data)]
+        if not BEFORE_RAM:
+            before = Signal(self.width, reset_less=True)
+            m.d.sync += before.eq(self.last ^ (~clean).replicate(self.width))
+            m.d.comb += self.before.eq(before)
+        count = Signal(range(n + 1))      # entries written and not popped
+        room = Signal()                   # count <= depth - 2: one more may come (the last popped kept)
+        nonempty = Signal()
+        nxt = Signal.like(count)
+        m.d.comb += [nxt.eq(count + write - self.pop), self.w_rdy.eq(room), self.avail.eq(nonempty)]
+        m.d.sync += [count.eq(nxt), room.eq(nxt <= n - 2), nonempty.eq(nxt != 0)]
+        return m
+
+
+class LineQueue(wiring.Component):
+    """Two entries of registers between a producer that should advance on registers only (a walker, a
+    queue's head register: many flip-flops change when it moves) and a consumer whose ``ready`` is deep
+    logic. ``i.ready`` is "not full", a register, so the producer moves on that alone; the consumer sees
+    the older entry, or the producer's item itself while the queue is empty (no cycle is lost), and its
+    ``ready`` moves only pointers and counters.
+
+    Ports: ``i`` (stream in), ``o`` (stream out: ``valid`` is ``i.valid`` or a register, the payload an
+    entry selected by a register or ``i.payload``).
+    """
+
+    def __init__(self, shape):
+        super().__init__({
+            "i": In(stream.Signature(shape)),
+            "o": Out(stream.Signature(shape)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        shape = self.i.payload.shape()
+        q = [Signal(shape, name=f"q{k}", reset_less=True) for k in range(2)]
+        rp, wp = Signal(), Signal()
+        count = Signal(range(3))
+        nonempty, full = Signal(), Signal()
+        push = Signal()
+        m.d.comb += [
+            self.i.ready.eq(~full), push.eq(self.i.valid & ~full),
+            self.o.valid.eq(nonempty | self.i.valid),
+            self.o.payload.eq(Mux(nonempty, Mux(rp, q[1], q[0]), self.i.payload)),
+        ]
+        pop = self.o.valid & self.o.ready
+        stored = push & ~(pop & ~nonempty)          # not taken straight from the producer
+        taken = pop & nonempty                      # an entry leaves
+        for k in range(2):               # (the entry at ``wp`` is free unless full: loaded in every such cycle)
+            with m.If(~full & (wp == k)):
+                m.d.sync += q[k].eq(self.i.payload)
+        with m.If(stored):
+            m.d.sync += wp.eq(~wp)
+        with m.If(taken):
+            m.d.sync += rp.eq(~rp)
+        nxt = Signal.like(count)
+        m.d.comb += nxt.eq(count + stored - taken)
+        m.d.sync += [count.eq(nxt), nonempty.eq(nxt != 0), full.eq(nxt == 2)]
         return m
