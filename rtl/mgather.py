@@ -272,14 +272,19 @@ class IndexLines(wiring.Component):
                 esz.eq(esz_c), istride.eq(idx.cols << 2), dstride.eq(dst.cols << esz_c),
                 ncols.eq(Mux(row_c, 1, dst.valid_cols)), line_bytes.eq(dst.valid_cols << esz_c),
             ]
-        # Table entries (row mode: rows; element mode: rows x cols, low 32 bits) from the held command,
-        # the multiply over two cycles (partial products, then their sum), minus one a cycle later: ready
-        # when the first index word arrives (``start + READ_LATENCY``).
+        # Table entries (row mode: rows; element mode: rows x cols, low 32 bits) from the held command:
+        # the partial products in DSP blocks whose operand registers take the command at the edge that
+        # ends ``start`` (the held command's register drives only their inputs: a wire across the die,
+        # then the multiply from a register next to it), products after the next edge, their sum after
+        # one more: ``size`` is ready when the first index word arrives (``start + READ_LATENCY``).
+        # ``size - 1``: row mode's (the clamp row, the row products' other factor) from the command a
+        # cycle after ``start``; element mode's a cycle after ``size`` (first used in stage 2a -> 2b).
+        assert RL >= 3
         size, size_m1 = Signal(32), Signal(32)
-        parts = [Signal(32, name=f"size_p{k}", reset_less=True) for k in range(3)]
-        m.d.sync += [parts[0].eq(gm.rows[:16] * gm.cols[:16]), parts[1].eq(gm.rows[16:32] * gm.cols[:16]),
-                     parts[2].eq(gm.rows[:16] * gm.cols[16:32])]
-        m.d.sync += [size.eq(Mux(row, gm.rows, parts[0] + ((parts[1] + parts[2]) << 16))), size_m1.eq(size - 1)]
+        parts = [product(m, gm.rows[i:i + 16], gm.cols[j:j + 16], platform=platform, in_en=self.start,
+                         name=f"size_p{k}") for k, (i, j) in enumerate(((0, 0), (16, 0), (0, 16)))]
+        m.d.sync += [size.eq(Mux(row, gm.rows, parts[0] + ((parts[1][:16] + parts[2][:16]) << 16))),
+                     size_m1.eq(Mux(row, gm.rows - 1, size - 1))]
         base_m1 = Signal(A)             # the table base - 1 and (row mode) + row bytes: a row's last byte
         gm_last0 = Signal(A)            # is gm_last0 + row index x row stride
         line_m1 = Signal(24)
@@ -330,9 +335,9 @@ class IndexLines(wiring.Component):
         # credits: segments in flight from their read until their last run has left the segment queue
         # (counted down a cycle late: a credit comes back one cycle later than it could)
         seg_inflight = Signal(range(64 + self._depth))
-        seg_credit = Signal()           # seg_inflight + 2 <= seg_depth, a cycle late
-        room_w = Signal()               # WRAP: the output queues have room for everything in flight
-        credit = Mux(wrap, room_w, seg_credit)
+        # a segment may be read: seg_inflight + 2 <= seg_depth (WRAP: the output queues have room for
+        # everything in flight), a cycle late; one register, so that ``step`` is one LUT of registers
+        credit = Signal()
         read = Signal()                 # a read with a segment (the first one's segment follows in fix)
         step = Signal()                 # the walk forms a segment
         m.d.comb += [
@@ -412,18 +417,21 @@ class IndexLines(wiring.Component):
         m.d.sync += [ea[k].eq(gm.base + (r[k] << esz)) for k in range(L)]
         m.d.sync += [zero_b[k].eq(zmode & ~inside[k]) for k in range(L)]
 
-        # Row mode: the row index x the row stride, in 16 x 16-bit pieces, each a DSP block with its input
-        # and output registers (rtl.dsp.product), so that the blocks' inputs and outputs are register to
-        # register paths: the index as read (stage 1; WRAP: the modulo pipeline's result, which takes
-        # its place) goes in with stage 2a's registers and the product is ready in stage 2b; the clamped
-        # row S - 1 has its own pieces (a constant of the instruction), chosen in stage 2b.
+        # Row mode: the row index x the row stride, in 16 x 16-bit pieces, each a DSP block
+        # (rtl.dsp.product) between registers: the index as read (stage 1; WRAP: the modulo pipeline's
+        # result, which takes its place) is registered with stage 2a (in the fabric, below) and the
+        # product is ready in stage 2b; the clamped row S - 1 has its own pieces (a constant of the
+        # instruction, with the blocks' operand registers), chosen in stage 2b.
         # (The stride through a local register: the command is held from ``start``.)
         stride_r = Signal(32, reset_less=True)
         m.d.sync += stride_r.eq(gm.row_stride)
-        u_row = Signal(32)
-        m.d.comb += u_row.eq(Mux(wrap, mod.o_r, word.word_select(s1.lo, 32)))
+        # (the index through a fabric register beside stage 2a's, the DSP blocks' operand registers
+        # unused: the UB's read data -> lane select -> register stays next to the UB)
+        u_row = Signal(32, reset_less=True)
+        m.d.sync += u_row.eq(Mux(wrap, mod.o_r, word.word_select(s1.lo, 32)))
         pieces = _product_pieces(A)
-        terms = [(product(m, u_row[i:i + 16], stride_r[j:j + 16], platform=platform, name=f"row_prod{n}"),
+        terms = [(product(m, u_row[i:i + 16], stride_r[j:j + 16], platform=platform, in_reg=False,
+                          name=f"row_prod{n}"),
                   product(m, size_m1[i:i + 16], stride_r[j:j + 16], platform=platform, name=f"last_prod{n}"),
                   i + j) for n, (i, j) in enumerate(pieces)]
         row_in = Signal(reset_less=True)   # stage 2b: the row index is inside the table
@@ -443,10 +451,18 @@ class IndexLines(wiring.Component):
             if k:
                 m.d.comb += entry.same[k].eq((zero_b[k] & zero_b[k - 1]) |
                                              (~zero_b[k] & ~zero_b[k - 1] & (ea[k][sh:] == ea[k - 1][sh:])))
-        m.submodules.q_seg = q_seg = LutFifo(Seg.size, self._seg_depth)
-        m.d.comb += [q_seg.w_data.eq(entry), q_seg.w_en.eq(v2b)]
+        # Two queues written and read together: the run control's fields (seg, same, zero) in a narrow one
+        # whose pointers and LUT RAM sit next to the run logic (its read -> runs -> pop -> its flags is the
+        # loop of stage 2c), the rest (lanes, offsets, meta) in a wide one with pointers of its own.
+        ctl_fields, data_fields = ("seg", "same", "zero"), ("lanes", "offs", "meta")
+        ctl_width = 3 * L
+        m.submodules.q_seg = q_seg = LutFifo(ctl_width, self._seg_depth)
+        m.submodules.q_seg_data = q_seg_data = LutFifo(Seg.size - ctl_width, self._seg_depth)
         head = Signal(Seg)
-        m.d.comb += head.eq(q_seg.r_data)
+        m.d.comb += [q_seg.w_data.eq(Cat(*(getattr(entry, f) for f in ctl_fields))), q_seg.w_en.eq(v2b),
+                     q_seg_data.w_data.eq(Cat(*(getattr(entry, f) for f in data_fields))), q_seg_data.w_en.eq(v2b),
+                     Cat(*(getattr(head, f) for f in ctl_fields)).eq(q_seg.r_data),
+                     Cat(*(getattr(head, f) for f in data_fields)).eq(q_seg_data.r_data)]
         beats = [head.lanes.word_select(k, A - sh) for k in range(L)]
         prods = [head.lanes.word_select(k, 32) << s for k, (_, _, s) in enumerate(terms)]
 
@@ -465,7 +481,8 @@ class IndexLines(wiring.Component):
         m.submodules.q_ar, m.submodules.q_data = q_ar, q_data
         room = Signal()                 # both output queues have room for a run in stage 3 and one more
         emit = Signal()
-        m.d.comb += [emit.eq(q_seg.r_rdy & room), q_seg.r_en.eq(emit & last_run)]
+        m.d.comb += [emit.eq(q_seg.r_rdy & room), q_seg.r_en.eq(emit & last_run),
+                     q_seg_data.r_en.eq(emit & last_run)]
         with m.If(emit):
             m.d.sync += done_mask.eq(Mux(last_run, 0, done_mask | run))
 
@@ -531,12 +548,12 @@ class IndexLines(wiring.Component):
         # (from the queues' levels one cycle late: the margins cover what enters meanwhile)
         # (``mem_level``: the entries behind the head, at most one less than the level)
         popped = Signal()
-        m.d.sync += [popped.eq(q_seg.r_en), seg_inflight.eq(seg_inflight + read - popped),
-                     seg_credit.eq(seg_inflight + 2 <= self._seg_depth)]
+        m.d.sync += [popped.eq(q_seg.r_en), seg_inflight.eq(seg_inflight + read - popped)]
         m.d.sync += [
             room.eq((q_ar.mem_level + 4 <= self._depth) & (q_data.mem_level + 4 <= self._depth)),
-            room_w.eq((q_ar.mem_level + seg_inflight + 6 <= self._depth) &
-                      (q_data.mem_level + seg_inflight + 6 <= self._depth)),
+            credit.eq(Mux(wrap, (q_ar.mem_level + seg_inflight + 6 <= self._depth) &
+                                (q_data.mem_level + seg_inflight + 6 <= self._depth),
+                          seg_inflight + 2 <= self._seg_depth)),
         ]
         return m
 

@@ -203,9 +203,11 @@ class VectorUnit(wiring.Component):
 
         # Copies of the engine select for the shared ports, each a register of its own next to its loads
         # (_select_copy): the UB port multiplexers, the UB read data gates, the AXI multiplexer.
+        # (one for each UB read port's data gates, and the AXI inputs' gates apart from the outputs' mux)
+        whats = ["ubsel", "axisel", "axiin"] + [f"rdsel{i}" for i in range(len(ub.rd))]
         selects = {what: [self._select_copy(m, f"{type(e).__name__.lower()}_{what}", mine, accept, load)
                           for e, mine, load in zip(engines, mines, loads)]
-                   for what in ("ubsel", "rdsel", "axisel")}
+                   for what in whats}
         self._share(m, engines, selects, ub)
         return m
 
@@ -268,7 +270,7 @@ class VectorUnit(wiring.Component):
         data ~10x slower). While the front end is idle the UB debug port, if present, owns read port 0
         and the write port."""
         axi = self.m_axi
-        ubsel, rdsel, axisel = selects["ubsel"], selects["rdsel"], selects["axisel"]
+        ubsel, axisel, axiin = selects["ubsel"], selects["axisel"], selects["axiin"]
         writers = []
         for engine, s in zip(engines, ubsel):
             if "ub_wr" in engine.signature.members:
@@ -277,14 +279,14 @@ class VectorUnit(wiring.Component):
         for name, sig in wr.items():
             m.d.comb += sig.eq(_and_or([(s, p[name]) for s, p in writers], len(sig)))
         for i, port in enumerate(ub.rd):
-            readers = [(s, r, e.ub_rd[i]) for e, s, r in zip(engines, ubsel, rdsel)
+            readers = [(s, r, e.ub_rd[i]) for e, s, r in zip(engines, ubsel, selects[f"rdsel{i}"])
                        if "ub_rd" in e.signature.members and i < len(e.ub_rd)]
             m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, _, p in readers], len(port.addr))),
                          port.en.eq(_and_or([(s, p.en) for s, _, p in readers], 1))]
             for _, r, p in readers:
                 m.d.comb += [p.data.eq(port.data & r.replicate(len(port.data))),
                              p.next.eq(port.next & r.replicate(len(port.next)))]
-        for engine, s in zip(engines, axisel):
+        for engine, s, s_in in zip(engines, axisel, axiin):
             if "axi" in engine.signature.members:
                 for name, member in engine.axi.signature.members.items():
                     ours, theirs = getattr(axi, name), getattr(engine.axi, name)
@@ -292,7 +294,7 @@ class VectorUnit(wiring.Component):
                         with m.If(s):
                             m.d.comb += ours.eq(theirs)
                     elif name in ("rvalid", "bvalid", "arready", "awready", "wready"):
-                        m.d.comb += theirs.eq(ours & s)
+                        m.d.comb += theirs.eq(ours & s_in)
                     else:
                         m.d.comb += theirs.eq(ours)
         if self.config.ub_debug_port:
