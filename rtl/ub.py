@@ -113,10 +113,10 @@ class UnifiedBuffer(wiring.Component):
             row_e = Signal(row_bits, name=f"rd{i}_row_even", reset_less=True)
             row_o = Signal(row_bits, name=f"rd{i}_row_odd", reset_less=True)
             en1, odd1 = Signal(name=f"rd{i}_en1"), Signal(name=f"rd{i}_odd1", reset_less=True)
-            m.d.sync += en1.eq(port.en)
-            with m.If(port.en):
-                m.d.sync += [row_o.eq(port.addr >> 1), row_e.eq((port.addr >> 1) + port.addr[0]),
-                             odd1.eq(port.addr[0])]
+            # (loaded in every cycle, not on ``en``: the RAMs read only with en1, and the rows' flip-flops
+            # then need no clock enable from the engines' multiplexed ``en``)
+            m.d.sync += [en1.eq(port.en), row_o.eq(port.addr >> 1), row_e.eq((port.addr >> 1) + port.addr[0]),
+                         odd1.eq(port.addr[0])]
             m.d.comb += [pe.addr.eq(row_e), po.addr.eq(row_o), pe.en.eq(en1), po.en.eq(en1)]
             # stage 2: the RAMs' words, in address order, into the port's registers
             en2, odd2 = Signal(name=f"rd{i}_en2"), Signal(name=f"rd{i}_odd2", reset_less=True)
