@@ -216,15 +216,16 @@ class IndexLines(wiring.Component):
       the lane before, the row index x row stride partial products (DSPs, on the way in); runs are chosen
       from the head, one per cycle (a one-hot first lane and prefix logic over 8 lanes);
     - 3, the run, registered: there ``reuse`` (its beat against the last non-zero run's, a register) and
-      the row's address (base + the partial products: one add) are formed on the way into both output
-      queues.
+      the row's address (base + the partial products: one add) are formed;
+    - 4, the read and the line, registered, into both output queues (whose LUT RAMs the lines' fields
+      reach from registers only).
 
-    So the first line is on ``ar`` ``READ_LATENCY + 5`` cycles after ``start`` (``+ 33`` with WRAP).
+    So the first line is on ``ar`` ``READ_LATENCY + 6`` cycles after ``start`` (``+ 33`` with WRAP).
     Stages 1 to 2b never stall: a read is issued only when the segment queue has room for it and for
     every segment in flight (counted a cycle late; WRAP: when both output queues have room for every
     index in flight, because the modulo pipeline cannot stall; the segment queue then drains one WRAP
     segment per cycle). A run leaves the segment queue only when both output queues have room for it and
-    for the one in stage 3 (a register, from their levels a cycle late).
+    for the ones in stages 3 and 4 (a register, from their levels a cycle late).
     Throughput: one segment per cycle into the queue, one line or run per cycle out of it.
     """
 
@@ -538,8 +539,13 @@ class IndexLines(wiring.Component):
             line.mask.eq(s3_mask), line.offs.eq(s3_offs), line.zero.eq(s3_zero), line.reuse.eq(reuse),
             line.last.eq(s3_meta.last),
         ]
+        # ---- stage 4: the read and the line, registered, into the output queues -------------------------
+        s4_valid = Signal()
+        s4_rd = Signal(GatherRead(cfg), reset_less=True)
+        s4_line = Signal(GatherLine(cfg), reset_less=True)
+        m.d.sync += [s4_valid.eq(s3_valid), s4_rd.eq(rd), s4_line.eq(line)]
         m.d.comb += [
-            q_ar.w_data.eq(rd), q_ar.w_en.eq(s3_valid), q_data.w_data.eq(line), q_data.w_en.eq(s3_valid),
+            q_ar.w_data.eq(s4_rd), q_ar.w_en.eq(s4_valid), q_data.w_data.eq(s4_line), q_data.w_en.eq(s4_valid),
             self.ar.valid.eq(q_ar.r_rdy), self.ar.payload.eq(q_ar.r_data), q_ar.r_en.eq(self.ar.ready),
             self.data.valid.eq(q_data.r_rdy), self.data.payload.eq(q_data.r_data), q_data.r_en.eq(self.data.ready),
         ]
@@ -550,9 +556,9 @@ class IndexLines(wiring.Component):
         popped = Signal()
         m.d.sync += [popped.eq(q_seg.r_en), seg_inflight.eq(seg_inflight + read - popped)]
         m.d.sync += [
-            room.eq((q_ar.mem_level + 4 <= self._depth) & (q_data.mem_level + 4 <= self._depth)),
-            credit.eq(Mux(wrap, (q_ar.mem_level + seg_inflight + 6 <= self._depth) &
-                                (q_data.mem_level + seg_inflight + 6 <= self._depth),
+            room.eq((q_ar.mem_level + 5 <= self._depth) & (q_data.mem_level + 5 <= self._depth)),
+            credit.eq(Mux(wrap, (q_ar.mem_level + seg_inflight + 7 <= self._depth) &
+                                (q_data.mem_level + seg_inflight + 7 <= self._depth),
                           seg_inflight + 2 <= self._seg_depth)),
         ]
         return m
