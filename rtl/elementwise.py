@@ -307,7 +307,8 @@ class ElementwiseEngine(wiring.Component):
         f_all, f_cur = Signal(), Signal()
         rem = Signal(sh)
         odd = Signal()                      # W = 16: the segment's odd words use P[16:32]
-        odd_b = Signal(reset_less=True)     # a copy for b's selects (another cell type: not merged)
+        # copies for b's selects, a quarter of the word each (each toggles on its own output: not merged)
+        odd_b = [Signal(reset_less=True, name=f"odd_b{k}") for k in range(4)]
         valid_r = Signal()
         fire, load = Signal(), Signal()
         take = Signal(init=1)               # the operand registers are free for a word (K > 1: a register)
@@ -325,19 +326,22 @@ class ElementwiseEngine(wiring.Component):
         seg_fin = Signal()                  # the current segment is the instruction's last
         with m.If(load):
             m.d.sync += [seg_v.eq(1), cnt.eq(info.words), f_all.eq(info.any), f_cur.eq(~info.any),
-                         rem.eq(info.rem), odd.eq(0), odd_b.eq(0), seg_fin.eq(info.fin)]
+                         rem.eq(info.rem), odd.eq(0), seg_fin.eq(info.fin)] + [o.eq(0) for o in odd_b]
         with m.Elif(fire & a_w.last):
             m.d.sync += seg_v.eq(0)
         with m.Elif(fire):
-            m.d.sync += [cnt.eq(cnt - f_all), f_all.eq(cnt[1:].any()), f_cur.eq(cnt == 1), odd.eq(~odd),
-                         odd_b.eq(~odd_b)]
+            m.d.sync += [cnt.eq(cnt - f_all), f_all.eq(cnt[1:].any()), f_cur.eq(cnt == 1), odd.eq(~odd)]
+            m.d.sync += [o.eq(~o) for o in odd_b]
 
         P = pat.patterns.payload
         PB = len(P) // 8
         if W >= PB:
             p_word = p_word_b = P.replicate(W // PB)
         else:
-            p_word, p_word_b = (Mux(o, P[8 * W:16 * W], P[:8 * W]) for o in (odd, odd_b))
+            p_word = Mux(odd, P[8 * W:16 * W], P[:8 * W])
+            q = 2 * W                       # bits per quarter word
+            p_word_b = Cat(Mux(o, P[8 * W + k * q:8 * W + (k + 1) * q], P[k * q:(k + 1) * q])
+                           for k, o in enumerate(odd_b))
         keep = Cat(~(f_all | (f_cur & (rem > b))) & ~params.trow for b in range(W))
         new_a = Mux(p_is_a, p_word, a_w.data)
         new_b = Mux(c_p_is_a, a_w.data, Mux(p_is_b, p_word_b, b_w.data))

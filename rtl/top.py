@@ -203,8 +203,9 @@ class VectorUnit(wiring.Component):
 
         # Copies of the engine select for the shared ports, each a register of its own next to its loads
         # (_select_copy): the UB port multiplexers, the UB read data gates, the AXI multiplexer.
-        # (one for each UB read port's data gates, and the AXI inputs' gates apart from the outputs' mux)
-        whats = ["ubsel", "axisel", "axiin"] + [f"rdsel{i}" for i in range(len(ub.rd))]
+        # (one for the UB write port's mux apart from the read ports', one for each UB read port's data
+        # gates, and the AXI inputs' gates apart from the outputs' mux)
+        whats = ["ubsel", "ubwr", "axisel", "axiin"] + [f"rdsel{i}" for i in range(len(ub.rd))]
         selects = {what: [self._select_copy(m, f"{type(e).__name__.lower()}_{what}", mine, accept, load)
                           for e, mine, load in zip(engines, mines, loads)]
                    for what in whats}
@@ -272,7 +273,7 @@ class VectorUnit(wiring.Component):
         axi = self.m_axi
         ubsel, axisel, axiin = selects["ubsel"], selects["axisel"], selects["axiin"]
         writers = []
-        for engine, s in zip(engines, ubsel):
+        for engine, s in zip(engines, selects["ubwr"]):
             if "ub_wr" in engine.signature.members:
                 writers.append((s, self._write_register(m, engine)))
         wr = {name: Signal.like(getattr(ub.wr, name), name=f"ub_wr_{name}") for name in ("addr", "data", "be")}
