@@ -82,7 +82,7 @@ class ElementwiseEngine(wiring.Component):
     Before ``go`` the readers fill their buffers but the combiner takes nothing, so no UB write can
     happen. Latency: ``done`` (a register: the last word's mark travels beside it through the lanes)
     comes in the cycle the writer takes the last word (the UB writes it at that edge; reads issued from
-    the next cycle see it); an empty destination region is done in the ``start`` cycle. From ``start``
+    the next cycle see it); an empty destination region is done in the cycle after ``start``. From ``start``
     to ``done``: :meth:`cycles`, ``words * K + FIXED + ElementwiseLanes.LATENCY`` for TPART*
     (``words``: destination words) and :attr:`PATTERN_CYCLES` more for TROWEXPAND* (the first row's
     pattern comes through the expanded operand's reader, the pattern builder's register and its queue).
@@ -391,6 +391,10 @@ class ElementwiseEngine(wiring.Component):
         # cycle the writer takes the instruction's last word (the UB writes it at that edge).
         fin_out = Signal()
         m.d.sync += fin_out.eq(_delay_reset(m, fin_beat, lanes.LATENCY - 1, "fin"))
-        m.d.comb += [run_done.eq(fin_out), self.done.eq(fin_out | (self.start & empty)),
+        # an empty region is done the cycle after ``start``, from a register (the empty compare of the held
+        # command was in front of the front end's status mux)
+        empty_done = Signal()
+        m.d.sync += empty_done.eq(self.start & empty)
+        m.d.comb += [run_done.eq(fin_out), self.done.eq(fin_out | empty_done),
                      self.status.eq(Status.OK)]
         return m

@@ -109,10 +109,17 @@ class PatternBuilder(wiring.Component):
         emit, take1 = Signal(), Signal()
         m.d.comb += [emit.eq(have & out.w_rdy),
                      take1.eq(self.words.valid & self.mode1 & (~have | (out.w_rdy & ~more)))]
-        with m.Switch(self.esz):
-            for esz in range(3):
-                with m.Case(esz):
-                    m.d.comb += scalar_pat.eq(held[:8 << esz].replicate(PB >> esz))
+        # the replicated scalar by the element size, from four copies of ``esz``, each selecting a quarter
+        # of the pattern (``esz`` reached all 256 select bits; the copies differ in their reset value, so
+        # synthesis keeps them apart; they are used from a scalar's emit on, a cycle after its word)
+        esz_c = [Signal(2, init=k, name=f"esz_c{k}") for k in range(4)]
+        m.d.sync += [c.eq(self.esz) for c in esz_c]
+        full = [held[:8 << e].replicate(PB >> e) for e in range(3)]
+        qb = 2 * PB                          # bits per quarter
+        for k, c in enumerate(esz_c):
+            part = [f[k * qb:(k + 1) * qb] for f in full]
+            m.d.comb += scalar_pat[k * qb:(k + 1) * qb].eq(
+                Mux(c[1], Mux(c[0], 0, part[2]), Mux(c[0], part[1], part[0])))
         with m.If(take1):
             m.d.sync += [held.eq(word.data), held_be.eq(word.be), have.eq(1),
                          more.eq(by_size(lambda n: word.be[n]))]

@@ -146,6 +146,9 @@ class TransferEngine(wiring.Component):
                       (gm.rows[:16] == 0) | (gm.cols[:16] == 0))
 
         store, gath, elem = Signal(), Signal(), Signal()
+        # a copy of ``elem`` for the index queue's pop (its own init: not merged with ``elem``, which
+        # reaches the UB write mux; the pop enables the queue's head register)
+        elem_q = Signal(init=1)
         esz = Signal(2)
         lines, stride_elems = Signal(16), Signal(16)
         gm_base_m1 = Signal(cfg.gm_addr_bits)
@@ -159,7 +162,7 @@ class TransferEngine(wiring.Component):
         m.d.sync += [empty_done.eq(0), walk_addr_start.eq(0)]
         with m.If(self.start):
             m.d.sync += [
-                store.eq(store_c), gath.eq(gath_c), elem.eq(elem_c), esz.eq(esz_c),
+                store.eq(store_c), gath.eq(gath_c), elem.eq(elem_c), elem_q.eq(elem_c), esz.eq(esz_c),
                 lines.eq(lines_c), line_bytes.eq(elems_c << esz_c), stride_elems.eq(stride_elems_c),
                 line_m1.eq((elems_m1_c << esz_c) | ((C(1, 3) << esz_c) - 1)),
                 gm_base_m1.eq(gm.base - 1), row_bytes.eq(dst.valid_cols << esz_c),
@@ -279,13 +282,14 @@ class TransferEngine(wiring.Component):
         # the last one popped either way (a reuse run pops nothing).
         m.submodules.placer = placer = ElementPlacer(cfg)
         run = index.data.payload
-        fire = Signal()
+        fire, fire_q = Signal(), Signal()           # (the same; fire_q for the index queue's pop)
         m.d.comb += [
             fire.eq(elem & index.data.valid & self.go & (run.zero | run.reuse | rbuf.avail)),
+            fire_q.eq(elem_q & index.data.valid & self.go & (run.zero | run.reuse | rbuf.avail)),
             placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(esz),
             placer.beat.eq(rbuf.last[:8 * W]),
             pop.eq((fire & ~run.zero & ~run.reuse) | realign.i_take),
-            index.data.ready.eq(Mux(elem, fire, realign.line.ready & self.go)),
+            index.data.ready.eq(Mux(elem_q, fire_q, realign.line.ready & self.go)),
         ]
 
         # the UB write port: the realigner's or the placer's word (their byte enables are exact)

@@ -241,7 +241,7 @@ class UbWriter(wiring.Component):
 
     Latency: 0. ``ub_wr`` is combinational from ``words`` (the UB writes at the next edge), so a word
     written in cycle ``t`` is readable by a read issued in ``t + 1``. Address and byte enables come from
-    registers only (a running word address, first / last flags).
+    registers only (a running word address, first / last flags, the line's two lane masks).
     Throughput: one word per cycle; no bubble between lines when the next line is offered by the last
     word of the current one.
     """
@@ -266,8 +266,6 @@ class UbWriter(wiring.Component):
         addr = Signal(range(cfg.ub_words))   # UB word of the next word
         left = Signal(LINE_BYTES_BITS + 1)   # words of the line not yet written
         first = Signal()
-        lo = Signal(sh)                      # first lane of the line
-        end = Signal(sh)                     # one past the last lane of the last word, mod W (0: all W)
         last = Signal()                      # left == 1, a register beside the counter
         take = Signal()
         m.d.comb += [
@@ -277,8 +275,13 @@ class UbWriter(wiring.Component):
             self.ub_wr.addr.eq(addr),
             self.ub_wr.data.eq(self.words.payload),
         ]
+        # The line's lane masks (lanes from ``lo``; lanes below ``end``, all for ``end`` 0) are registers
+        # loaded with the line, so that the byte enables are one LUT level of registers: compares of
+        # ``lo`` / ``end`` against every lane were 8 LUT levels from the writer's registers to the
+        # unit's write register (default, 32 lanes).
+        lo_mask, end_mask = Signal(W), Signal(W)
         with m.If(take):
-            m.d.comb += self.ub_wr.be.eq(_line_lanes(W, first, last, lo, end))
+            m.d.comb += self.ub_wr.be.eq(Cat((~first | lo_mask[k]) & (~last | end_mask[k]) for k in range(W)))
             m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), first.eq(0), last.eq(left == 2)]
             with m.If(last):
                 m.d.sync += active.eq(0)
@@ -287,7 +290,10 @@ class UbWriter(wiring.Component):
         with m.If(self.lines.valid & self.lines.ready):
             p = self.lines.payload
             off = p.ub_addr[:sh]
-            m.d.sync += [active.eq(1), first.eq(1), addr.eq(p.ub_addr[sh:]), lo.eq(off),
+            e = Signal(sh)
+            m.d.comb += e.eq(off + p.length)
+            m.d.sync += [active.eq(1), first.eq(1), addr.eq(p.ub_addr[sh:]),
                          left.eq((off + p.length + W - 1) >> sh), last.eq(_one_word(p.length, off, W)),
-                         end.eq(off + p.length)]
+                         lo_mask.eq(Cat(k >= off for k in range(W))),
+                         end_mask.eq(Cat((e == 0) | (k < e) for k in range(W)))]
         return m
