@@ -209,6 +209,10 @@ class VectorUnit(wiring.Component):
         selects = {what: [self._select_copy(m, f"{type(e).__name__.lower()}_{what}", mine, accept, load)
                           for e, mine, load in zip(engines, mines, loads)]
                    for what in whats}
+        # the UB debug port's grant: a register of its own, high while the front end is idle (``tready``
+        # is a decode of the state register, which then drove the debug port's UB multiplexers)
+        if self.config.ub_debug_port:
+            selects["dbg"] = self._load_flag(m, "ubdbg", accept, ret)
         self._share(m, engines, selects, ub)
         return m
 
@@ -299,7 +303,7 @@ class VectorUnit(wiring.Component):
                     else:
                         m.d.comb += theirs.eq(ours)
         if self.config.ub_debug_port:
-            self._debug_port(m, ub, wr)
+            self._debug_port(m, ub, wr, selects["dbg"])
         else:
             m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
 
@@ -317,11 +321,11 @@ class VectorUnit(wiring.Component):
         m.d.sync += [reg[k].eq(getattr(engine.ub_wr, k)) for k in reg]
         return reg
 
-    def _debug_port(self, m, ub, wr):
-        """The UB debug port: granted while the front end is idle (``s_axis_cmd.tready``); it drives UB
-        read port 0 and the write port then (the engines are idle: their enables are zero)."""
+    def _debug_port(self, m, ub, wr, grant):
+        """The UB debug port: granted while the front end is idle (``grant``: a register equal to
+        ``s_axis_cmd.tready``); it drives UB read port 0 and the write port then (the engines are idle:
+        their enables are zero)."""
         dbg, rd = self.ub_dbg, ub.rd[0]
-        grant = self.s_axis_cmd.tready
         fire = dbg.valid & grant
         m.d.comb += dbg.ready.eq(grant)
         m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
