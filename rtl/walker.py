@@ -377,9 +377,6 @@ class LutFifo(wiring.Component):
         return m
 
 
-BEFORE_RAM = False
-
-
 class BeatBuffer(wiring.Component):
     """A FIFO of ``depth`` entries of ``width`` bits in LUT RAM whose reader sees, instead of a head, the
     entry it popped last (``last``, read asynchronously at a pointer register) and, in the cycle after a
@@ -436,21 +433,9 @@ class BeatBuffer(wiring.Component):
             w, r = mem.write_port(), mem.read_port(domain="comb")
             m.d.comb += [w.addr.eq(wp), w.data.eq(self.w_data[lo:hi]), w.en.eq(self.w_rdy),
                          r.addr.eq(rd), self.last[lo:hi].eq(r.data)]
-            if BEFORE_RAM:
-                wb = Signal(ab, name=f"wb{g}", init=2 % n, reset_less=True)
-                with m.If(~clean):
-                    m.d.sync += wb.eq(2 % n)
-                with m.Elif(write):
-                    m.d.sync += wb.eq(wb + 1)
-                mem2 = memory.Memory(shape=hi - lo, depth=n, init=[])
-                m.submodules[f"before{g}"] = mem2
-                w2, r2 = mem2.write_port(), mem2.read_port(domain="comb")
-                m.d.comb += [w2.addr.eq(wb), w2.data.eq(self.w_data[lo:hi]), w2.en.eq(self.w_rdy),
-                             r2.addr.eq(rd), self.before[lo:hi].eq(r2.data)]
-        if not BEFORE_RAM:
-            before = Signal(self.width, reset_less=True)
-            m.d.sync += before.eq(self.last ^ (~clean).replicate(self.width))
-            m.d.comb += self.before.eq(before)
+        before = Signal(self.width, reset_less=True)
+        m.d.sync += before.eq(self.last ^ (~clean).replicate(self.width))
+        m.d.comb += self.before.eq(before)
         count = Signal(range(n + 1))      # entries written and not popped
         room = Signal()                   # count <= depth - 2: one more may come (the last popped kept)
         nonempty = Signal()
