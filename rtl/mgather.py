@@ -210,7 +210,8 @@ class IndexLines(wiring.Component):
     - 1, the index word (``READ_LATENCY`` cycles after its read), straight from the UB port;
     - 2a, the resolved index of every lane (out of bounds, compares of 8-bit pieces; WRAP through the
       modulo pipeline, 33 cycles);
-    - 2b, every lane's table address (element mode) or the row index (row mode);
+    - 2b, every lane's table address (element mode) or the row index (row mode); the run control's
+      fields (which lanes share a beat) one register later, into the control queue;
     - 2c, the segment queue (``seg_depth`` entries of LUT RAM, read asynchronously, so that taking the
       next segment only moves a pointer): every lane's beat and offset, the lanes that share a beat with
       the lane before, the row index x row stride partial products (DSPs, on the way in); runs are chosen
@@ -220,7 +221,7 @@ class IndexLines(wiring.Component):
     - 4, the read and the line, registered, into both output queues (whose LUT RAMs the lines' fields
       reach from registers only).
 
-    So the first line is on ``ar`` ``READ_LATENCY + 6`` cycles after ``start`` (``+ 33`` with WRAP).
+    So the first line is on ``ar`` ``READ_LATENCY + 7`` cycles after ``start`` (``+ 33`` with WRAP).
     Stages 1 to 2b never stall: a read is issued only when the segment queue has room for it and for
     every segment in flight (counted a cycle late; WRAP: when both output queues have room for every
     index in flight, because the modulo pipeline cannot stall; the segment queue then drains one WRAP
@@ -448,19 +449,26 @@ class IndexLines(wiring.Component):
         m.d.comb += [entry.seg.eq(seg2b), entry.meta.eq(meta2b),
                      entry.lanes.eq(Mux(row, Cat(Mux(row_in, pu, pl) for pu, pl, _ in terms), Cat(x[sh:] for x in ea)))]
         for k in range(L):
-            m.d.comb += [entry.offs[k].eq(ea[k][:sh]), entry.zero[k].eq(zero_b[k])]
+            # (a zero lane's offset is 0: a zero run then needs no select on its way to stage 3)
+            m.d.comb += [entry.offs[k].eq(Mux(zero_b[k], 0, ea[k][:sh])), entry.zero[k].eq(zero_b[k])]
             if k:
                 m.d.comb += entry.same[k].eq((zero_b[k] & zero_b[k - 1]) |
                                              (~zero_b[k] & ~zero_b[k - 1] & (ea[k][sh:] == ea[k - 1][sh:])))
-        # Two queues written and read together: the run control's fields (seg, same, zero) in a narrow one
-        # whose pointers and LUT RAM sit next to the run logic (its read -> runs -> pop -> its flags is the
-        # loop of stage 2c), the rest (lanes, offsets, meta) in a wide one with pointers of its own.
+        # Two queues read together: the run control's fields (seg, same, zero) in a narrow one whose
+        # pointers and LUT RAM sit next to the run logic (its read -> runs -> pop -> its flags is the loop
+        # of stage 2c), the rest (lanes, offsets, meta) in a wide one with pointers of its own. The control
+        # fields go through one more register (stage 2b'), so that ``same``'s beat compares end in a
+        # register, not in the LUT RAM's write port; the data queue is written a cycle earlier and its
+        # entry is always there when the control queue's head appears (the credit bounds both).
         ctl_fields, data_fields = ("seg", "same", "zero"), ("lanes", "offs", "meta")
         ctl_width = 3 * L
         m.submodules.q_seg = q_seg = LutFifo(ctl_width, self._seg_depth)
         m.submodules.q_seg_data = q_seg_data = LutFifo(Seg.size - ctl_width, self._seg_depth)
+        v2c = Signal()
+        ctl2c = Signal(ctl_width, reset_less=True)
+        m.d.sync += [v2c.eq(v2b), ctl2c.eq(Cat(*(getattr(entry, f) for f in ctl_fields)))]
         head = Signal(Seg)
-        m.d.comb += [q_seg.w_data.eq(Cat(*(getattr(entry, f) for f in ctl_fields))), q_seg.w_en.eq(v2b),
+        m.d.comb += [q_seg.w_data.eq(ctl2c), q_seg.w_en.eq(v2c),
                      q_seg_data.w_data.eq(Cat(*(getattr(entry, f) for f in data_fields))), q_seg_data.w_en.eq(v2b),
                      Cat(*(getattr(head, f) for f in ctl_fields)).eq(q_seg.r_data),
                      Cat(*(getattr(head, f) for f in data_fields)).eq(q_seg_data.r_data)]
@@ -505,7 +513,7 @@ class IndexLines(wiring.Component):
         s3_lo, s3_last_lo, s3_rest = Signal(A, reset_less=True), Signal(A, reset_less=True), Signal(A, reset_less=True)
         m.d.sync += [
             s3_valid.eq(emit), s3_beat.eq(pick(beats)), s3_zero.eq((h & head.zero).any()), s3_mask.eq(run),
-            s3_offs.eq(Mux((h & head.zero).any(), 0, head.offs)), s3_meta.eq(head.meta), s3_meta.last.eq(head.meta.last & last_run),
+            s3_offs.eq(head.offs), s3_meta.eq(head.meta), s3_meta.last.eq(head.meta.last & last_run),
             s3_lo.eq(gm.base + prods[0]), s3_last_lo.eq(gm_last0 + prods[0]),
             s3_rest.eq(sum(prods[1:]) if len(prods) > 1 else 0),
         ]

@@ -139,6 +139,9 @@ class VectorUnit(wiring.Component):
         mines = [Signal(name=f"mine_{type(e).__name__.lower()}") for e in engines]   # tdata is for this engine
         m.d.comb += [mine.eq(Cat(opcode == op for op in e.opcodes).any()) for mine, e in zip(mines, engines)]
         ret = Signal()                               # RESPOND and the response taken: IDLE next
+        # ``tready`` is a register of its own, high exactly in IDLE (a decode of the state register drove
+        # the port and, through it, the wrapper's output register and the UB debug port's multiplexers)
+        m.d.comb += self.s_axis_cmd.tready.eq(self._load_flag(m, "tready", accept, ret))
         # the checker holds its own copy; it takes the command at the accepting edge (its stage 1)
         checker_load = self._load_flag(m, "checker", accept, ret)
         m.d.comb += [checker.cmd.eq(self.s_axis_cmd.tdata), checker.load.eq(checker_load)]
@@ -160,7 +163,7 @@ class VectorUnit(wiring.Component):
 
         with m.FSM(name="frontend"):
             with m.State("IDLE"):
-                m.d.comb += [self.s_axis_cmd.tready.eq(1), accept.eq(self.s_axis_cmd.tvalid)]
+                m.d.comb += accept.eq(self.s_axis_cmd.tvalid)
                 m.d.sync += [wait.eq(0), early_done.eq(0)] + [g.eq(0) for g in gos] + [s.eq(0) for s in sel]
                 with m.If(self.s_axis_cmd.tvalid):
                     m.d.sync += [cmd.eq(self.s_axis_cmd.tdata), cycles.eq(0)]

@@ -29,12 +29,6 @@ def _one_word(length, off, W):
     return (length[sh + 1:] == 0) & (length[:sh + 1] <= W - off)
 
 
-def _line_lanes(W, first, last, lo, end):
-    """The lanes of a line's word that hold line bytes: from ``lo`` in its first word, below ``end`` in
-    its last (``end`` 0: all ``W``), every lane in between. Reader and writer share it."""
-    return Cat((~first | (k >= lo)) & (~last | (end == 0) | (k < end)) for k in range(W))
-
-
 class UbReader(wiring.Component):
     """Reads lines from the UB as a stream of words aligned for their destination.
 
@@ -174,7 +168,13 @@ class UbReader(wiring.Component):
         if elements:
             m.d.comb += be.eq(ebe)
         else:
-            m.d.comb += be.eq(_line_lanes(W, first, last, lo, end))
+            # (registered in two steps on the way to the data: the lane compares of ``lo`` / ``end``,
+            # then their AND with the first / last flags; one step was 5 LUT levels)
+            s0_ge, s0_lt = Signal(W, name="s0_ge"), Signal(W, name="s0_lt")
+            s0_first, s0_lastw = Signal(name="s0_first"), Signal(name="s0_lastw")
+            m.d.sync += [s0_ge.eq(Cat(k >= lo for k in lanes)), s0_lt.eq(Cat((end == 0) | (k < end) for k in lanes)),
+                         s0_first.eq(first), s0_lastw.eq(last)]
+            s0_be = Cat((~s0_first | s0_ge[k]) & (~s0_lastw | s0_lt[k]) for k in lanes)
 
         with m.If(read):
             m.d.sync += [ptr.eq(ptr + step), left.eq(left - 1), first.eq(0), last.eq(left == 2)]
@@ -185,7 +185,11 @@ class UbReader(wiring.Component):
         for k in range(UnifiedBuffer.READ_LATENCY):
             nv, no, nb, nl = Signal(name=f"s{k}_valid"), Signal(sh, name=f"s{k}_off"), \
                 Signal(W, name=f"s{k}_be"), Signal(name=f"s{k}_last")
-            m.d.sync += [nv.eq(s_valid), no.eq(s_off), nb.eq(s_be), nl.eq(s_last)]
+            m.d.sync += [nv.eq(s_valid), no.eq(s_off), nl.eq(s_last)]
+            if k == 0 and not elements:
+                m.d.comb += nb.eq(s0_be)
+            else:
+                m.d.sync += nb.eq(s_be)
             s_valid, s_off, s_be, s_last = nv, no, nb, nl
 
         m.d.comb += self.lines.ready.eq(~active | (has_credit & last))
@@ -233,18 +237,24 @@ class UbWriter(wiring.Component):
     Ports
     -----
     lines : stream in ``{ub_addr (24-bit byte address), length (bytes, non-zero)}``. A line must be
-        taken before its first word: the writer takes one when idle and in the cycle of the current
-        line's last word.
-    words : stream in, ``8 W``-bit words; ready while a line is held.
+        taken before its first word: the writer holds the next line beside the active one, and takes a
+        line when it holds none or as the held one becomes active.
+    words : stream in, ``8 W``-bit words; ready while a line is active.
     ub_wr : the UB write port (:class:`rtl.ub.UbWriteSignature`); ``be`` is zero unless a word is taken.
     done : pulse in the cycle a line's last word is taken (written at that clock edge).
 
-    Latency: 0. ``ub_wr`` is combinational from ``words`` (the UB writes at the next edge), so a word
-    written in cycle ``t`` is readable by a read issued in ``t + 1``. Address and byte enables come from
-    registers only (a running word address, first / last flags, the line's two lane masks).
-    Throughput: one word per cycle; no bubble between lines when the next line is offered by the last
-    word of the current one.
+    Latency: a line taken in cycle ``t`` is held (one register: its word count and end lane computed
+    on the way), becomes the active line in ``t + 1`` at the earliest, and its first word
+    is taken from ``t + 2``. ``ub_wr`` is combinational from ``words`` (the UB writes at the next
+    edge), so a word written in cycle ``t`` is readable by a read issued in ``t + 1``. Address and byte
+    enables come from registers only (a running word address, first / last flags, the line's two lane
+    masks, loaded from the held line).
+    Throughput: one word per cycle; no bubble between lines (the next line is held while the current
+    one is written, and takes its place at its last word), one-word lines included.
     """
+
+    #: Cycles from a line taken (``lines.valid & lines.ready``) to the first cycle its first word can be.
+    LINE_LATENCY = 2
 
     def __init__(self, config):
         self._config = config
@@ -286,14 +296,23 @@ class UbWriter(wiring.Component):
             with m.If(last):
                 m.d.sync += active.eq(0)
 
-        m.d.comb += self.lines.ready.eq(~active | self.done)
+        # The held line: the next line's fields, registered as it is taken (the add for its end lane and
+        # word count on the way), so that the masks above are compares of registers: loading them straight
+        # from ``lines`` (often a LUT RAM's head) put the add and the lane compares in one path.
+        h_valid = Signal()
+        h_addr = Signal(range(cfg.ub_words))
+        h_off, h_end = Signal(sh), Signal(sh)
+        h_left = Signal(LINE_BYTES_BITS + 1)
+        promote = Signal()
+        m.d.comb += [promote.eq(h_valid & (~active | self.done)),
+                     self.lines.ready.eq(~h_valid | promote)]
+        with m.If(promote):
+            m.d.sync += [h_valid.eq(0), active.eq(1), first.eq(1), addr.eq(h_addr), left.eq(h_left),
+                         last.eq(h_left == 1), lo_mask.eq(Cat(k >= h_off for k in range(W))),
+                         end_mask.eq(Cat((h_end == 0) | (k < h_end) for k in range(W)))]
         with m.If(self.lines.valid & self.lines.ready):
             p = self.lines.payload
             off = p.ub_addr[:sh]
-            e = Signal(sh)
-            m.d.comb += e.eq(off + p.length)
-            m.d.sync += [active.eq(1), first.eq(1), addr.eq(p.ub_addr[sh:]),
-                         left.eq((off + p.length + W - 1) >> sh), last.eq(_one_word(p.length, off, W)),
-                         lo_mask.eq(Cat(k >= off for k in range(W))),
-                         end_mask.eq(Cat((e == 0) | (k < e) for k in range(W)))]
+            m.d.sync += [h_valid.eq(1), h_addr.eq(p.ub_addr[sh:]), h_off.eq(off), h_end.eq(off + p.length),
+                         h_left.eq((off + p.length + W - 1) >> sh)]
         return m

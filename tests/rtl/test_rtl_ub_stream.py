@@ -290,13 +290,15 @@ def _writer_lines(rng, cfg, count=None):
 
 @pytest.mark.parametrize("config", CONFIGS)
 def test_writer_back_to_back(config):
-    """Every lane offset, lines back to back, no stall: one word written per cycle, the first in the
-    cycle after the first line is taken, exact byte enables, ``done`` with each line's last word."""
+    """Every lane offset, lines back to back, no stall: one word written per cycle, the first
+    ``UbWriter.LINE_LATENCY`` cycles after the first line is taken, exact byte enables, ``done`` with
+    each line's last word."""
     cfg = preset(config)
     rng = random.Random(f"wr-{config}")
     b = _WriterBench(cfg, _writer_lines(rng, cfg), stall=0.0, seed=f"wr-{config}")
     b.run()
-    assert b.write_cycles == list(range(1, 1 + len(b.words)))
+    first = UbWriter.LINE_LATENCY
+    assert b.write_cycles == list(range(first, first + len(b.words)))
 
 
 @pytest.mark.parametrize("config", CONFIGS)
