@@ -310,11 +310,15 @@ class GemvEngine(wiring.Component):
         credits = Signal(2, init=2)             # reducer banks free for a new block
         fire, dummy = Signal(), Signal()
         k0_n, credits_n, in_dummy_n = Signal(), Signal(2), Signal()
+        # ``go`` through local copies, a cycle late (the front end's register drove every group from
+        # across the die): the first product needs the first B word, which comes later than that
+        # (``FIXED`` > ``GO_DELAY`` + 1), so no cycle is lost; after ``done`` nothing is left to fire.
+        go = _copies(m, "go", self.go, G)
         if R > P:
             gpos = Signal(range(R), reset_less=True)    # position in the group of R steps
             in_dummy = Signal(reset_less=True)          # gpos >= P: the group's dummy steps
-            m.d.comb += dummy.eq(self.go & in_dummy)
-        fires = [self.go & cur_valid[x] & rd_b.words.valid & ok[x] for x in range(G)]
+            m.d.comb += dummy.eq(go[0] & in_dummy)
+        fires = [go[x] & cur_valid[x] & rd_b.words.valid & ok[x] for x in range(G)]
         m.d.comb += fire.eq(fires[0])
         # ``cur`` moves on when it is empty or with every product (``fire`` reaches it as a clock enable
         # only): to the next word (``nxt``, or the reader's word when both are empty) after its last

@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import fields
 
-from amaranth.hdl import Cat, ClockDomain, ClockSignal, Module, ResetSignal, Signal, Value
+from amaranth.hdl import C, Cat, ClockDomain, ClockSignal, Module, ResetSignal, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -69,9 +69,14 @@ class ShiftChainWrapper(wiring.Component):
     in: shifts one bit per clock through a chain of one flop per unit *input* bit, each flop driving one
     input bit); ``load`` (registered: when high, a chain of one flop per unit *output* bit loads every
     output bit, else it shifts towards ``so``); ``so`` (serial out). The chains are reset-less. The
-    wrapper adds ``in_bits + out_bits + 3`` flip-flops and at most ``out_bits`` LUT4 (the load/shift
-    multiplexers) to the unit's own cells; its signals are named ``wrap_*``.
+    wrapper adds ``in_bits + out_bits + 2 + ceil(out_bits / LOAD_GROUP)`` flip-flops and at most
+    ``out_bits`` LUT4 (the load/shift multiplexers) to the unit's own cells; its signals are named
+    ``wrap_*``. ``load`` is registered once per ``LOAD_GROUP`` output bits, in a chain (group ``g``
+    loads ``g`` cycles after the pin), so that no wrapper net has more than ~``LOAD_GROUP`` loads.
     """
+
+    #: Output bits served by one copy of the registered ``load``.
+    LOAD_GROUP = 32
 
     def __init__(self, unit):
         self.unit = unit
@@ -82,7 +87,7 @@ class ShiftChainWrapper(wiring.Component):
         self.port_names = ["__".join(map(str, p)) for p, _, _ in members]
         self.in_bits = sum(len(v) for v in self.inputs)
         self.out_bits = sum(len(v) for v in self.outputs)
-        self.wrapper_ffs = self.in_bits + self.out_bits + 3
+        self.wrapper_ffs = self.in_bits + self.out_bits + 2 + -(-self.out_bits // self.LOAD_GROUP)
         super().__init__({"clk": In(1), "rst": In(1), "si": In(1), "load": In(1), "so": Out(1)})
 
     def elaborate(self, platform):
@@ -99,13 +104,23 @@ class ShiftChainWrapper(wiring.Component):
         m.d.wrap_chain += chain_in.eq(Cat(self.si, chain_in[:-1]))
         m.d.comb += Cat(self.inputs).eq(chain_in)
 
+        # ``load`` reaches the output chain's multiplexers through a chain of registers, one per
+        # LOAD_GROUP output bits (a single register drove every one of them: at ~700 loads its net was
+        # the slowest path of the design, a property of the harness, not of the unit). Group g loads g
+        # cycles after the pin; each register has a distinct input, so synthesis keeps them apart.
         chain_out = Signal(self.out_bits, name=WRAP + "out")
-        load = Signal(name=WRAP + "load")
-        m.d.wrap_chain += load.eq(self.load)
-        with m.If(load):
-            m.d.wrap_chain += chain_out.eq(Cat(self.outputs))
-        with m.Else():
-            m.d.wrap_chain += chain_out.eq(chain_out[1:])
+        outputs = Cat(self.outputs)
+        prev = self.load
+        for g, lo in enumerate(range(0, self.out_bits, self.LOAD_GROUP)):
+            hi = min(lo + self.LOAD_GROUP, self.out_bits)
+            load = Signal(name=f"{WRAP}load{g}")
+            m.d.wrap_chain += load.eq(prev)
+            prev = load
+            nxt = chain_out[hi] if hi < self.out_bits else C(0, 1)
+            with m.If(load):
+                m.d.wrap_chain += chain_out[lo:hi].eq(outputs[lo:hi])
+            with m.Else():
+                m.d.wrap_chain += chain_out[lo:hi].eq(Cat(chain_out[lo + 1:hi], nxt))
         m.d.comb += self.so.eq(chain_out[0])
         return m
 

@@ -130,7 +130,8 @@ def test_wrapper_registers_every_port_bit():
     for _, member, value in unit.signature.flatten(unit):
         bits[member.flow.name == "In"] += len(value)
     assert (w.in_bits, w.out_bits) == (bits[True], bits[False])
-    assert w.wrapper_ffs == w.in_bits + w.out_bits + 3
+    # the two reset synchronisers and one registered ``load`` per LOAD_GROUP output bits
+    assert w.wrapper_ffs == w.in_bits + w.out_bits + 2 + -(-w.out_bits // ShiftChainWrapper.LOAD_GROUP)
     text = rtlil.convert(w, name="top")
     assert "top" not in _modules(text) and "unit" in _modules(text) and "unit.ub" in _modules(text)
     label = _module_labeller(_modules(text), w.port_names)
