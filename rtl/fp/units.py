@@ -181,8 +181,9 @@ class FPMul(FPUnit):
     product with a register after it is an :func:`rtl.dsp.product` (with its input register when
     boundary 3 is registered): a MULT18X18D with its own registers for the ECP5 platform. Depth 7
     registers the normalised operands in the fabric too, so that nothing but routing lies in front of
-    the DSP blocks' input registers (the MAC array); depths <= 6 shift into them (the elementwise
-    lanes, depth 5).
+    the DSP blocks' input registers; depth 6 does the same without the output register (the elementwise
+    lanes: their round-and-pack stage runs into the lanes' add-or-mul select register), depth 7 with it
+    (the MAC array); depths <= 5 shift into the DSP blocks' input registers.
 
     ``unpacked=True``: the operands come as :func:`unpacked_layout` ``(fmt)`` (significand with an
     explicit leading bit, effective exponent, sign and class flags) instead of packed bits: a value
@@ -192,7 +193,7 @@ class FPMul(FPUnit):
     """
     STAGES = 7
     CUTS = {0: (), 1: (5,), 2: (4, 6), 3: (4, 5, 6), 4: (3, 4, 5, 6), 5: (1, 3, 4, 5, 6),
-            6: (1, 3, 4, 5, 6, 7), 7: (1, 2, 3, 4, 5, 6, 7)}
+            6: (1, 2, 3, 4, 5, 6), 7: (1, 2, 3, 4, 5, 6, 7)}
     #: width of the low piece of each significand in the partial products (MULT18X18D: 18x18)
     PIECE = 17
 

@@ -146,7 +146,7 @@ def check(words, results, valids):
 
 
 def test_latency_attribute():
-    assert ElementwiseLanes.latency() == 2 + 1 + 5 + 1 + 2 + 1
+    assert ElementwiseLanes.latency() == 2 + 1 + 6 + 1 + 2 + 1     # widen, mux, mul 6 (add 5), select, narrow, out
     # the integer / MAX / MIN path (5 stages) sets the latency here
     assert ElementwiseLanes.latency(widen_depth=0, add_depth=1, mul_depth=0, narrow_depth=0) == 5 + 1
     assert ElementwiseLanes.latency(widen_depth=3, add_depth=3, mul_depth=4, narrow_depth=3) == 13
