@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .ew_walker import FlagFifo
 from .instructions import EXPAND_BLOCK_BYTES
+from .realign import select_copies
 
 __all__ = ["PatternBuilder", "PATTERN_BYTES"]
 
@@ -109,11 +110,10 @@ class PatternBuilder(wiring.Component):
         emit, take1 = Signal(), Signal()
         m.d.comb += [emit.eq(have & out.w_rdy),
                      take1.eq(self.words.valid & self.mode1 & (~have | (out.w_rdy & ~more)))]
-        # the replicated scalar by the element size, from four copies of ``esz``, each selecting a quarter
-        # of the pattern (``esz`` reached all 256 select bits; the copies differ in their reset value, so
-        # synthesis keeps them apart; they are used from a scalar's emit on, a cycle after its word)
-        esz_c = [Signal(2, init=k, name=f"esz_c{k}") for k in range(4)]
-        m.d.sync += [c.eq(self.esz) for c in esz_c]
+        # the replicated scalar by the element size, from four copies of ``esz`` (``select_copies``: ``esz``
+        # a cycle late), each selecting a quarter of the pattern (``esz`` reached all 256 select bits;
+        # they are used from a scalar's emit on, a cycle after its word)
+        esz_c = select_copies(m, self.esz, 4, "esz_c")
         full = [held[:8 << e].replicate(PB >> e) for e in range(3)]
         qb = 2 * PB                          # bits per quarter
         for k, c in enumerate(esz_c):
