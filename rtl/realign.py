@@ -256,15 +256,19 @@ class Realigner(wiring.Component):
         # current word (all for a solo word, and for a flush word, whose "previous" word is the last one
         # taken), zeros, the rotation (copies: each drives a share of the lanes), byte enables, address.
         d_valid = Signal()
-        d_zero = Signal(reset_less=True)
+        # per lane: take the current word's byte, the previous word's, or (both low: a zero line) zero;
+        # one register pair per lane, not one ``zero`` register driving every bit of the word
         d_cur = Signal(W, reset_less=True)
+        d_prev = Signal(W, reset_less=True)
         d_be = Signal(W, reset_less=True)
         d_first = Signal(reset_less=True)
         d_addr = Signal(addr_shape, reset_less=True)
         d_line_last, d_last = Signal(reset_less=True), Signal(reset_less=True)
         be = Cat((~first_out | cur.lo[l]) & (~out_last | cur.hi[l]) for l in lanes)
         m.d.sync += [
-            d_valid.eq(emit), d_zero.eq(cur.zero), d_cur.eq(cur.cur | (flushing | cur.solo).replicate(W)),
+            d_valid.eq(emit),
+            d_cur.eq((cur.cur | (flushing | cur.solo).replicate(W)) & (~cur.zero).replicate(W)),
+            d_prev.eq(~cur.cur & (~(flushing | cur.solo | cur.zero)).replicate(W)),
             d_be.eq(be), d_first.eq(first_out), d_addr.eq(cur.addr),
             d_line_last.eq(out_last), d_last.eq(out_last & cur.last),
         ]
@@ -275,8 +279,8 @@ class Realigner(wiring.Component):
         m.d.sync += d_fine.eq(fine_next)
 
         # ---- data: merge, the coarse rotation, into the output register --------------------------------
-        merged = Cat(Mux(d_zero, 0, Mux(d_cur[j], last.word_select(j, 8), before.word_select(j, 8)))
-                     for j in lanes)
+        merged = Cat((d_cur[j].replicate(8) & last.word_select(j, 8))
+                     | (d_prev[j].replicate(8) & before.word_select(j, 8)) for j in lanes)
         coarse = _rotate(m, merged, coarse_sel, 1 << fine_bits, "coarse") if coarse_sel else merged
         # the word's address and index: the line's first, or one more than the line's previous word
         a_next = Signal(addr_shape)          # the next word's address within the active line
