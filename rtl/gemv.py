@@ -66,17 +66,17 @@ class GemvEngine(wiring.Component):
     when every block's C line is written (a count from ``start``).
 
     Latency and throughput: one B row per cycle per block when ``P >= ADD_DEPTH`` (``P / ADD_DEPTH`` of
-    that otherwise): ``K * ceil(N / lanes)`` cycles plus :meth:`latency` (``FIXED`` 11, the last
-    product to its partial sum ``mac_latency`` 16, the reducer ``Reducer.CYCLES`` 32: 59 for P = 8).
+    that otherwise): ``K * ceil(N / lanes)`` cycles plus :meth:`latency` (``FIXED`` 12, the last
+    product to its partial sum ``mac_latency`` 16, the reducer ``Reducer.CYCLES`` 32: 60 for P = 8).
     The reducer starts a block at most every ``Reducer.INTERVAL`` (26) cycles, so blocks shorter than
     :meth:`keep_up` (26 steps for P = 8) wait for it (see ``make bench``).
     """
 
     opcodes = GEMV_OPCODES
     #: Cycles from ``start`` to ``done`` beyond the products' steps and the pipeline: walker 1, line FIFO
-    #: 1, the reader (``UbReader.LATENCY``), fire 1, writer and done 1 (the reducer starts in the cycle
-    #: the block's last partial sum is written).
-    FIXED = 4 + UbReader.LATENCY
+    #: 1, the reader (``UbReader.LATENCY``), the A word's register ``nxt`` 1, fire 1, writer and done 1
+    #: (the reducer starts in the cycle the block's last partial sum is written).
+    FIXED = 5 + UbReader.LATENCY
 
     @classmethod
     def latency(cls, config):
@@ -278,7 +278,9 @@ class GemvEngine(wiring.Component):
 
         # A serializer: ``cur`` holds the current A word, its next element in the low bits (it shifts by
         # one element per product: no element select); ``nxt`` the following word, so that taking a word
-        # from the reader depends on registers only, never on ``fire``. (W >= 16: a word holds >= 4
+        # from the reader depends on registers only, never on ``fire``. Every word goes through ``nxt``:
+        # the reader's head is LUT RAM read asynchronously, too slow to reach ``cur``'s multiplexers
+        # in the same cycle (10.5 ns in default, seed 2, at 3d1e861). (W >= 16: a word holds >= 4
         # elements, so a word just loaded never holds its last element.) ``cur`` is driven in G byte
         # groups, each from its own copies of the registers its enable and select come from (fan-out).
         G = min(W // 4, 4)
@@ -334,16 +336,15 @@ class GemvEngine(wiring.Component):
                         m.d.comb += shifted.eq(cur >> (8 << z))
             with m.If(fires[x] | ~cur_valid[x]):
                 with m.If(~cur_valid[x] | last_e[x] | last_k[x]):
-                    m.d.sync += cur[part].eq(Mux(nxt_valid[x], nxt[part], word.data[part]))
+                    m.d.sync += cur[part].eq(nxt[part])
                 with m.Else():
                     m.d.sync += cur[part].eq(shifted[part])
         cur_ce, endw = Signal(), Signal()
         m.d.comb += [cur_ce.eq(fire | ~cur_valid[0]), endw.eq(~cur_valid[0] | last_e[0] | last_k[0])]
-        with m.If(a_take & (cur_valid[0] | nxt_valid[0])):
+        with m.If(a_take):
             m.d.sync += nxt.eq(word.data)
-        with m.If(cur_ce & endw):          # the next word (if any) into cur; a word taken now stays in nxt
-            m.d.comb += [cur_valid_n.eq(nxt_valid[0] | a_take), nxt_valid_n.eq(nxt_valid[0] & a_take),
-                         last_e_n.eq(0)]
+        with m.If(cur_ce & endw):          # the next word (if any) into cur; a word taken now goes to nxt
+            m.d.comb += [cur_valid_n.eq(nxt_valid[0]), nxt_valid_n.eq(a_take), last_e_n.eq(0)]
             m.d.sync += e.eq(0)
         with m.Else():
             m.d.comb += [cur_valid_n.eq(cur_valid[0]), nxt_valid_n.eq(nxt_valid[0] | a_take),
