@@ -13,6 +13,7 @@ from amaranth.lib.wiring import In, Out
 from .dsp import product
 from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 from .isa import DType
+from .realign import select_copies
 
 __all__ = ["LaneOp", "ElementwiseLanes"]
 
@@ -193,10 +194,23 @@ class ElementwiseLanes(wiring.Component):
             a_d.append(_delay(m, a_d[-1], 1, f"a{k}"))
             b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(dw + 1, 3) else None)
 
+        # The late selects (add or mul, the narrowed format, float or bypass) fan out to every bit of
+        # every slot: each slot takes them from its own copies of the stage's flags (one register
+        # driving all slots' multiplexers was a 10-11 ns net in ``small``).
+        copies = {}
+
+        def slot_ctrl(k, s):
+            if k not in copies:
+                names = ("fp16", "bf16", "fp_arith", "mul")
+                v = Cat(*(getattr(ctrl[k - 1], n) for n in names))
+                copies[k] = [_Ctrl({n: c[i] for i, n in enumerate(names)})
+                             for c in select_copies(m, v, n_slots, f"ctl{k}_slot")]
+            return copies[k][s % len(copies[k])]
+
         out_slots = []
         for s in range(n_slots):
             sl = slice(32 * s, 32 * s + 32)
-            fp_word = self._fp_slot(m, s, ctrl, [x[sl] if x is not None else None for x in a_d],
+            fp_word = self._fp_slot(m, s, ctrl, slot_ctrl, [x[sl] if x is not None else None for x in a_d],
                                     [x[sl] if x is not None else None for x in b_d])
             bypass = self._cheap_slot(m, platform, s, ctrl, [x[sl] for x in a_d],
                                       [x[sl] if x is not None else None for x in b_d], keeps)
@@ -204,7 +218,7 @@ class ElementwiseLanes(wiring.Component):
             # self._fp_latency and is delayed to L - 1
             bypass = _delay(m, bypass, L - 1 - _CHEAP_LATENCY, f"s{s}_bypass")
             fp_word = _delay(m, fp_word, L - 1 - self._fp_latency, f"s{s}_fpw")
-            c, keep = ctrl[L - 1], keeps[L - 1]
+            c, keep = slot_ctrl(L - 1, s), keeps[L - 1]
             res = Signal(32, name=f"s{s}_res", reset_less=True)
             for j in range(4):
                 use_fp = c.fp_arith & ~keep[4 * s + j]
@@ -216,7 +230,7 @@ class ElementwiseLanes(wiring.Component):
 
     # ---- floating-point add / sub / mul -------------------------------------------------------------
 
-    def _fp_slot(self, m, s, ctrl, a_d, b_d):
+    def _fp_slot(self, m, s, ctrl, slot_ctrl, a_d, b_d):
         """The fp result word of slot ``s`` at stage ``self._fp_latency`` (combinational value)."""
         dw, dn = self.widen_depth, self.narrow_depth
         dfp = max(self.add_depth, self.mul_depth)
@@ -261,13 +275,13 @@ class ElementwiseLanes(wiring.Component):
                 for u, fmt in zip(units, (FP16, BF16)):
                     m.submodules[f"s{s}_mul{i}_{fmt.name}"] = u
                     m.d.comb += [u.a.eq(a_d[k0][lo]), u.b.eq(b_d[k0][lo])]
-                mul_out = Mux(ctrl[k0 + self.mul_depth].fp16, units[0].result, units[1].result)
+                mul_out = Mux(slot_ctrl(k0 + self.mul_depth, s).fp16, units[0].result, units[1].result)
             for u in units:
                 m.d.comb += [u.in_valid.eq(0), u.en.eq(1)]
             add_r = _delay(m, add.result, dfp - self.add_depth, f"s{s}_add{i}")
             mul_r = _delay(m, mul_out, dfp - self.mul_depth, f"s{s}_mul{i}")
             r32 = Signal(32, name=f"s{s}_r32_{i}", reset_less=True)       # registered: stage k1 + 1
-            m.d.sync += r32.eq(Mux(ctrl[k1].mul, mul_r, add_r))
+            m.d.sync += r32.eq(Mux(slot_ctrl(k1, s).mul, mul_r, add_r))
             results32.append(r32)
 
         narrow = {}
@@ -280,7 +294,7 @@ class ElementwiseLanes(wiring.Component):
                 halves.append(cv.result)
             narrow[fmt] = Cat(*halves)
         r32 = _delay(m, results32[0], dn, f"s{s}_r32")
-        c = ctrl[k1 + 1 + dn]
+        c = slot_ctrl(k1 + 1 + dn, s)
         return Mux(c.fp16, narrow[FP16], Mux(c.bf16, narrow[BF16], r32))
 
     # ---- integers, max / min, keep_a ------------------------------------------------------------------
