@@ -207,7 +207,8 @@ class IndexLines(wiring.Component):
       ``t`` (its segment's fields are formed in ``t + 1`` and join the read on the way);
     - 0, the walk (from ``t + 2`` one segment and one read per cycle): running pointers, no multiply;
       "the row ends in this segment" is a register, computed with the walk state it belongs to;
-    - 1, the index word (``READ_LATENCY`` cycles after its read), straight from the UB port;
+    - 1, the index word (``READ_LATENCY`` + 1 cycles after its read: the UB's read data registered
+      again in the engine);
     - 2a, the resolved index of every lane (out of bounds, compares of 8-bit pieces; WRAP through the
       modulo pipeline, 33 cycles);
     - 2b, every lane's table address (element mode) or the row index (row mode); the run control's
@@ -221,7 +222,7 @@ class IndexLines(wiring.Component):
     - 4, the read and the line, registered, into both output queues (whose LUT RAMs the lines' fields
       reach from registers only).
 
-    So the first line is on ``ar`` ``READ_LATENCY + 7`` cycles after ``start`` (``+ 33`` with WRAP).
+    So the first line is on ``ar`` ``READ_LATENCY + 8`` cycles after ``start`` (``+ 33`` with WRAP).
     Stages 1 to 2b never stall: a read is issued only when the segment queue has room for it and for
     every segment in flight (counted a cycle late; WRAP: when both output queues have room for every
     index in flight, because the modulo pipeline cannot stall; the segment queue then drains one WRAP
@@ -376,13 +377,17 @@ class IndexLines(wiring.Component):
         meta = Signal(Meta)
         m.d.comb += [meta.lo.eq(lo), meta.n.eq(n), meta.dptr.eq(dptr), meta.last.eq(rowend & last_row)]
         a_valid, a_meta = read, meta
-        for k in range(RL):
+        for k in range(RL + 1):         # the UB's latency, then the index word's register (below)
             nv = Signal(name=f"rd{k}_valid")
             nm = Signal(Meta, name=f"rd{k}_meta", reset_less=True)
             m.d.sync += [nv.eq(a_valid), nm.eq(Mux(fix, meta, a_meta) if k == 1 else a_meta)]
             a_valid, a_meta = nv, nm
         s1_valid, s1 = a_valid, a_meta
-        word = self.ub_rd.data
+        # the index word registered here first: the lanes' bounds compares (carry chains) and the modulo
+        # pipeline's lane select start from a register next to them, not from the UB's read data
+        # register across the die (11.2 ns in ``default`` seed 1 at 1ed3ce7)
+        word = Signal(len(self.ub_rd.data), reset_less=True)
+        m.d.sync += word.eq(self.ub_rd.data)
         u = [word.word_select(k, 32) for k in range(L)]
         seg1 = Signal(L)
         m.d.comb += seg1.eq(((C(1, L + 1) << s1.n) - 1) << s1.lo)

@@ -66,7 +66,7 @@ class TransferEngine(wiring.Component):
     ``max_outstanding_reads`` read bursts in flight; a TLOAD line that needs one more UB word than bus
     beats costs one extra cycle (a TSTORE line none: the reader makes every beat from one UB read).
     Latency: the first AR/AW is loaded 2 cycles after ``start`` and leaves with ``go`` (3 cycles after
-    ``start`` in the unit); MGATHER's first AR leaves ``READ_LATENCY + 7`` cycles after ``start``
+    ``start`` in the unit); MGATHER's first AR leaves ``READ_LATENCY + 8`` cycles after ``start``
     (:class:`rtl.mgather.IndexLines`). A beat that arrives in cycle ``t`` is offered to the UB write port
     in ``t + 1`` (TLOAD, MGATHER_ROW) or ``t + 2`` (MGATHER_ELEM). ``done`` comes in the cycle of the
     last UB write (TLOAD, MGATHER) or the cycle after the last B response (TSTORE); an empty region is

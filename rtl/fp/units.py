@@ -42,14 +42,16 @@ class FPAdd(FPUnit):
     """``result = a + b`` in one format, round to nearest even.
 
     Parameters: ``fmt`` (:class:`FloatFormat`), ``depth`` (pipeline registers, >= 0).
-    Latency: ``depth`` cycles. Register placement (stage boundaries 1 = after operand swap,
-    2 = after the alignment shift, 3 = after the add, 4 = after the leading-zero count, 5 = after
-    the normalising shift, 6 = output): see ``CUTS``; beyond depth 6 extra output registers.
-    (Depths 1-3 chosen by an ECP5 sweep over all cut sets; see docs/fp.md.)
+    Latency: ``depth`` cycles. Register placement (stage boundaries 1 = after the raw exponent
+    differences and the magnitude compare, 2 = after operand swap and the saturated exponent
+    difference, 3 = after the alignment shift, 4 = after the add, 5 = after the leading-zero count,
+    6 = after the normalising shift, 7 = output): see ``CUTS``; beyond depth 7 extra output registers.
+    (Depths 1-3 chosen by an ECP5 sweep over all cut sets; depth 6 splits the exponent-difference
+    stage, whose 12 cells in one cycle were the whole unit's worst path in ``small``; see docs/fp.md.)
     """
-    STAGES = 6
-    CUTS = {0: (), 1: (3,), 2: (1, 3), 3: (1, 3, 4), 4: (1, 3, 4, 5), 5: (1, 2, 3, 4, 5),
-            6: (1, 2, 3, 4, 5, 6)}
+    STAGES = 7
+    CUTS = {0: (), 1: (4,), 2: (2, 4), 3: (2, 4, 5), 4: (2, 4, 5, 6), 5: (2, 3, 4, 5, 6),
+            6: (1, 2, 3, 4, 5, 6), 7: (1, 2, 3, 4, 5, 6, 7)}
 
     def __init__(self, fmt=FP32, depth=0):
         _check_fmt(fmt)
@@ -63,7 +65,7 @@ class FPAdd(FPUnit):
         cuts, extra = self._cuts()
         pipe = Pipe(m, cuts, self.en)
 
-        # 1: decode, compare the magnitudes, the exponent difference
+        # 1-2: decode, compare the magnitudes, the exponent difference
         da, db = decode(fmt, self.a), decode(fmt, self.b)
         # |b| > |a| as two carry chains of half the width side by side, combined by one LUT
         h = len(da.mag) // 2
@@ -85,22 +87,30 @@ class FPAdd(FPUnit):
         # exponent-is-zero decode in front of the subtractors: both raw differences x - y and
         # x - y - 1 (x + ~y, one carry chain with carry-in 0) are formed; the subnormal flags pick.
         ea, eb, za, zb = da.exp, db.exp, da.exp == 0, db.exp == 0
-        e_lt = (ea - eb)[-1]                                          # raw exp_a < exp_b
         n = fmt.exp_bits
-        d_ab = Mux(zb & ~za, (ea + ~eb)[:n], (ea - eb)[:n])          # exp_a >= exp_b: eff_a - eff_b
-        d_ba = Mux(za, (eb + ~ea)[:n], (eb - ea)[:n])                # exp_a < exp_b: eff_b - eff_a
-        dc_next = Mux(e_lt, saturated(d_ba), saturated(d_ab))
+        # (boundary 1: the four raw differences, registered before the subnormal and order selects and
+        # the saturation, which make the path 12 cells long in one cycle)
         s = pipe.stage(
-            1, valid=self.in_valid, swap=swap, sig_a=da.sig, sig_b=db.sig,
-            big_exp=Mux(e_lt, db.eexp, da.eexp), dc=dc_next,
+            1, valid=self.in_valid, swap=swap, sig_a=da.sig, sig_b=db.sig, za=za, zb=zb,
+            e_lt=(ea - eb)[-1],                                         # raw exp_a < exp_b
+            ab_m1=(ea + ~eb)[:n], ab=(ea - eb)[:n], ba_m1=(eb + ~ea)[:n], ba=(eb - ea)[:n],
+            eexp_a=da.eexp, eexp_b=db.eexp,
             sub=da.sign ^ db.sign, sign=Mux(swap, db.sign, da.sign), zero_sign=da.sign & db.sign,
             nan=da.is_nan | db.is_nan | (da.is_inf & db.is_inf & (da.sign ^ db.sign)),
             inf=da.is_inf | db.is_inf)
-        # the significands ordered by magnitude in stage 2 (the compare's fan-out is a register: two
+        d_ab = Mux(s.zb & ~s.za, s.ab_m1, s.ab)                      # exp_a >= exp_b: eff_a - eff_b
+        d_ba = Mux(s.za, s.ba_m1, s.ba)                              # exp_a < exp_b: eff_b - eff_a
+        dc_next = Mux(s.e_lt, saturated(d_ba), saturated(d_ab))
+        swap = s.swap
+        s = pipe.stage(
+            2, valid=s.valid, swap=swap, sig_a=s.sig_a, sig_b=s.sig_b,
+            big_exp=Mux(s.e_lt, s.eexp_b, s.eexp_a), dc=dc_next,
+            sub=s.sub, sign=s.sign, zero_sign=s.zero_sign, nan=s.nan, inf=s.inf)
+        # the significands ordered by magnitude in stage 3 (the compare's fan-out is a register: two
         # copies when registered, one per multiplexer; the sticky has its own copy of dc, the shifter's
         # fan-out being large; the copies are kept apart in synthesis by their init values)
         swap_big, dc_st = s.swap, s.dc
-        if 1 in cuts:
+        if 2 in cuts:
             swap_big = Signal(init=1, reset_less=True)
             dc_st = Signal(len(s.dc), init=-1, reset_less=True)
             with m.If(self.en):
@@ -112,7 +122,7 @@ class FPAdd(FPUnit):
                             dc=s.dc, dc_st=dc_st, sub=s.sub, sign=s.sign, zero_sign=s.zero_sign,
                             nan=s.nan, inf=s.inf)
 
-        # 2: align the smaller significand (2 guard bits + sticky)
+        # 3: align the smaller significand (2 guard bits + sticky)
         wide = Signal(K + p + 2)
         m.d.comb += wide.eq(Cat(C(0, K + 2), s.small_sig) >> s.dc)
         # sticky = wide[:K].any(), computed beside the shifter: significand bit j ends up below
@@ -121,10 +131,10 @@ class FPAdd(FPUnit):
         small_ext = Signal(p + 3)
         m.d.comb += small_ext.eq(Cat(sticky, wide[K:]))      # sig, G, R, sticky
         s = pipe.stage(
-            2, valid=s.valid, small_ext=small_ext, big_sig=s.big_sig, big_exp=s.big_exp,
+            3, valid=s.valid, small_ext=small_ext, big_sig=s.big_sig, big_exp=s.big_exp,
             sub=s.sub, sign=s.sign, zero_sign=s.zero_sign, nan=s.nan, inf=s.inf)
 
-        # 3: add / subtract as one adder, big + ~small + 1 in p + 4 bits (big >= small, so the
+        # 4: add / subtract as one adder, big + ~small + 1 in p + 4 bits (big >= small, so the
         # difference is >= 0)
         total = Signal(p + 4)
         addend = Cat(s.small_ext, C(0, 1)) ^ s.sub.replicate(p + 4)
@@ -133,22 +143,22 @@ class FPAdd(FPUnit):
         marker = Signal(p + 4)
         m.d.comb += marker.eq(limit_marker((s.big_exp, 1), p + 4))
         s = pipe.stage(
-            3, valid=s.valid, total=total, marker=marker, big_exp=s.big_exp, sign=s.sign,
+            4, valid=s.valid, total=total, marker=marker, big_exp=s.big_exp, sign=s.sign,
             zero_sign=s.zero_sign, nan=s.nan, inf=s.inf)
 
-        # 4: normalise (never needs a right shift: the exponent of the sum, big_exp + 1, is >= 2); the
+        # 5: normalise (never needs a right shift: the exponent of the sum, big_exp + 1, is >= 2); the
         # shift is the leading-zero count of total | marker, i.e. min(lz, big_exp), no comparison after
         # the count (~100 LUT4 more than the comparison min(lz, big_exp), ~1 ns shorter on ECP5)
         plan = norm_plan(m, "plan", fmt, (s.big_exp, 1), s.total, may_underflow=False, marker=s.marker)
         is_zero = ~s.total.any()
-        s = pipe.stage(4, valid=s.valid, sign=Mux(is_zero, s.zero_sign, s.sign), nan=s.nan,
+        s = pipe.stage(5, valid=s.valid, sign=Mux(is_zero, s.zero_sign, s.sign), nan=s.nan,
                        inf=s.inf, **plan)
         n = norm_apply(m, "apply", fmt, **{k: getattr(s, k) for k in plan})
         s = pipe.stage(
-            5, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
+            6, valid=s.valid, exp=n.exp, man=n.man, guard=n.guard, sticky=n.sticky,
             sign=s.sign, nan=s.nan, inf=s.inf)
 
-        # 6: round, pack, specials
+        # 7: round, pack, specials
         rounded = round_pack(fmt, s.sign, s.exp, s.man, s.guard, s.sticky)
         if fmt.finite_only:
             special = C(fmt.nan_bits, fmt.width)
@@ -156,8 +166,8 @@ class FPAdd(FPUnit):
         else:
             res = Mux(s.nan, C(fmt.nan_bits, fmt.width),
                       Mux(s.inf, Cat(C(fmt.inf_bits, fmt.width - 1), s.sign), rounded))
-        s = pipe.stage(6, result=res, valid=s.valid)
-        self._finish(m, pipe, 6, s.result, s.valid, extra)
+        s = pipe.stage(7, result=res, valid=s.valid)
+        self._finish(m, pipe, 7, s.result, s.valid, extra)
         return m
 
 

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable
 REF = {"add": ref_add, "mul": ref_mul}
 
 
-@pytest.mark.parametrize("depth", range(8))
+@pytest.mark.parametrize("depth", range(9))
 @pytest.mark.parametrize("kind", ["add", "mul", "widen", "conv"])
 def test_latency_throughput_enable(kind, depth):
     fmt = FP16
