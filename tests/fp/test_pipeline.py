@@ -51,7 +51,7 @@ def test_depth_validation():
 @pytest.mark.parametrize("spec", GROUPS["pipe"], ids=lambda s: f"{s[0]}-{s[1]}-d{s[2]}" + (f"-{s[3]}" if s[3] else ""))
 def test_pipelined_random(spec):
     """10^5 random pairs through each pipelined unit on Verilator. ``slow``: in the normal set every kind at
-    every depth 0-7 is bit-exact on fp16 in ``test_latency_throughput_enable`` (Amaranth sim, with stalls), and the
+    every depth 0-8 is bit-exact on fp16 in ``test_latency_throughput_enable`` (Amaranth sim, with stalls), and the
     elementwise lanes' units at their depths run 10^6 pairs per type and op on Verilator
     (tests/fp/test_ew_lanes_verilator.py)."""
     kind, fmt, depth, out_fmt = spec

@@ -136,7 +136,7 @@ GROUPS = {
              + [("widen", f, 0, FP32) for f in NARROW]
              + [("conv", f, 0, FP32) for f in NARROW]
              + [("conv", FP32, 0, f) for f in NARROW],
-    "pipe": [("add", FP32, d, None) for d in (1, 2, 3, 4, 5, 6, 7)]
+    "pipe": [("add", FP32, d, None) for d in (1, 2, 3, 4, 5, 6, 7, 8)]
             + [("mul", FP32, d, None) for d in (1, 2, 3, 4, 5, 6, 7)]
             + [("add", FP16, 3, None), ("mul", BF16, 2, None), ("widen", BF16, 2, FP32),
                ("conv", FP16, 2, FP32), ("conv", FP32, 3, FP8E4M3), ("add", FP8E4M3, 1, None),
