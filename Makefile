@@ -31,7 +31,7 @@ help:
 	@echo "  make test-fp-exhaustive       only the exhaustive fp16/bf16 add/mul sweeps (~25 min on 2 cores)"
 	@echo "  make synth-fp                 ECP5 synthesis table of the fp32 adder/multiplier (docs/fp.md)"
 	@echo "  make synth CONFIG=small       ECP5-85 cells, Fmax, worst paths of the unit (build/synth/<config>.json)"
-	@echo "  make synth-check              fail when small or default is below 100 MHz (~25 min)"
+	@echo "  make synth-check              fail when small or default is below 100 MHz at CHECK_SEED (~35 min)"
 	@echo "  make synth-sweep [BASE=small] area/Fmax vs ub_word_bytes and ub_read_ports (build/synth/sweep.*)"
 	@echo "  make clean"
 
