@@ -174,6 +174,16 @@ def _less(a, b, chunk=8):
     return pieces[0][0]
 
 
+def _lowest(x):
+    """The lowest set bit of ``x``, one-hot (zero if none)."""
+    return Cat(x[k] & ~x[:k].any() if k else x[0] for k in range(len(x)))
+
+
+def _at_most_one(x):
+    """``x`` has at most one bit set (pairwise: no pair of bits is set together)."""
+    return ~Cat(x[i] & x[j] for i in range(len(x)) for j in range(i + 1, len(x))).any()
+
+
 def _product_pieces(width):
     """The 16 x 16-bit pieces ``(i, j)`` of a 32 x 32-bit product that reach its low ``width`` bits: bits
     ``i`` of one factor times bits ``j`` of the other, shifted by ``i + j``; each is one DSP block."""
@@ -213,10 +223,12 @@ class IndexLines(wiring.Component):
       modulo pipeline, 33 cycles);
     - 2b, every lane's table address (element mode) or the row index (row mode); the run control's
       fields (which lanes share a beat) one register later, into the control queue;
-    - 2c, the segment queue (``seg_depth`` entries of LUT RAM, read asynchronously, so that taking the
-      next segment only moves a pointer): every lane's beat and offset, the lanes that share a beat with
-      the lane before, the row index x row stride partial products (DSPs, on the way in); runs are chosen
-      from the head, one per cycle (a one-hot first lane and prefix logic over 8 lanes);
+    - 2c, the segment queue (``seg_depth`` entries of LUT RAM; the data half read asynchronously, so
+      that taking the next segment only moves a pointer): every lane's beat and offset, the lanes that
+      begin a run, the row index x row stride partial products (DSPs, on the way in); the head's run
+      control is loaded into registers (straight from stage 2b' when the queue is empty) and runs are
+      taken from it one per cycle (the next run's first lane: a one-hot lowest bit; "last run" a
+      register);
     - 3, the run, registered: there ``reuse`` (its beat against the last non-zero run's, a register) and
       the row's address (base + the partial products: one add) are formed;
     - 4, the read and the line, registered, into both output queues (whose LUT RAMs the lines' fields
@@ -459,46 +471,60 @@ class IndexLines(wiring.Component):
             if k:
                 m.d.comb += entry.same[k].eq((zero_b[k] & zero_b[k - 1]) |
                                              (~zero_b[k] & ~zero_b[k - 1] & (ea[k][sh:] == ea[k - 1][sh:])))
-        # Two queues read together: the run control's fields (seg, same, zero) in a narrow one whose
-        # pointers and LUT RAM sit next to the run logic (its read -> runs -> pop -> its flags is the loop
-        # of stage 2c), the rest (lanes, offsets, meta) in a wide one with pointers of its own. The control
+        # Two queues, read together. The run control in a narrow one (``seg``, ``zero``, and the segment's
+        # run starts: ``first``, its first lane, and ``rest``, the lanes after it that begin a run of their
+        # own, ``seg & ~same``) whose head is loaded into registers (``cur``) that the runs then consume:
+        # each run starts at ``cur.h`` and ends before the lowest lane of ``cur.rest``, and whether it is
+        # the segment's last (``cur.last``: ``rest`` empty) is a register, so that the pop decision is a
+        # gate of registers, not the queue's LUT RAM read through the run logic (10.8 ns at `default`).
+        # The rest (lanes, offsets, meta) in a wide queue of its own, read asynchronously at its head,
+        # which is the control head's segment (it is popped with that segment's last run). The control
         # fields go through one more register (stage 2b'), so that ``same``'s beat compares end in a
         # register, not in the LUT RAM's write port; the data queue is written a cycle earlier and its
-        # entry is always there when the control queue's head appears (the credit bounds both).
-        ctl_fields, data_fields = ("seg", "same", "zero"), ("lanes", "offs", "meta")
-        ctl_width = 3 * L
-        m.submodules.q_seg = q_seg = LutFifo(ctl_width, self._seg_depth)
-        m.submodules.q_seg_data = q_seg_data = LutFifo(Seg.size - ctl_width, self._seg_depth)
+        # entry is always there when the control entry reaches ``cur`` (the credit bounds both). An empty
+        # control queue passes stage 2b' straight into ``cur``, so the queue costs no cycle.
+        Ctl = data.StructLayout({"seg": L, "zero": L, "h": L, "rest": L, "last": 1})
+        data_fields = ("lanes", "offs", "meta")
+        m.submodules.q_seg = q_seg = LutFifo(Ctl.size, self._seg_depth)
+        m.submodules.q_seg_data = q_seg_data = LutFifo(Seg.size - 3 * L, self._seg_depth)
         v2c = Signal()
-        ctl2c = Signal(ctl_width, reset_less=True)
-        m.d.sync += [v2c.eq(v2b), ctl2c.eq(Cat(*(getattr(entry, f) for f in ctl_fields)))]
-        head = Signal(Seg)
-        m.d.comb += [q_seg.w_data.eq(ctl2c), q_seg.w_en.eq(v2c),
-                     q_seg_data.w_data.eq(Cat(*(getattr(entry, f) for f in data_fields))), q_seg_data.w_en.eq(v2b),
-                     Cat(*(getattr(head, f) for f in ctl_fields)).eq(q_seg.r_data),
-                     Cat(*(getattr(head, f) for f in data_fields)).eq(q_seg_data.r_data)]
+        seg2c, zero2c, same2c, first2c = (Signal(L, name=f"{n}2c", reset_less=True)
+                                          for n in ("seg", "zero", "same", "first"))
+        m.d.sync += [v2c.eq(v2b), seg2c.eq(entry.seg), zero2c.eq(entry.zero), same2c.eq(entry.same),
+                     first2c.eq(_lowest(entry.seg))]
+        ctl_in = Signal(Ctl)
+        m.d.comb += [ctl_in.seg.eq(seg2c), ctl_in.zero.eq(zero2c), ctl_in.h.eq(first2c),
+                     ctl_in.rest.eq(seg2c & ~same2c & ~first2c), ctl_in.last.eq(~ctl_in.rest.any())]
+        head = Signal(Seg)              # (the data fields: the data queue's head)
+        m.d.comb += [Cat(*(getattr(head, f) for f in data_fields)).eq(q_seg_data.r_data),
+                     q_seg_data.w_data.eq(Cat(*(getattr(entry, f) for f in data_fields))),
+                     q_seg_data.w_en.eq(v2b)]
         beats = [head.lanes.word_select(k, A - sh) for k in range(L)]
         prods = [head.lanes.word_select(k, 32) << s for k, (_, _, s) in enumerate(terms)]
 
-        done_mask = Signal(L)           # lanes of the head segment already sent out
-        pend = Signal(L)
-        m.d.comb += pend.eq(head.seg & ~done_mask)
-        h = Signal(L)                   # the run's first lane (one-hot)
-        m.d.comb += h.eq(Cat(pend[k] & ~pend[:k].any() if k else pend[0] for k in range(L)))
-        ok = [~pend[k] | h[k] | head.same[k] if k else C(1, 1) for k in range(L)]
-        run = Signal(L)
-        m.d.comb += run.eq(Cat(pend[k] & Cat(ok[:k + 1]).all() for k in range(L)))
-        last_run = Signal()
-        m.d.comb += last_run.eq(Cat(ok).all())
+        cur = Signal(Ctl, reset_less=True)      # the head segment's control: its current run from ``h``
+        cur_valid = Signal()
         q_ar = RegFifo(GatherRead(cfg).size, self._depth, direct_on_pop=False, groups=self.Q_AR_GROUPS)
         q_data = RegFifo(GatherLine(cfg).size, self._depth, direct_on_pop=False, groups=self.Q_DATA_GROUPS)
         m.submodules.q_ar, m.submodules.q_data = q_ar, q_data
         room = Signal()                 # both output queues have room for a run in stage 3 and one more
-        emit = Signal()
-        m.d.comb += [emit.eq(q_seg.r_rdy & room), q_seg.r_en.eq(emit & last_run),
-                     q_seg_data.r_en.eq(emit & last_run)]
-        with m.If(emit):
-            m.d.sync += done_mask.eq(Mux(last_run, 0, done_mask | run))
+        emit, done, load, bypass = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [
+            emit.eq(cur_valid & room), done.eq(emit & cur.last), load.eq(~cur_valid | done),
+            bypass.eq(load & ~q_seg.r_rdy & v2c),
+            q_seg.w_data.eq(ctl_in), q_seg.w_en.eq(v2c & ~bypass), q_seg.r_en.eq(load),
+            q_seg_data.r_en.eq(done),
+        ]
+        nxt = _lowest(cur.rest)         # the next run's first lane
+        with m.If(load):
+            m.d.sync += [cur.eq(Mux(q_seg.r_rdy, q_seg.r_data, ctl_in)), cur_valid.eq(q_seg.r_rdy | v2c)]
+        with m.Elif(emit):
+            m.d.sync += [cur.h.eq(nxt), cur.rest.eq(cur.rest & ~nxt), cur.last.eq(_at_most_one(cur.rest))]
+        h = cur.h
+        # the run: the segment's lanes from ``h`` up to the next run's first lane
+        run = Signal(L)
+        m.d.comb += run.eq(Cat(cur.seg[k] & cur.h[:k + 1].any() & ~cur.rest[:k + 1].any() for k in range(L)))
+        last_run = cur.last
 
         def pick(values):               # the value of the run's first lane (an AND-OR of the lanes)
             out = 0
@@ -517,7 +543,7 @@ class IndexLines(wiring.Component):
         # partial product) + (the others' sum): one add left for stage 3
         s3_lo, s3_last_lo, s3_rest = Signal(A, reset_less=True), Signal(A, reset_less=True), Signal(A, reset_less=True)
         m.d.sync += [
-            s3_valid.eq(emit), s3_beat.eq(pick(beats)), s3_zero.eq((h & head.zero).any()), s3_mask.eq(run),
+            s3_valid.eq(emit), s3_beat.eq(pick(beats)), s3_zero.eq((h & cur.zero).any()), s3_mask.eq(run),
             s3_offs.eq(head.offs), s3_meta.eq(head.meta), s3_meta.last.eq(head.meta.last & last_run),
             s3_lo.eq(gm.base + prods[0]), s3_last_lo.eq(gm_last0 + prods[0]),
             s3_rest.eq(sum(prods[1:]) if len(prods) > 1 else 0),
@@ -567,7 +593,7 @@ class IndexLines(wiring.Component):
         # (from the queues' levels one cycle late: the margins cover what enters meanwhile)
         # (``mem_level``: the entries behind the head, at most one less than the level)
         popped = Signal()
-        m.d.sync += [popped.eq(q_seg.r_en), seg_inflight.eq(seg_inflight + read - popped)]
+        m.d.sync += [popped.eq(done), seg_inflight.eq(seg_inflight + read - popped)]
         m.d.sync += [
             room.eq((q_ar.mem_level + 5 <= self._depth) & (q_data.mem_level + 5 <= self._depth)),
             credit.eq(Mux(wrap, (q_ar.mem_level + seg_inflight + 7 <= self._depth) &
