@@ -64,7 +64,8 @@ class LocalGatherEngine(wiring.Component):
       destination pointer. ``c + 1`` (D): each piece's index, read from LUT RAM (two banks, even and
       odd ``k``) and scaled by the element size, is added (for an index read: nothing on port 0, the
       index stride on port 1); the word addresses go to the registers that drive ``ub_rd`` in
-      ``c + 2``, and the UB's words arrive in ``c + 2 + READ_LATENCY`` (stage 1).
+      ``c + 2``, and the UB's words arrive in ``c + 2 + READ_LATENCY``, in the engine's input register a
+      cycle later (stage 1: ``c + 2 + IN_LATENCY``).
     - Index capture (stage 1): the index half-word of each read window into its bank (the indices of
       a block are read two per cycle, ``k`` even on port 0 and odd on port 1).
     - Placement, stages 1 and 2: a piece's bytes are taken from the window's two words (byte ``i`` from
@@ -84,31 +85,34 @@ class LocalGatherEngine(wiring.Component):
       nothing; at the end of the instruction it is the last write).
 
     Latency: the first index read(s) go in the ``start`` cycle; ``done`` (status ``OK``) comes in the
-    cycle of the last UB write, :attr:`PIPELINE` (7) cycles after the last slot was issued; an empty
+    cycle of the last UB write, :attr:`PIPELINE` (8) cycles after the last slot was issued; an empty
     destination (no rows or ``n = 0``) is done in the cycle after ``start``. Cycles from ``start`` to
     ``done``: the sum over blocks of (index cycles + moving cycles, below) + ``PIPELINE - 1`` (e.g. 16
-    rows of 16 chunks of ``W / 2`` bytes: 8 + 128 + 6 = 142).
+    rows of 16 chunks of ``W / 2`` bytes: 8 + 128 + 7 = 143).
 
     Throughput, per block of ``K`` chunks and 16 rows: ``max(INDEX_MIN_CYCLES, ceil(K / 2))`` cycles of
-    index reads (``max(INDEX_MIN_CYCLES, K)`` with one read port; ``INDEX_MIN_CYCLES`` = 5) plus one cycle
+    index reads (``max(INDEX_MIN_CYCLES, K)`` with one read port; ``INDEX_MIN_CYCLES`` = 6) plus one cycle
     per piece (half a cycle for a paired piece; where a piece lies in its source words does not
     matter) plus one cycle at the end of a row's block when its last destination word spills into the
     next word and another row of the block follows (only when ``dst`` rows are not word-aligned).
     Hence, with two read ports and word-aligned ``dst`` rows, at any offsets: ``B >= W`` moves ``W``
     bytes per cycle, ``32 / 33`` = 97% of the write port once the index reads of full blocks are
-    counted (``B = W``: ``K / 2`` index cycles per ``16 K`` moving ones; a block of ``K < 10`` chunks
-    has 5); ``B = W / 2`` also moves ``W`` bytes per cycle, ``16 / 17`` = 94% (``K / 2`` per ``8 K``);
+    counted (``B = W``: ``K / 2`` index cycles per ``16 K`` moving ones; a block of ``K < 12`` chunks
+    has 6); ``B = W / 2`` also moves ``W`` bytes per cycle, ``16 / 17`` = 94% (``K / 2`` per ``8 K``);
     ``B < W / 2`` is bound by the read ports at ``2 B`` bytes per cycle. With one read port: one piece
     per cycle, nothing is paired.
     """
 
     opcodes = (Opcode.LOCAL_GATHER,)
 
+    #: Cycles from a UB read's ``en`` to its words in the engine's input register (the UB's read latency
+    #: and that register: stage 1 works on registers of its own, not on the UB's gated read data).
+    IN_LATENCY = UnifiedBuffer.READ_LATENCY + 1
     #: Least cycles of index reads per block: an index read issued in cycle ``c`` is in its LUT RAM from
-    #: ``c + 3 + READ_LATENCY``, where the first piece slot ``c'`` reads it (in ``c' + 1``).
-    INDEX_MIN_CYCLES = UnifiedBuffer.READ_LATENCY + 2
+    #: ``c + 3 + IN_LATENCY``, where the first piece slot ``c'`` reads it (in ``c' + 1``).
+    INDEX_MIN_CYCLES = IN_LATENCY + 2
     #: Cycles from a slot's issue to its UB write (stage 3).
-    PIPELINE = UnifiedBuffer.READ_LATENCY + 4
+    PIPELINE = IN_LATENCY + 4
 
     def __init__(self, config):
         self._config = config
@@ -145,7 +149,7 @@ class LocalGatherEngine(wiring.Component):
         WA = UA - sh                             # word addresses
         IW = min(UA, 16)                         # an index modulo the UB (scaled when it is read)
         QW = 12                                  # byte offset in a row's block: < 16 x 128
-        LAT = UnifiedBuffer.READ_LATENCY
+        LAT = self.IN_LATENCY
         cmd = self.cmd
         dst, src, idx = cmd.dst, cmd.src0, cmd.src1
         rd0 = self.ub_rd[0]
@@ -234,7 +238,7 @@ class LocalGatherEngine(wiring.Component):
         ]
 
         # ---- the pipeline: D (set by the control), then one register stage per cycle -------------------
-        S1 = 2 + LAT                 # stage index at which the read data is on the port
+        S1 = 2 + LAT                 # stage index at which the read data is in the input register
         S3 = S1 + 2                  # the write stage
         assert S3 == self.PIPELINE
 
@@ -423,9 +427,19 @@ class LocalGatherEngine(wiring.Component):
             m.d.comb += [rd1.addr.eq(raddr1), rd1.en.eq(ren1)]
 
         # ---- stage 1: index capture -------------------------------------------------------------------
+        # The UB's words pass the engine's input register first: they come from across the die through
+        # the front end's read-data gate, and stage 1's selects (the index half-word, the merge and the
+        # coarse rotation) are the engine's registers (10.3-10.4 ns, 90% routing, in `default` seed 1 at
+        # 32c38fc and at 6c333bc with HeAP, when the rotation read the port directly).
         s1 = st[S1]
-        d0, n0 = rd0.data, rd0.next
-        d1, n1 = (rd1.data, rd1.next) if two else (C(0, 8 * W), C(0, 8 * W))
+
+        def inreg(value, name):
+            r = Signal(len(value), name=name, reset_less=True)
+            m.d.sync += r.eq(value)
+            return r
+        d0, n0 = inreg(rd0.data, "in0_data"), inreg(rd0.next, "in0_next")
+        d1, n1 = ((inreg(rd1.data, "in1_data"), inreg(rd1.next, "in1_next")) if two
+                  else (C(0, 8 * W), C(0, 8 * W)))
 
         def scaled(word, off):
             return word.word_select(off[1:], 16)[:IW]

@@ -143,8 +143,8 @@ def test_local_gather_engine_throughput():
 def test_local_gather_engine_straddle_free(preset_name, ports):
     """Chunks of W / 2 bytes: a chunk that straddles two source words costs nothing (the read port's
     2-word window holds it), so all-straddling offsets take exactly as many cycles as offsets that keep
-    every chunk inside a word; with 2 ports two chunks go per cycle (> 90% of a word per cycle), with
-    1 port one."""
+    every chunk inside a word; with 2 ports two chunks go per cycle (> 90% of a word per cycle once the
+    pipeline is full), with 1 port one."""
     config = preset(preset_name, ub_read_ports=ports)
     B = config.ub_word_bytes // 2
     words, straddle = _fp32_gather(config, B, "straddle", 6)
@@ -152,7 +152,8 @@ def test_local_gather_engine_straddle_free(preset_name, ports):
     assert straddle == inside, (straddle, inside)
     n = 32 if config.ub_bytes >= 64 * 1024 else 16          # _fp32_gather's shape: 16 rows, n chunks
     assert straddle == _expected_cycles(config, ports, B, n), (straddle, _expected_cycles(config, ports, B, n))
+    moving = straddle - (LocalGatherEngine.PIPELINE - 1)    # the rate, without the pipeline's fill
     if ports == 2:
-        assert words / straddle > 0.9, straddle
+        assert words / moving > 0.9, straddle
     else:
-        assert 0.45 < words / straddle <= 0.5, straddle
+        assert 0.45 < words / moving <= 0.5, straddle
