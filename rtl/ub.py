@@ -59,8 +59,9 @@ class UnifiedBuffer(wiring.Component):
     FPGA and their clock-to-output time is ~4.3 ns on an ECP5, so every path into or out of them is a
     register with only wire (and at most one LUT) between. Cycle ``t``: ``en``/``addr`` offered (after
     the front end's engine multiplexer); ``t + 1``: the bank row addresses (the even bank's increment
-    done) from registers into the RAMs; ``t + 2``: the RAMs' outputs, through the even/odd multiplexer,
-    into the data registers; ``t + 3``: ``data`` / ``next`` on the port. Writes likewise: the offered
+    done) from registers into the RAMs; ``t + 2``: the RAMs' outputs straight into the port's
+    registers; ``t + 3``: ``data`` / ``next`` on the port, through the even/odd multiplexer (one LUT
+    level after registers, its select in copies). Writes likewise: the offered
     address (as a bank row), data and per-bank byte enables are registered, then written.
 
     Contents are not cleared by reset (as in an SRAM).
@@ -78,6 +79,8 @@ class UnifiedBuffer(wiring.Component):
     READ_LATENCY = 3
     #: Cycles from a write offered on ``wr`` to the first cycle a read may be issued that returns it.
     WRITE_TO_READ = 1
+    #: Copies of each read port's registered parity, each ordering a slice of the port's words.
+    ODD_COPIES = 8
 
     def __init__(self, config):
         self._config = config
@@ -125,15 +128,40 @@ class UnifiedBuffer(wiring.Component):
             m.d.sync += [en1.eq(port.en), row_o.eq(port.addr >> 1), row_e.eq((port.addr >> 1) + port.addr[0]),
                          odd1.eq(port.addr[0])]
             m.d.comb += [pe.addr.eq(row_e), po.addr.eq(row_o), pe.en.eq(en1), po.en.eq(en1)]
-            # stage 2: the RAMs' words, in address order, into the port's registers
+            # stage 2: the RAMs' words, as they come, into the port's registers (nothing between a block
+            # RAM's output and its register: with the even / odd multiplexer there, 10.7-10.8 ns in
+            # `default` seed 3); the parity, registered beside them, puts them in address order on the
+            # port, one LUT level that merges with the front end's read-data gates. It comes in
+            # ``ODD_COPIES`` copies, each for a slice of the words' bits.
             en2, odd2 = Signal(name=f"rd{i}_en2"), Signal(name=f"rd{i}_odd2", reset_less=True)
             m.d.sync += [en2.eq(en1), odd2.eq(odd1)]
-            data = Signal(8 * W, name=f"rd{i}_data", reset_less=True)
-            nxt = Signal(8 * W, name=f"rd{i}_next", reset_less=True)
+            word_e = Signal(8 * W, name=f"rd{i}_even", reset_less=True)
+            word_o = Signal(8 * W, name=f"rd{i}_odd", reset_less=True)
             with m.If(en2):
-                m.d.sync += [data.eq(Mux(odd2, po.data, pe.data)), nxt.eq(Mux(odd2, pe.data, po.data))]
-            m.d.comb += [port.data.eq(data), port.next.eq(nxt)]
+                m.d.sync += [word_e.eq(pe.data), word_o.eq(po.data)]
+            par = _held_copies(m, odd2, en2, self.ODD_COPIES, f"rd{i}_odd3_")
+            n = len(word_e)
+            for k, o in enumerate(par):
+                sl = slice(n * k // len(par), n * (k + 1) // len(par))
+                m.d.comb += [port.data[sl].eq(Mux(o, word_o[sl], word_e[sl])),
+                             port.next[sl].eq(Mux(o, word_e[sl], word_o[sl]))]
         return m
+
+
+def _held_copies(m, value, en, n, name):
+    """``n`` registers each loaded with the 1-bit ``value`` when ``en`` (held otherwise), for fan-out.
+    Identical flip-flops would be merged by synthesis, so the copies differ in what they store (copy
+    ``k`` stores ``value`` inverted for odd ``k``, and is returned re-inverted: the inversion folds into
+    its loads' LUTs), in their initial value and in whether they reset; they can differ only until the
+    first ``en``, which is before anything reads them."""
+    assert n <= 8
+    out = []
+    for k in range(n):
+        r = Signal(name=f"{name}{k}", init=(k >> 1) & 1, reset_less=bool(k >> 2))
+        with m.If(en):
+            m.d.sync += r.eq(value ^ (k & 1))
+        out.append(r ^ (k & 1))
+    return out
 
 
 def relax_ub_collisions(rtlil_text):
