@@ -473,7 +473,7 @@ class IndexLines(wiring.Component):
                                              (~zero_b[k] & ~zero_b[k - 1] & (ea[k][sh:] == ea[k - 1][sh:])))
         # Two queues, read together. The run control in a narrow one (``seg``, ``zero``, and the segment's
         # run starts: ``first``, its first lane, and ``rest``, the lanes after it that begin a run of their
-        # own, ``seg & ~same``) whose head is loaded into registers (``cur``) that the runs then consume:
+        # own, ``seg & ~same & ~first``) whose head is loaded into registers (``cur``) that the runs then consume:
         # each run starts at ``cur.h`` and ends before the lowest lane of ``cur.rest``, and whether it is
         # the segment's last (``cur.last``: ``rest`` empty) is a register, so that the pop decision is a
         # gate of registers, not the queue's LUT RAM read through the run logic (10.8 ns at `default`).
