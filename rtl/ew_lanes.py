@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from .dsp import product
 from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 from .isa import DType
-from .realign import select_copies
+from .fanout import select_copies
 
 __all__ = ["LaneOp", "ElementwiseLanes"]
 

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .ew_walker import FlagFifo
 from .instructions import EXPAND_BLOCK_BYTES
-from .realign import select_copies
+from .fanout import select_copies
 
 __all__ = ["PatternBuilder", "PATTERN_BYTES"]
 

@@ -4,6 +4,7 @@ from amaranth import *
 from amaranth.lib import data, fifo, wiring
 
 from .engine import EngineSignature
+from .fanout import variant_copies
 from .gemv_mac import MacArray, MacTag, mac_latency, operand_kind, ring_length
 from .gemv_reduce import Reducer, schedule, turnaround
 from .instructions import GEMV_MAX_DIM, INSTRUCTIONS
@@ -17,19 +18,6 @@ __all__ = ["GemvEngine", "GEMV_OPCODES"]
 
 #: The GEMV family (rtl/instructions.py), in opcode order.
 GEMV_OPCODES = tuple(op for op, ins in INSTRUCTIONS.items() if ins.family == "gemv")
-
-
-def _copies(m, name, d, n):
-    """``n`` registers loaded with ``d`` every cycle, for fan-out; copy 0 resets to 0, the others are kept
-    apart in synthesis (identical registers would be merged) by their reset / init variant. They can
-    differ only in a reset cycle: whatever they feed must not matter then."""
-    d = Value.cast(d)
-    out = []
-    for g in range(n):
-        r = Signal(d.shape(), name=f"{name}{g}", init=-1 if g >> 1 else 0, reset_less=bool(g & 1))
-        m.d.sync += r.eq(d)
-        out.append(r)
-    return out
 
 
 class GemvEngine(wiring.Component):
@@ -293,12 +281,12 @@ class GemvEngine(wiring.Component):
         cur = Signal(8 * W, reset_less=True)
         nxt = Signal(8 * W, reset_less=True)
         cur_valid_n, nxt_valid_n, last_e_n, last_k_n, ok_n = Signal(), Signal(), Signal(), Signal(), Signal()
-        cur_valid = _copies(m, "cur_valid", cur_valid_n, G)
-        nxt_valid = _copies(m, "nxt_valid", nxt_valid_n, G)
-        last_e = _copies(m, "last_e", last_e_n, G)      # the element in ``cur``'s low bits is its last
-        last_k = _copies(m, "last_k", last_k_n, G)      # k == K - 1 (below)
-        ok = _copies(m, "ok", ok_n, G)                  # a product may fire (below)
-        esz_g = _copies(m, "esz", prm.esz, G)           # constant during the instruction
+        cur_valid = variant_copies(m, "cur_valid", cur_valid_n, G)
+        nxt_valid = variant_copies(m, "nxt_valid", nxt_valid_n, G)
+        last_e = variant_copies(m, "last_e", last_e_n, G)      # the element in ``cur``'s low bits is its last
+        last_k = variant_copies(m, "last_k", last_k_n, G)      # k == K - 1 (below)
+        ok = variant_copies(m, "ok", ok_n, G)                  # a product may fire (below)
+        esz_g = variant_copies(m, "esz", prm.esz, G)           # constant during the instruction
         e = Signal(range(W), reset_less=True)           # elements of ``cur`` used
         # the reader's ready comes from registers only (a wide buffer hangs on it)
         a_room = Signal()
@@ -320,7 +308,7 @@ class GemvEngine(wiring.Component):
         # ``go`` through local copies, a cycle late (the front end's register drove every group from
         # across the die): the first product needs the first B word, which comes later than that
         # (``FIXED`` > ``GO_DELAY`` + 1), so no cycle is lost; after ``done`` nothing is left to fire.
-        go = _copies(m, "go", self.go, G)
+        go = variant_copies(m, "go", self.go, G)
         if R > P:
             gpos = Signal(range(R), reset_less=True)    # position in the group of R steps
             in_dummy = Signal(reset_less=True)          # gpos >= P: the group's dummy steps

@@ -6,6 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .checker import exceeds, stage, stage_product
 from .dsp import product
+from .fanout import select_copies
 from .isa import Command, OobMode, Opcode, UB_ALIGN
 from .status import Status
 from .tile import elem_log2
@@ -640,7 +641,6 @@ class ElementPlacer(wiring.Component):
         })
 
     def elaborate(self, platform):
-        from .realign import select_copies
         m = Module()
         W = self._config.ub_word_bytes
         sh = W.bit_length() - 1

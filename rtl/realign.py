@@ -4,23 +4,10 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .fanout import select_copies
 from .walker import LINE_BYTES_BITS
 
-__all__ = ["Realigner", "select_copies"]
-
-
-def select_copies(m, value, n, name):
-    """``n`` registered copies of ``value`` (loaded every cycle), for a select that fans out to many
-    multiplexers: copy ``k`` stores ``value ^ k`` (a distinct input, so synthesis keeps the copies
-    apart) and is returned decoded (``copy ^ k``: the inversions fold into the multiplexers' LUTs).
-    ``n`` is at most ``2 ** len(value)``."""
-    n = max(1, min(n, 1 << len(value)))
-    out = []
-    for k in range(n):
-        r = Signal(len(value), name=f"{name}{k}", reset_less=True)
-        m.d.sync += r.eq(value ^ k)
-        out.append(r ^ k)
-    return out
+__all__ = ["Realigner"]
 
 
 def _rotate(m, value, amounts, step, name):

@@ -7,6 +7,8 @@ from amaranth import *
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from .fanout import held_copies
+
 __all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "relax_ub_collisions"]
 
 
@@ -139,29 +141,13 @@ class UnifiedBuffer(wiring.Component):
             word_o = Signal(8 * W, name=f"rd{i}_odd", reset_less=True)
             with m.If(en2):
                 m.d.sync += [word_e.eq(pe.data), word_o.eq(po.data)]
-            par = _held_copies(m, odd2, en2, self.ODD_COPIES, f"rd{i}_odd3_")
+            par = held_copies(m, odd2, en2, self.ODD_COPIES, f"rd{i}_odd3_")
             n = len(word_e)
             for k, o in enumerate(par):
                 sl = slice(n * k // len(par), n * (k + 1) // len(par))
                 m.d.comb += [port.data[sl].eq(Mux(o, word_o[sl], word_e[sl])),
                              port.next[sl].eq(Mux(o, word_e[sl], word_o[sl]))]
         return m
-
-
-def _held_copies(m, value, en, n, name):
-    """``n`` registers each loaded with the 1-bit ``value`` when ``en`` (held otherwise), for fan-out.
-    Identical flip-flops would be merged by synthesis, so the copies differ in what they store (copy
-    ``k`` stores ``value`` inverted for odd ``k``, and is returned re-inverted: the inversion folds into
-    its loads' LUTs), in their initial value and in whether they reset; they can differ only until the
-    first ``en``, which is before anything reads them."""
-    assert n <= 8
-    out = []
-    for k in range(n):
-        r = Signal(name=f"{name}{k}", init=(k >> 1) & 1, reset_less=bool(k >> 2))
-        with m.If(en):
-            m.d.sync += r.eq(value ^ (k & 1))
-        out.append(r ^ (k & 1))
-    return out
 
 
 def relax_ub_collisions(rtlil_text):
