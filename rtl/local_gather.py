@@ -5,6 +5,7 @@ from amaranth.lib import memory, wiring
 
 from .checker import stage
 from .engine import EngineSignature
+from .fanout import sliced_register, variant_copies
 from .instructions import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2
 from .isa import Opcode
 from .status import Status
@@ -106,13 +107,15 @@ class LocalGatherEngine(wiring.Component):
     opcodes = (Opcode.LOCAL_GATHER,)
 
     #: Cycles from a UB read's ``en`` to its words in the engine's input register (the UB's read latency
-    #: and that register: stage 1 works on registers of its own, not on the UB's gated read data).
+    #: and that register: stage 1 works on registers of its own, not on the UB's read data).
     IN_LATENCY = UnifiedBuffer.READ_LATENCY + 1
     #: Least cycles of index reads per block: an index read issued in cycle ``c`` is in its LUT RAM from
     #: ``c + 3 + IN_LATENCY``, where the first piece slot ``c'`` reads it (in ``c' + 1``).
     INDEX_MIN_CYCLES = IN_LATENCY + 2
     #: Cycles from a slot's issue to its UB write (stage 3).
     PIPELINE = IN_LATENCY + 4
+    #: Copies of each input register's load enable, each for a slice of its word.
+    IN_EN_COPIES = 4
 
     def __init__(self, config):
         self._config = config
@@ -427,16 +430,17 @@ class LocalGatherEngine(wiring.Component):
             m.d.comb += [rd1.addr.eq(raddr1), rd1.en.eq(ren1)]
 
         # ---- stage 1: index capture -------------------------------------------------------------------
-        # The UB's words pass the engine's input register first: they come from across the die through
-        # the front end's read-data gate, and stage 1's selects (the index half-word, the merge and the
-        # coarse rotation) are the engine's registers (10.3-10.4 ns, 90% routing, in `default` seed 1 at
-        # 32c38fc and at 6c333bc with HeAP, when the rotation read the port directly).
+        # The UB's words pass the engine's input register first: they come from across the die, and
+        # stage 1's selects (the index half-word, the merge and the coarse rotation) are the engine's
+        # registers (10.3-10.4 ns, 90% routing, in `default` seed 1 at 32c38fc and at 6c333bc with HeAP,
+        # when the rotation read the port directly). The registers load only when this engine's reads
+        # arrive (stage S1 - 1 has a read, IN_EN_COPIES copies of that flag per port): the ports are
+        # shared, and other engines' reads must not move the shifters behind them.
         s1 = st[S1]
+        arrive = st[S1 - 2]["cap"] | st[S1 - 2]["pc"]      # registered below: stage S1 - 1's
 
         def inreg(value, name):
-            r = Signal(len(value), name=name, reset_less=True)
-            m.d.sync += r.eq(value)
-            return r
+            return sliced_register(m, value, variant_copies(m, f"{name}_en", arrive, self.IN_EN_COPIES), name)
         d0, n0 = inreg(rd0.data, "in0_data"), inreg(rd0.next, "in0_next")
         d1, n1 = ((inreg(rd1.data, "in1_data"), inreg(rd1.next, "in1_next")) if two
                   else (C(0, 8 * W), C(0, 8 * W)))

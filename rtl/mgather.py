@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from .checker import exceeds, stage, stage_product
 from .dsp import product
-from .fanout import select_copies
+from .fanout import select_copies, sliced_register, variant_copies
 from .isa import Command, OobMode, Opcode, UB_ALIGN
 from .status import Status
 from .tile import elem_log2
@@ -247,6 +247,8 @@ class IndexLines(wiring.Component):
     #: Slices of the output queues' memories, each with its own pointers (rtl.walker.RegFifo ``groups``).
     Q_AR_GROUPS = 1
     Q_DATA_GROUPS = 2
+    #: Copies of the index word register's load enable, each for a slice of the word.
+    WORD_EN_COPIES = 4
 
     def __init__(self, config, depth=64, seg_depth=16):
         self._config = config
@@ -390,17 +392,20 @@ class IndexLines(wiring.Component):
         meta = Signal(Meta)
         m.d.comb += [meta.lo.eq(lo), meta.n.eq(n), meta.dptr.eq(dptr), meta.last.eq(rowend & last_row)]
         a_valid, a_meta = read, meta
+        valids = [read]                 # valids[k + 1]: rd{k}_valid
         for k in range(RL + 1):         # the UB's latency, then the index word's register (below)
             nv = Signal(name=f"rd{k}_valid")
             nm = Signal(Meta, name=f"rd{k}_meta", reset_less=True)
             m.d.sync += [nv.eq(a_valid), nm.eq(Mux(fix, meta, a_meta) if k == 1 else a_meta)]
             a_valid, a_meta = nv, nm
+            valids.append(nv)
         s1_valid, s1 = a_valid, a_meta
         # the index word registered here first: the lanes' bounds compares (carry chains) and the modulo
         # pipeline's lane select start from a register next to them, not from the UB's read data
         # register across the die (11.2 ns in ``default`` seed 1 at 1ed3ce7)
-        word = Signal(len(self.ub_rd.data), reset_less=True)
-        m.d.sync += word.eq(self.ub_rd.data)
+        # (loaded only when this engine's read arrives, ``rd{RL - 1}_valid`` in copies: the port is shared)
+        word = sliced_register(m, self.ub_rd.data, variant_copies(m, "word_en", valids[RL - 1], self.WORD_EN_COPIES),
+                               "word")
         u = [word.word_select(k, 32) for k in range(L)]
         seg1 = Signal(L)
         m.d.comb += seg1.eq(((C(1, L + 1) << s1.n) - 1) << s1.lo)

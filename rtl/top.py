@@ -111,9 +111,6 @@ class VectorUnit(wiring.Component):
     #: Cycles an engine's UB write spends in the front end before it reaches the UB's write port (one
     #: register per engine, :meth:`_write_register`).
     WRITE_DELAY = 1
-    #: Copies of each engine's select for each UB read port's data gates (even: slices of ``data``, odd:
-    #: of ``next``), so that no select register drives more than a quarter of a word's gates.
-    RDSEL_COPIES = 8
 
     def elaborate(self, platform):
         m = Module()
@@ -216,13 +213,10 @@ class VectorUnit(wiring.Component):
                     m.next = "IDLE"
 
         # Copies of the engine select for the shared ports, each a register of its own next to its loads
-        # (_select_copy): the UB port multiplexers, the UB read data gates, the AXI multiplexer.
-        # (one for the UB write port's mux apart from the read ports', one for each UB read port's data
-        # gates, and the AXI inputs' gates apart from the outputs' mux)
-        # (each read port's data gates take RDSEL_COPIES copies per engine, one per slice of the port's
-        # data and next words: one copy gating all 2 x 8W bits was a 12.4 ns net in ``default`` seed 3)
-        whats = ["ubsel", "ubwr", "axisel", "axiin"] + [f"rdsel{i}_{k}" for i in range(len(ub.rd))
-                                                        for k in range(self.RDSEL_COPIES)]
+        # (_select_copy): the UB port multiplexers, the AXI multiplexer.
+        # (one for the UB write port's mux apart from the read ports', and the AXI inputs' gates apart
+        # from the outputs' mux)
+        whats = ["ubsel", "ubwr", "axisel", "axiin"]
         selects = {what: [self._select_copy(m, f"{type(e).__name__.lower()}_{what}", mine, accept, load)
                           for e, mine, load in zip(engines, mines, loads)]
                    for what in whats}
@@ -280,17 +274,18 @@ class VectorUnit(wiring.Component):
         return copy
 
     def _share(self, m, engines, selects, ub):
-        """Give the UB ports and the AXI master to the selected engine; inputs reach only that engine.
+        """Give the UB ports and the AXI master to the selected engine; AXI inputs reach only that engine.
 
         The UB registers its port inputs (``UnifiedBuffer``: addresses, enables and write data go through
         one register before the block RAMs), so the engine multiplexers here are AND-OR gates of the
         one-hot select in front of those registers, and nothing else is between.
 
-        UB read data is gated to zero for engines that are not selected: an idle engine's datapath (the
-        local_gather shifters, for one) then sees constant inputs instead of re-evaluating on every read
-        another engine or the debug port makes (in Icarus that activity made a whole-UB TSTORE of random
-        data ~10x slower). While the front end is idle the UB debug port, if present, owns read port 0
-        and the write port."""
+        UB read data goes to every engine on the port as it is, with no gate: each engine's first use of
+        it is an input register of its own that loads only when that engine's read arrives (rule 3 in
+        docs/architecture.md "Timing"), so an idle engine's datapath (the local_gather shifters, for
+        one) does not re-evaluate on reads another engine or the debug port makes (in Icarus that
+        activity made a whole-UB TSTORE of random data ~10x slower). While the front end is idle the UB
+        debug port, if present, owns read port 0 and the write port."""
         axi = self.m_axi
         ubsel, axisel, axiin = selects["ubsel"], selects["axisel"], selects["axiin"]
         writers = []
@@ -300,20 +295,12 @@ class VectorUnit(wiring.Component):
         wr = {name: Signal.like(getattr(ub.wr, name), name=f"ub_wr_{name}") for name in ("addr", "data", "be")}
         for name, sig in wr.items():
             m.d.comb += sig.eq(_and_or([(s, p[name]) for s, p in writers], len(sig)))
-        nc = self.RDSEL_COPIES
         for i, port in enumerate(ub.rd):
-            copies = list(zip(*(selects[f"rdsel{i}_{k}"] for k in range(nc))))      # per engine
-            readers = [(s, r, e.ub_rd[i]) for e, s, r in zip(engines, ubsel, copies)
+            readers = [(s, e.ub_rd[i]) for e, s in zip(engines, ubsel)
                        if "ub_rd" in e.signature.members and i < len(e.ub_rd)]
-            m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, _, p in readers], len(port.addr))),
-                         port.en.eq(_and_or([(s, p.en) for s, _, p in readers], 1))]
-            n = len(port.data)
-            for _, r, p in readers:
-                for k in range(nc):
-                    # copy k gates slice k // 2 of data (k even) or of next (k odd)
-                    sl = slice(n * (k // 2) * 2 // nc, n * (k // 2 + 1) * 2 // nc)
-                    src, dst = (port.data, p.data) if k % 2 == 0 else (port.next, p.next)
-                    m.d.comb += dst[sl].eq(src[sl] & r[k].replicate(sl.stop - sl.start))
+            m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, p in readers], len(port.addr))),
+                         port.en.eq(_and_or([(s, p.en) for s, p in readers], 1))]
+            m.d.comb += [p.data.eq(port.data) for _, p in readers] + [p.next.eq(port.next) for _, p in readers]
         for engine, s, s_in in zip(engines, axisel, axiin):
             if "axi" in engine.signature.members:
                 for name, member in engine.axi.signature.members.items():

@@ -15,6 +15,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byteshift import SELECT_LATENCY, select_bytes
+from .fanout import sliced_register, variant_copies
 from .flag_fifo import FlagFifo
 from .ub import UbReadSignature, UbWriteSignature, UnifiedBuffer
 from .walker import LINE_BYTES_BITS
@@ -90,8 +91,8 @@ class UbReader(wiring.Component):
     Timing: the line's start address and word count are computed once when the line is taken; per
     word only a running pointer is incremented and a credit counter compared with zero. The byte shift
     is split in two by a register (:func:`rtl.byteshift.select_bytes`) between the reader's own
-    register of the UB's words (nothing in front of it but the front end's read-data gate) and the
-    buffer, whose output is a register.
+    register of the UB's words (loaded only when the reader's own read arrives, nothing in front of it)
+    and the buffer, whose output is a register.
     """
 
     #: Cycles from a line taken to its first word on ``words``: the read (the cycle after), the UB's read
@@ -101,6 +102,8 @@ class UbReader(wiring.Component):
     #: The least buffer depth that keeps one word per cycle: a credit comes back ``LATENCY``
     #: cycles after its read, and one entry is kept spare.
     MIN_DEPTH = LATENCY + 1
+    #: Copies of the input register's load enable, each for a slice of the 2-word window.
+    WINDOW_EN_COPIES = 8
 
     def __init__(self, config, *, elements=False, depth=8, align=1, out_bytes=None):
         if depth < self.MIN_DEPTH:
@@ -185,6 +188,7 @@ class UbReader(wiring.Component):
         # what the word needs when its read's data arrives, READ_LATENCY cycles later, and when that data
         # has passed the input register (below) a cycle after
         s_valid, s_off, s_be, s_last = read, ptr[:sh], be, last
+        valids = [read]                 # valids[k + 1]: s{k}_valid
         for k in range(UnifiedBuffer.READ_LATENCY + 1):
             nv, no, nb, nl = Signal(name=f"s{k}_valid"), Signal(sh, name=f"s{k}_off"), \
                 Signal(W, name=f"s{k}_be"), Signal(name=f"s{k}_last")
@@ -194,6 +198,7 @@ class UbReader(wiring.Component):
             else:
                 m.d.sync += nb.eq(s_be)
             s_valid, s_off, s_be, s_last = nv, no, nb, nl
+            valids.append(nv)
 
         m.d.comb += self.lines.ready.eq(~active | (has_credit & last))
         with m.If(self.lines.valid & self.lines.ready):
@@ -210,12 +215,14 @@ class UbReader(wiring.Component):
 
         # ---- data: the read's window registered, shifted into place (SELECT_LATENCY), into the buffer --
         # The window passes a register of the reader's own before the shift: the UB's read data comes
-        # from across the die (and through the front end's read-data gate), and the shift's selects are
-        # the reader's registers, so without it the shift's multiplexers sat between the two, far from
-        # one of them (11.4 ns, 10.5 of it routing, in `default` seeds 1 and 3 at 6c333bc).
+        # from across the die, and the shift's selects are the reader's registers, so without it the
+        # shift's multiplexers sat between the two, far from one of them (11.4 ns, 10.5 of it routing,
+        # in `default` seeds 1 and 3 at 6c333bc). It loads only when the reader's own read arrives
+        # (``s{READ_LATENCY - 1}_valid``, in WINDOW_EN_COPIES copies): the UB port is shared, and what
+        # other engines read must not move the shifter (in simulation that activity is most of the cost).
         word = Signal(self.WordLayout)
-        window = Signal(16 * W, name="window", reset_less=True)
-        m.d.sync += window.eq(Cat(self.ub_rd.data, self.ub_rd.next))
+        arrive = variant_copies(m, "window_en", valids[UnifiedBuffer.READ_LATENCY - 1], self.WINDOW_EN_COPIES)
+        window = sliced_register(m, Cat(self.ub_rd.data, self.ub_rd.next), arrive, "window")
         shifted = select_bytes(m, window, s_off, self._n, align=self._align, name="shift")
         for k in range(SELECT_LATENCY):
             nv, nb, nl = Signal(name=f"t{k}_valid"), Signal(W, name=f"t{k}_be"), Signal(name=f"t{k}_last")
