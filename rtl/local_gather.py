@@ -504,7 +504,8 @@ class LocalGatherEngine(wiring.Component):
         # The fine rotation amounts: one copy per group of lanes (the amount fans out to every bit's
         # multiplexer), each loaded only when its piece has a lane in the group (distinct enables keep
         # synthesis from merging the copies; a lane no piece uses is not written).
-        GL = min(W, 8)               # lanes per fine-amount copy (16: 11.1 ns in `default` seed 3)
+        GL = min(W, 4)               # lanes per fine-amount copy (16: 11.1 ns in `default` seed 3 at
+                                     # ea2de51; 8: 10.8 ns at e1b106f)
 
         def fine_amounts(rot, lanes, tag):
             out = []
