@@ -7,7 +7,7 @@ from amaranth import *
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from .fanout import held_copies, variant_copies
+from .fanout import held_copies
 
 __all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "relax_ub_collisions"]
 
@@ -55,9 +55,7 @@ class UnifiedBuffer(wiring.Component):
     (words 1, 3, ...), each with ``config.ub_read_ports`` read ports; same storage as one memory. Read
     port ``i`` reads both banks with its ``i``-th bank ports: word ``addr >> 1`` of the odd bank and word
     ``(addr >> 1) + addr[0]`` of the even bank; the parity of ``addr`` picks which is ``data`` and which
-    is ``next``. A write goes to the bank of its address's parity. Each bank is :attr:`SLICES` memories
-    side by side (a quarter of every word each, for the block RAMs' address fan-out), with address and
-    enable registers of their own.
+    is ``next``. A write goes to the bank of its address's parity.
 
     Pipeline (why :attr:`READ_LATENCY` is 3): the block RAMs of a 64 KiB UB are spread over the whole
     FPGA and their clock-to-output time is ~4.3 ns on an ECP5, so every path into or out of them is a
@@ -85,8 +83,6 @@ class UnifiedBuffer(wiring.Component):
     WRITE_TO_READ = 1
     #: Copies of each read port's registered parity, each ordering a slice of the port's words.
     ODD_COPIES = 8
-    #: Memories per bank, each a slice of the word with its own address and enable registers.
-    SLICES = 4
 
     def __init__(self, config):
         self._config = config
@@ -105,52 +101,35 @@ class UnifiedBuffer(wiring.Component):
         # (the row in a register per bank, each loaded only for a write to its bank, so that synthesis
         # keeps them apart: one register drove every block RAM's write address, 64 in `default`, a
         # 10.9 ns net)
-        # Each bank is SLICES memories side by side (a slice of every word's bytes), each with address
-        # and enable registers of its own: one row register drove all 32 block RAMs of a bank across the
-        # die (10.3-10.9 ns, no LUT, in `default` seed 2 at bb1e1e4 and seed 3 at e1b106f).
-        S = self.SLICES
-        sbits = 8 * W // S
-        w_rows = [[Signal(row_bits, name=f"wr_row_{name}{k}", init=(k >> 1) and -1, reset_less=bool(k & 1))
-                   for k in range(S)] for name in ("even", "odd")]
+        w_row = [Signal(row_bits, name=f"wr_row_{name}", reset_less=True) for name in ("even", "odd")]
         w_data = Signal(8 * W, name="wr_data", reset_less=True)
         w_be = [Signal(W, name=f"wr_be_{name}") for name in ("even", "odd")]
         m.d.sync += [w_data.eq(self.wr.data),
                      w_be[0].eq(Mux(self.wr.addr[0], 0, self.wr.be)),
                      w_be[1].eq(Mux(self.wr.addr[0], self.wr.be, 0))]
-        # (each bank's rows load only for a write to it, the copies of a bank differ in their initial
-        # value and reset: synthesis would merge identical flip-flops)
         with m.If(self.wr.addr[0]):
-            m.d.sync += [r.eq(self.wr.addr >> 1) for r in w_rows[1]]
+            m.d.sync += w_row[1].eq(self.wr.addr >> 1)
         with m.Else():
-            m.d.sync += [r.eq(self.wr.addr >> 1) for r in w_rows[0]]
+            m.d.sync += w_row[0].eq(self.wr.addr >> 1)
         banks = []
         for parity, name in enumerate(("even", "odd")):
-            mems = []
-            for k in range(S):
-                mem = memory.Memory(shape=sbits, depth=half, init=[])
-                m.submodules[f"mem_{name}{k}"] = mem
-                wp = mem.write_port(granularity=8)
-                m.d.comb += [wp.addr.eq(w_rows[parity][k]), wp.data.eq(w_data[k * sbits:(k + 1) * sbits]),
-                             wp.en.eq(w_be[parity][k * W // S:(k + 1) * W // S])]
-                mems.append(mem)
-            banks.append(mems)
+            mem = memory.Memory(shape=8 * W, depth=half, init=[])
+            m.submodules[f"mem_{name}"] = mem
+            wp = mem.write_port(granularity=8)
+            m.d.comb += [wp.addr.eq(w_row[parity]), wp.data.eq(w_data), wp.en.eq(w_be[parity])]
+            banks.append(mem)
         even, odd = banks
         for i, port in enumerate(self.rd):
+            pe, po = even.read_port(), odd.read_port()
             # stage 1: bank rows; the even bank's address wraps at its depth (after the last word, word 0)
+            row_e = Signal(row_bits, name=f"rd{i}_row_even", reset_less=True)
+            row_o = Signal(row_bits, name=f"rd{i}_row_odd", reset_less=True)
+            en1, odd1 = Signal(name=f"rd{i}_en1"), Signal(name=f"rd{i}_odd1", reset_less=True)
             # (loaded in every cycle, not on ``en``: the RAMs read only with en1, and the rows' flip-flops
-            # then need no clock enable from the engines' multiplexed ``en``; a copy of each per slice)
-            en1s = variant_copies(m, f"rd{i}_en1_", port.en, S)
-            rows_e = variant_copies(m, f"rd{i}_row_even", (port.addr >> 1) + port.addr[0], S)
-            rows_o = variant_copies(m, f"rd{i}_row_odd", port.addr >> 1, S)
-            en1 = en1s[0]
-            odd1 = Signal(name=f"rd{i}_odd1", reset_less=True)
-            m.d.sync += odd1.eq(port.addr[0])
-            out_e, out_o = [], []           # the slices' read data, lowest bits first
-            for k in range(S):
-                pe, po = even[k].read_port(), odd[k].read_port()
-                m.d.comb += [pe.addr.eq(rows_e[k]), po.addr.eq(rows_o[k]), pe.en.eq(en1s[k]), po.en.eq(en1s[k])]
-                out_e.append(pe.data)
-                out_o.append(po.data)
+            # then need no clock enable from the engines' multiplexed ``en``)
+            m.d.sync += [en1.eq(port.en), row_o.eq(port.addr >> 1), row_e.eq((port.addr >> 1) + port.addr[0]),
+                         odd1.eq(port.addr[0])]
+            m.d.comb += [pe.addr.eq(row_e), po.addr.eq(row_o), pe.en.eq(en1), po.en.eq(en1)]
             # stage 2: the RAMs' words, as they come, into the port's registers (nothing between a block
             # RAM's output and its register: with the even / odd multiplexer there, 10.7-10.8 ns in
             # `default` seed 3); the parity, registered beside them, puts them in address order on the
@@ -162,7 +141,7 @@ class UnifiedBuffer(wiring.Component):
             m.d.sync += [en2.eq(en1), odd2.eq(odd1)]
             word_e = Signal(8 * W, name=f"rd{i}_even", reset_less=True)
             word_o = Signal(8 * W, name=f"rd{i}_odd", reset_less=True)
-            m.d.sync += [word_e.eq(Cat(*out_e)), word_o.eq(Cat(*out_o))]
+            m.d.sync += [word_e.eq(pe.data), word_o.eq(po.data)]
             par = held_copies(m, odd2, en2, self.ODD_COPIES, f"rd{i}_odd3_")
             n = len(word_e)
             for k, o in enumerate(par):
@@ -182,7 +161,7 @@ def relax_ub_collisions(rtlil_text):
 
     def relax(match):
         cell = match.group(0)
-        if re.search(r'parameter \\MEMID "\\\\mem_(even|odd)\d+"', cell):
+        if re.search(r'parameter \\MEMID "\\\\mem_(even|odd)"', cell):
             cell = re.sub(r"(parameter \\COLLISION_X_MASK )1'0", r"\g<1>1'1", cell)
         return cell
 

@@ -69,21 +69,19 @@ class Result(NamedTuple):
 
 
 class _BenchUb(UnifiedBuffer):
-    """The real UB, keeping its bank memories (``mem_even<k>``/``mem_odd<k>``, slice ``k`` of
-    ``UnifiedBuffer.SLICES`` of every word; word ``w`` at row ``w >> 1`` of bank ``w & 1``) so the bench
-    can read and write them without spending cycles. Mirrors the banking of :class:`rtl.ub.UnifiedBuffer`:
-    if that changes, change this (a wrong mapping shows up as UB differences in every test, and
-    test_rtl_mgather cross-checks it through TSTORE)."""
+    """The real UB, keeping its bank memories (``mem_even``/``mem_odd``, word ``w`` at row ``w >> 1``
+    of bank ``w & 1``) so the bench can read and write them without spending cycles. Mirrors the
+    banking of :class:`rtl.ub.UnifiedBuffer`: if that changes, change this (a wrong mapping shows up
+    as UB differences in every test, and test_rtl_mgather cross-checks it through TSTORE)."""
 
     def elaborate(self, platform):
         m = super().elaborate(platform)
-        self.banks = tuple([m.submodules[f"mem_{name}{k}"] for k in range(self.SLICES)]
-                           for name in ("even", "odd"))
+        self.banks = (m.submodules.mem_even, m.submodules.mem_odd)
         return m
 
     def rows(self, first, last):
         """Words ``first`` to ``last - 1`` as one value, lowest address in the lowest bits."""
-        return Cat(*(Cat(*(s.data[w >> 1] for s in self.banks[w & 1])) for w in range(first, last)))
+        return Cat(*(self.banks[w & 1].data[w >> 1] for w in range(first, last)))
 
 
 class _Top(Elaboratable):
