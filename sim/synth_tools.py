@@ -13,7 +13,8 @@ import sys
 import time
 from importlib import metadata
 
-__all__ = ["ToolError", "tool", "run", "failure_summary", "versions", "parse_stat", "parse_fmax", "CELL_KINDS"]
+__all__ = ["ToolError", "tool", "run", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
+           "CELL_KINDS"]
 
 #: The cell kinds counted from yosys ``stat`` after ``synth_ecp5``.
 CELL_KINDS = ("LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "ALU54B", "DP16KD", "TRELLIS_DPR16X4",
@@ -106,3 +107,19 @@ def parse_fmax(log, clock=None):
     pat = r"Max frequency for clock\s+'([^']*)':\s+([\d.]+)\s+MHz"
     found = [(c, float(f)) for c, f in re.findall(pat, log) if clock is None or c == clock]
     return found[-1][1] if found else None
+
+
+def parse_congestion(log):
+    """How hard the design was to place and route, from a nextpnr log: the placer's last wire length
+    estimate (``placed_wirelen``), the Fmax it estimated before routing (``placed_fmax_mhz``, the first
+    "Max frequency" line), router2's iterations (``router_iterations``) and the overused wires of its
+    last iteration (``overused``, 0 when it converged). Missing figures are None. Runs of the same netlist
+    that differ only in the seed differ by tens of MHz (docs/synthesis.md, "Seeds"); these say whether a
+    figure came from a congested placement."""
+    wl = re.findall(r"wirelen = (\d+)", log)
+    fm = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+)\s+MHz", log)
+    it = re.findall(r"iter=(\d+) wires=\d+ overused=(\d+)", log)
+    return {"placed_wirelen": int(wl[-1]) if wl else None,
+            "placed_fmax_mhz": float(fm[0]) if len(fm) > 1 or (fm and it) else None,
+            "router_iterations": int(it[-1][0]) if it else None,
+            "overused": int(it[-1][1]) if it else None}

@@ -15,7 +15,7 @@ from rtl.config import preset
 from rtl.top import VectorUnit
 from sim.synth import ShiftChainWrapper, _module_labeller, _modules, config_from, tag_of
 from sim.synth_paths import analyse, module_of, read_sdf, stem
-from sim.synth_tools import parse_fmax, parse_stat
+from sim.synth_tools import parse_congestion, parse_fmax, parse_stat
 
 # A hand-written SDF in nextpnr's layout: ff_a -> lut1 -> lut2 -> ff_b and ff_a -> ff_c directly.
 SDF = r"""(DELAYFILE
@@ -171,6 +171,15 @@ def test_log_parsers():
            "Info: Max frequency for clock '$glbnet$clk': 24.61 MHz (FAIL at 100.00 MHz)\n")
     assert parse_fmax(log) == 24.61
     assert parse_fmax("nothing") is None
+    pnr = ("Info:   at iteration #20: temp = 0.000000, timing cost = 997, wirelen = 386245\n"
+           "Info:   at iteration #22: temp = 0.000000, timing cost = 993, wirelen = 386076 \n"
+           "Info: Max frequency for clock '$glbnet$clk': 88.48 MHz (FAIL at 100.00 MHz)\n"
+           "Info:     iter=1 wires=951586 overused=70794 overuse=84404 archfail=NA\n"
+           "Info:     iter=99 wires=1020340 overused=0 overuse=0 archfail=0\n" + log)
+    assert parse_congestion(pnr) == {"placed_wirelen": 386076, "placed_fmax_mhz": 88.48,
+                                     "router_iterations": 99, "overused": 0}
+    assert parse_congestion("nothing") == dict.fromkeys(("placed_wirelen", "placed_fmax_mhz",
+                                                         "router_iterations", "overused"))
     stat = "   27209 cells\n       16   DP16KD\n    15651   LUT4\n     7581   TRELLIS_FF\n"
     cells = parse_stat(stat)
     assert (cells["total"], cells["LUT4"], cells["TRELLIS_FF"], cells["DP16KD"], cells["MULT18X18D"]) == \
@@ -184,6 +193,8 @@ def test_tool_failure_is_an_error_with_the_exit_code(tmp_path):
     assert (tmp_path / "t.log").read_text() == "boom\n"
     with pytest.raises(ToolError, match="not found"):
         run("no-such-tool-here", [], str(tmp_path), "t.log")
+    with pytest.raises(ToolError, match="timed out after 0.5 s"):
+        run("sh", ["-c", "echo iter=7 wires=10 overused=3; sleep 5"], str(tmp_path), "t.log", timeout=0.5)
 
 
 def _fake_result(tag, lut, fmax):
