@@ -5,12 +5,12 @@ from amaranth.lib import memory, wiring
 
 from .checker import stage
 from .engine import EngineSignature
-from .fanout import sliced_register, variant_copies
+from .fanout import held_copies
 from .instructions import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2
 from .isa import Opcode
 from .status import Status
 from .tile import elem_log2
-from .ub import UnifiedBuffer
+from .ub import UnifiedBuffer, ordered_window
 
 __all__ = ["LocalGatherEngine"]
 
@@ -114,8 +114,9 @@ class LocalGatherEngine(wiring.Component):
     INDEX_MIN_CYCLES = IN_LATENCY + 2
     #: Cycles from a slot's issue to its UB write (stage 3).
     PIPELINE = IN_LATENCY + 4
-    #: Copies of each input register's load enable, each for a slice of its word.
-    IN_EN_COPIES = 4
+    #: Copies of each input register's load enable and of its read's parity, each for a slice of its two
+    #: words.
+    IN_EN_COPIES = 8
 
     def __init__(self, config):
         self._config = config
@@ -436,14 +437,23 @@ class LocalGatherEngine(wiring.Component):
         # when the rotation read the port directly). The registers load only when this engine's reads
         # arrive (stage S1 - 1 has a read, IN_EN_COPIES copies of that flag per port): the ports are
         # shared, and other engines' reads must not move the shifters behind them.
+        # (ordered from the UB's even / odd bank words here, with copies of each read's parity of the
+        # engine's own: rtl.ub.ordered_window)
         s1 = st[S1]
         arrive = st[S1 - 2]["cap"] | st[S1 - 2]["pc"]      # registered below: stage S1 - 1's
 
-        def inreg(value, name):
-            return sliced_register(m, value, variant_copies(m, f"{name}_en", arrive, self.IN_EN_COPIES), name)
-        d0, n0 = inreg(rd0.data, "in0_data"), inreg(rd0.next, "in0_next")
-        d1, n1 = ((inreg(rd1.data, "in1_data"), inreg(rd1.next, "in1_next")) if two
-                  else (C(0, 8 * W), C(0, 8 * W)))
+        def inreg(port, raddr, name):
+            odd = raddr[0]                  # the read's parity, from stage 2 (the read) to S1 - 2
+            for k in range(S1 - 4):
+                r = Signal(name=f"{name}_odd_d{k}")
+                m.d.sync += r.eq(odd)
+                odd = r
+            n = self.IN_EN_COPIES
+            w = ordered_window(m, port, held_copies(m, odd, C(1, 1), n, f"{name}_odd"),
+                               held_copies(m, arrive, C(1, 1), n, f"{name}_en"), name)
+            return w[:8 * W], w[8 * W:]
+        d0, n0 = inreg(rd0, raddr0, "in0")
+        d1, n1 = inreg(rd1, raddr1, "in1") if two else (C(0, 8 * W), C(0, 8 * W))
 
         def scaled(word, off):
             return word.word_select(off[1:], 16)[:IW]

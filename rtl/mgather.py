@@ -6,11 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from .checker import exceeds, stage, stage_product
 from .dsp import product
-from .fanout import select_copies, sliced_register, variant_copies
+from .fanout import held_copies, select_copies
 from .isa import Command, OobMode, Opcode, UB_ALIGN
 from .status import Status
 from .tile import elem_log2
-from .ub import UbReadSignature, UnifiedBuffer
+from .ub import UbReadSignature, UnifiedBuffer, ordered_window
 from .walker import BurstLine, LutFifo, RegFifo, burst_chunk_beats, span_bits
 
 __all__ = ["GatherLine", "GatherRead", "IndexLines", "ElementPlacer", "ModuloPipeline", "mgather_checks"]
@@ -247,8 +247,9 @@ class IndexLines(wiring.Component):
     #: Slices of the output queues' memories, each with its own pointers (rtl.walker.RegFifo ``groups``).
     Q_AR_GROUPS = 1
     Q_DATA_GROUPS = 2
-    #: Copies of the index word register's load enable, each for a slice of the word.
-    WORD_EN_COPIES = 4
+    #: Copies of the index word register's load enable and of its read's parity, each for a slice of the
+    #: 2-word window (the second word, unused, is removed by synthesis).
+    WORD_EN_COPIES = 8
 
     def __init__(self, config, depth=64, seg_depth=16):
         self._config = config
@@ -403,9 +404,17 @@ class IndexLines(wiring.Component):
         # the index word registered here first: the lanes' bounds compares (carry chains) and the modulo
         # pipeline's lane select start from a register next to them, not from the UB's read data
         # register across the die (11.2 ns in ``default`` seed 1 at 1ed3ce7)
-        # (loaded only when this engine's read arrives, ``rd{RL - 1}_valid`` in copies: the port is shared)
-        word = sliced_register(m, self.ub_rd.data, variant_copies(m, "word_en", valids[RL - 1], self.WORD_EN_COPIES),
-                               "word")
+        # (loaded only when this engine's read arrives, ``rd{RL - 1}_valid`` in copies: the port is shared;
+        # ordered from the UB's even / odd bank words here, with copies of the read's parity of its own,
+        # see rtl.ub.ordered_window)
+        odd = self.ub_rd.addr[0]
+        for k in range(RL - 1):
+            r = Signal(name=f"rd{k}_odd")
+            m.d.sync += r.eq(odd)
+            odd = r
+        n = self.WORD_EN_COPIES
+        word = ordered_window(m, self.ub_rd, held_copies(m, odd, C(1, 1), n, "word_odd"),
+                              held_copies(m, valids[RL - 1], C(1, 1), n, "word_en"), "window")[:len(self.ub_rd.data)]
         u = [word.word_select(k, 32) for k in range(L)]
         seg1 = Signal(L)
         m.d.comb += seg1.eq(((C(1, L + 1) << s1.n) - 1) << s1.lo)

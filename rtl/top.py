@@ -280,8 +280,9 @@ class VectorUnit(wiring.Component):
         one register before the block RAMs), so the engine multiplexers here are AND-OR gates of the
         one-hot select in front of those registers, and nothing else is between.
 
-        UB read data goes to every engine on the port as it is, with no gate: each engine's first use of
-        it is an input register of its own that loads only when that engine's read arrives (rule 3 in
+        UB read data goes to every engine on the port as it is, with no gate, as the two bank words
+        (``even`` / ``odd``): each engine's first use of it is an input register of its own that orders
+        them and loads only when that engine's read arrives (``rtl.ub.ordered_window``; rule 3 in
         docs/architecture.md "Timing"), so an idle engine's datapath (the local_gather shifters, for
         one) does not re-evaluate on reads another engine or the debug port makes (in Icarus that
         activity made a whole-UB TSTORE of random data ~10x slower). While the front end is idle the UB
@@ -300,7 +301,8 @@ class VectorUnit(wiring.Component):
                        if "ub_rd" in e.signature.members and i < len(e.ub_rd)]
             m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, p in readers], len(port.addr))),
                          port.en.eq(_and_or([(s, p.en) for s, p in readers], 1))]
-            m.d.comb += [p.data.eq(port.data) for _, p in readers] + [p.next.eq(port.next) for _, p in readers]
+            # (the engines order the even / odd words themselves: rtl.ub.ordered_window)
+            m.d.comb += [p.even.eq(port.even) for _, p in readers] + [p.odd.eq(port.odd) for _, p in readers]
         for engine, s, s_in in zip(engines, axisel, axiin):
             if "axi" in engine.signature.members:
                 for name, member in engine.axi.signature.members.items():

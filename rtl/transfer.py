@@ -310,8 +310,8 @@ class TransferEngine(wiring.Component):
         # (through a LineQueue: the walker moves on "not full", not on the reader's ready)
         m.submodules.rd_lines = rd_lines = LineQueue(reader.LineLayout)
         rd = self.ub_rd[0]
-        m.d.comb += [index.ub_rd.data.eq(rd.data),
-                     reader.ub_rd.data.eq(rd.data), reader.ub_rd.next.eq(rd.next)]
+        m.d.comb += [index.ub_rd.even.eq(rd.even), index.ub_rd.odd.eq(rd.odd),
+                     reader.ub_rd.even.eq(rd.even), reader.ub_rd.odd.eq(rd.odd)]
         # MGATHER reads its index tile through the same port, from the ``start`` cycle on; the reader
         # reads only during a TSTORE.
         with m.If(gath | (self.start & gath_c)):

@@ -9,13 +9,18 @@ from amaranth.lib.wiring import In, Out
 
 from .fanout import held_copies
 
-__all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "relax_ub_collisions"]
+__all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "ordered_window", "relax_ub_collisions"]
 
 
 class UbReadSignature(wiring.Signature):
     """A UB read port as seen by its user: ``addr``/``en`` out; ``UnifiedBuffer.READ_LATENCY`` cycles after
     ``en``, ``data`` (the word at ``addr``) and ``next`` (the word at ``addr + 1``, word 0 after the last
-    word), held until the next read's words arrive."""
+    word), held until the next read's words arrive.
+
+    ``even`` and ``odd`` are the same two words in the same cycle, not in address order: the even bank's
+    word and the odd bank's (``data`` is ``odd`` if ``addr`` was odd, else ``even``; ``next`` the other). An engine that registers the words anyway
+    orders them itself with its own copy of ``addr``'s low bit (:func:`ordered_window`), so that the
+    ordering LUT is its own, next to it, and not one net per bit shared by every engine on the port."""
 
     def __init__(self, config):
         super().__init__({
@@ -23,7 +28,31 @@ class UbReadSignature(wiring.Signature):
             "en": Out(1),
             "data": In(8 * config.ub_word_bytes),
             "next": In(8 * config.ub_word_bytes),
+            "even": In(8 * config.ub_word_bytes),
+            "odd": In(8 * config.ub_word_bytes),
         })
+
+
+def ordered_window(m, port, odd, enables, name):
+    """A register of ``Cat(data, next)`` of UB read port ``port``, formed from ``port.even`` /
+    ``port.odd`` and loaded in the cycle they hold a read's words (``READ_LATENCY`` cycles after its
+    ``en``). ``odd`` are copies of that read's ``addr[0]`` and ``enables`` copies of "this engine's read
+    is here", both registers of the engine's own, as many of each (copy ``k`` orders and loads slice
+    ``k`` of the window). The even/odd order is then one 3-input LUT in front of each of the engine's
+    flip-flops, beside it in one slice."""
+    assert len(odd) == len(enables)
+    e, o = port.even, port.odd
+    n = len(e)
+    r = Signal(2 * n, name=name, reset_less=True)
+    data, nxt = (o, e), (e, o)          # (if odd, else): an odd address's word is in the odd bank
+    for k in range(len(odd)):
+        lo, hi = 2 * n * k // len(odd), 2 * n * (k + 1) // len(odd)
+        for base, (if_odd, if_even) in ((0, data), (n, nxt)):
+            a, b = max(lo, base), min(hi, base + n)
+            if a < b:
+                with m.If(enables[k]):
+                    m.d.sync += r[a:b].eq(Mux(odd[k], if_odd[a - base:b - base], if_even[a - base:b - base]))
+    return r
 
 
 class UbWriteSignature(wiring.Signature):
@@ -142,6 +171,7 @@ class UnifiedBuffer(wiring.Component):
             word_e = Signal(8 * W, name=f"rd{i}_even", reset_less=True)
             word_o = Signal(8 * W, name=f"rd{i}_odd", reset_less=True)
             m.d.sync += [word_e.eq(pe.data), word_o.eq(po.data)]
+            m.d.comb += [port.even.eq(word_e), port.odd.eq(word_o)]
             par = held_copies(m, odd2, en2, self.ODD_COPIES, f"rd{i}_odd3_")
             n = len(word_e)
             for k, o in enumerate(par):
