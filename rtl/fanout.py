@@ -4,7 +4,7 @@ each helper makes its copies differ in a way that does not change what the loads
 
 from amaranth import *
 
-__all__ = ["select_copies", "variant_copies", "held_copies", "sliced_register"]
+__all__ = ["select_copies", "variant_copies", "held_copies"]
 
 
 def select_copies(m, value, n, name):
@@ -49,16 +49,3 @@ def held_copies(m, value, en, n, name):
         out.append(r ^ (k & 1))
     return out
 
-
-def sliced_register(m, value, enables, name):
-    """A register of ``value`` (reset-less) whose slice ``k`` of ``len(enables)`` equal slices is loaded
-    when ``enables[k]``: one wide register with a clock enable, the enable in copies (e.g. from
-    :func:`variant_copies`) so that no copy drives more than its slice's flip-flops."""
-    value = Value.cast(value)
-    n = len(value)
-    r = Signal(n, name=name, reset_less=True)
-    for k, en in enumerate(enables):
-        sl = slice(n * k // len(enables), n * (k + 1) // len(enables))
-        with m.If(en):
-            m.d.sync += r[sl].eq(value[sl])
-    return r
