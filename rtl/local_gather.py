@@ -5,12 +5,11 @@ from amaranth.lib import memory, wiring
 
 from .checker import stage
 from .engine import EngineSignature
-from .fanout import held_copies
 from .instructions import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2
 from .isa import Opcode
 from .status import Status
 from .tile import elem_log2
-from .ub import UnifiedBuffer, ordered_window
+from .ub import UnifiedBuffer, read_window
 
 __all__ = ["LocalGatherEngine"]
 
@@ -442,15 +441,8 @@ class LocalGatherEngine(wiring.Component):
         s1 = st[S1]
         arrive = st[S1 - 2]["cap"] | st[S1 - 2]["pc"]      # registered below: stage S1 - 1's
 
-        def inreg(port, raddr, name):
-            odd = raddr[0]                  # the read's parity, from stage 2 (the read) to S1 - 2
-            for k in range(S1 - 4):
-                r = Signal(name=f"{name}_odd_d{k}")
-                m.d.sync += r.eq(odd)
-                odd = r
-            n = self.IN_EN_COPIES
-            w = ordered_window(m, port, held_copies(m, odd, C(1, 1), n, f"{name}_odd"),
-                               held_copies(m, arrive, C(1, 1), n, f"{name}_en"), name)
+        def inreg(port, raddr, name):   # (the read's parity in stage 2, the read)
+            w = read_window(m, port, raddr[0], arrive, self.IN_EN_COPIES, name)
             return w[:8 * W], w[8 * W:]
         d0, n0 = inreg(rd0, raddr0, "in0")
         d1, n1 = inreg(rd1, raddr1, "in1") if two else (C(0, 8 * W), C(0, 8 * W))

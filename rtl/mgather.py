@@ -6,11 +6,11 @@ from amaranth.lib.wiring import In, Out
 
 from .checker import exceeds, stage, stage_product
 from .dsp import product
-from .fanout import held_copies, select_copies
+from .fanout import select_copies
 from .isa import Command, OobMode, Opcode, UB_ALIGN
 from .status import Status
 from .tile import elem_log2
-from .ub import UbReadSignature, UnifiedBuffer, ordered_window
+from .ub import UbReadSignature, UnifiedBuffer, read_window
 from .walker import BurstLine, LutFifo, RegFifo, burst_chunk_beats, span_bits
 
 __all__ = ["GatherLine", "GatherRead", "IndexLines", "ElementPlacer", "ModuloPipeline", "mgather_checks"]
@@ -407,14 +407,8 @@ class IndexLines(wiring.Component):
         # (loaded only when this engine's read arrives, ``rd{RL - 1}_valid`` in copies: the port is shared;
         # ordered from the UB's even / odd bank words here, with copies of the read's parity of its own,
         # see rtl.ub.ordered_window)
-        odd = self.ub_rd.addr[0]
-        for k in range(RL - 1):
-            r = Signal(name=f"rd{k}_odd")
-            m.d.sync += r.eq(odd)
-            odd = r
-        n = self.WORD_EN_COPIES
-        word = ordered_window(m, self.ub_rd, held_copies(m, odd, C(1, 1), n, "word_odd"),
-                              held_copies(m, valids[RL - 1], C(1, 1), n, "word_en"), "window")[:len(self.ub_rd.data)]
+        word = read_window(m, self.ub_rd, self.ub_rd.addr[0], valids[RL - 1], self.WORD_EN_COPIES,
+                           "window")[:len(self.ub_rd.data)]
         u = [word.word_select(k, 32) for k in range(L)]
         seg1 = Signal(L)
         m.d.comb += seg1.eq(((C(1, L + 1) << s1.n) - 1) << s1.lo)

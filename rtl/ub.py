@@ -9,7 +9,8 @@ from amaranth.lib.wiring import In, Out
 
 from .fanout import held_copies
 
-__all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "ordered_window", "relax_ub_collisions"]
+__all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "ordered_window", "read_window",
+           "relax_ub_collisions"]
 
 
 class UbReadSignature(wiring.Signature):
@@ -53,6 +54,20 @@ def ordered_window(m, port, odd, enables, name):
                 with m.If(enables[k]):
                     m.d.sync += r[a:b].eq(Mux(odd[k], if_odd[a - base:b - base], if_even[a - base:b - base]))
     return r
+
+
+def read_window(m, port, parity, arrive, copies, name):
+    """:func:`ordered_window` for an engine's reads: ``parity`` is a read's ``addr[0]`` in the cycle of
+    its ``en``, ``arrive`` is high ``READ_LATENCY - 1`` cycles after the engine's own read's ``en`` (a
+    register of its pipeline). Both are delayed / copied here (``copies`` of each, one per slice of the
+    window); returns the window register, ``Cat(data, next)`` of the read from ``READ_LATENCY + 1``
+    cycles after its ``en``."""
+    for k in range(UnifiedBuffer.READ_LATENCY - 1):
+        r = Signal(name=f"{name}_odd_d{k}")
+        m.d.sync += r.eq(parity)
+        parity = r
+    return ordered_window(m, port, held_copies(m, parity, C(1, 1), copies, f"{name}_odd"),
+                          held_copies(m, arrive, C(1, 1), copies, f"{name}_en"), name)
 
 
 class UbWriteSignature(wiring.Signature):

@@ -15,9 +15,8 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byteshift import SELECT_LATENCY, select_bytes
-from .fanout import held_copies
 from .flag_fifo import FlagFifo
-from .ub import UbReadSignature, UbWriteSignature, UnifiedBuffer, ordered_window
+from .ub import UbReadSignature, UbWriteSignature, UnifiedBuffer, read_window
 from .walker import LINE_BYTES_BITS
 
 __all__ = ["UbReader", "UbWriter"]
@@ -226,15 +225,8 @@ class UbReader(wiring.Component):
         # (13.8 ns, 13.3 of it wire, from the UB's shared order LUT to local_gather in `default` seed 3
         # at 772f5f7).
         word = Signal(self.WordLayout)
-        RL = UnifiedBuffer.READ_LATENCY
-        odd = ptr[sh]                   # the read's word address, bit 0, RL - 1 cycles later
-        for k in range(RL - 1):
-            r = Signal(name=f"s{k}_odd")
-            m.d.sync += r.eq(odd)
-            odd = r
-        n = self.WINDOW_COPIES
-        window = ordered_window(m, self.ub_rd, held_copies(m, odd, C(1, 1), n, "window_odd"),
-                                held_copies(m, valids[RL - 1], C(1, 1), n, "window_en"), "window")
+        window = read_window(m, self.ub_rd, ptr[sh], valids[UnifiedBuffer.READ_LATENCY - 1], self.WINDOW_COPIES,
+                             "window")
         shifted = select_bytes(m, window, s_off, self._n, align=self._align, name="shift")
         for k in range(SELECT_LATENCY):
             nv, nb, nl = Signal(name=f"t{k}_valid"), Signal(W, name=f"t{k}_be"), Signal(name=f"t{k}_last")
