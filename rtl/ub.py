@@ -19,9 +19,10 @@ class UbReadSignature(wiring.Signature):
     word), held until the next read's words arrive.
 
     ``even`` and ``odd`` are the same two words in the same cycle, not in address order: the even bank's
-    word and the odd bank's (``data`` is ``odd`` if ``addr`` was odd, else ``even``; ``next`` the other). An engine that registers the words anyway
-    orders them itself with its own copy of ``addr``'s low bit (:func:`ordered_window`), so that the
-    ordering LUT is its own, next to it, and not one net per bit shared by every engine on the port."""
+    word and the odd bank's (``data`` is ``odd`` if ``addr`` was odd, else ``even``; ``next`` the other).
+    An engine that registers the words anyway orders them itself with its own copy of ``addr``'s low bit
+    (:func:`read_window`), so that the ordering LUT is its own, next to it, and not one net per bit
+    shared by every engine on the port."""
 
     def __init__(self, config):
         super().__init__({
