@@ -379,10 +379,12 @@ class LutFifo(wiring.Component):
 
 class BeatBuffer(wiring.Component):
     """A FIFO of ``depth`` entries of ``width`` bits in LUT RAM whose reader sees, instead of a head, the
-    entry it popped last (``last``, read asynchronously at a pointer register) and, in the cycle after a
-    pop, the entry popped before it (``before``: ``last`` of the previous cycle, a register loaded in
-    every cycle), so that popping moves pointers only (no wide register is loaded on a decision) and the
-    reader's data path is the same in every cycle.
+    entry it popped last (``last``: a register loaded in every cycle from the LUT RAM at the read
+    pointer's next value) and, in the cycle after a pop, the entry popped before it (``before``: ``last``
+    of the previous cycle, a register loaded in every cycle), so that popping moves pointers only (no
+    wide register is loaded on a decision), the reader's data path is the same in every cycle, and it
+    starts at a register beside the LUT RAM rather than at the LUT RAM's asynchronous read (the R beat
+    buffer's read into the realigner's coarse shift was the worst path of several `default` runs).
 
     Ports: ``w_data``, ``w_en``, ``w_rdy`` (a register: room for one more entry); ``pop`` (take the
     oldest entry; only while ``avail``), ``avail`` (entries not popped yet: a register); ``last`` (the
@@ -417,24 +419,30 @@ class BeatBuffer(wiring.Component):
         # the cycle after a reset, when nothing is written or popped (``room`` and ``avail`` are low).
         clean = Signal()
         m.d.sync += clean.eq(1)
+        last = Signal(self.width, reset_less=True)
         for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
             rd = Signal(ab, name=f"rd{g}", reset_less=True)    # logical pointer of the oldest entry
+            rd_next = Signal(ab, name=f"rd_next{g}")
             wp = Signal(ab, name=f"wp{g}", init=1, reset_less=True)   # where the memory writes (+1)
+            m.d.comb += rd_next.eq(Mux(clean, rd + self.pop, 0))
+            m.d.sync += rd.eq(rd_next)
             with m.If(~clean):
-                m.d.sync += [rd.eq(0), wp.eq(1)]
-            with m.Else():
-                with m.If(self.pop):
-                    m.d.sync += rd.eq(rd + 1)
-                with m.If(write):
-                    m.d.sync += wp.eq(wp + 1)
-            # entry e is at address e + 1, so the read pointer (the oldest entry) addresses the last one
+                m.d.sync += wp.eq(1)
+            with m.Elif(write):
+                m.d.sync += wp.eq(wp + 1)
+            # entry e is at address e + 1, so the read pointer (the oldest entry) addresses the last one.
+            # ``last`` is read at the pointer's next value into a register: the same entry in the same
+            # cycle as an asynchronous read at the pointer itself. The slot read is never the one written
+            # (the write pointer's slot is free; the last popped entry is kept), so the register holds.
             mem = memory.Memory(shape=hi - lo, depth=n, init=[])
             m.submodules[f"mem{g}"] = mem
             w, r = mem.write_port(), mem.read_port(domain="comb")
             m.d.comb += [w.addr.eq(wp), w.data.eq(self.w_data[lo:hi]), w.en.eq(self.w_rdy),
-                         r.addr.eq(rd), self.last[lo:hi].eq(r.data)]
+                         r.addr.eq(rd_next)]
+            m.d.sync += last[lo:hi].eq(r.data)
+        m.d.comb += self.last.eq(last)
         before = Signal(self.width, reset_less=True)
-        m.d.sync += before.eq(self.last ^ (~clean).replicate(self.width))
+        m.d.sync += before.eq(last ^ (~clean).replicate(self.width))
         m.d.comb += self.before.eq(before)
         count = Signal(range(n + 1))      # entries written and not popped
         room = Signal()                   # count <= depth - 2: one more may come (the last popped kept)
