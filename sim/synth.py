@@ -318,7 +318,7 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
     result["cells"] = cells
     result["unit_ffs"] = cells["TRELLIS_FF"] - result["wrapper"]["TRELLIS_FF"]
     log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
-        f"{cells['MULT18X18D']} MULT18X18D; nextpnr (static placer, router2, one thread; ~12-20 min) ...")
+        f"{cells['MULT18X18D']} MULT18X18D; nextpnr (static placer, router2 with --tmg-ripup, one thread; ~13-20 min) ...")
 
     args = result["nextpnr_command"][1:]
     try:
