@@ -1,6 +1,7 @@
 """BeatBuffer (rtl/walker.py) in Amaranth's simulator against a list model: random writes and pops
-(the pop only while ``avail``, as its users do), checking ``w_rdy``, ``avail``, ``last`` from the cycle
-after each pop and ``before`` in the cycle after a pop that follows another pop's cycle."""
+(the pop only while ``avail``, as its users do), checking ``w_rdy`` and ``avail`` in every cycle, ``last``
+(the entry popped last) in every cycle after the first pop, and ``before`` (the entry popped before it)
+in every cycle that follows a pop, once two have been popped."""
 
 import random
 
