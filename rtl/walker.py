@@ -379,24 +379,26 @@ class LutFifo(wiring.Component):
 
 class BeatBuffer(wiring.Component):
     """A FIFO of ``depth`` entries of ``width`` bits in LUT RAM whose reader sees, instead of a head, the
-    entry it popped last (``last``: a register loaded in every cycle from the LUT RAM at the read
-    pointer's next value) and, in the cycle after a pop, the entry popped before it (``before``: ``last``
-    of the previous cycle, a register loaded in every cycle), so that popping moves pointers only (no
-    wide register is loaded on a decision), the reader's data path is the same in every cycle, and it
-    starts at a register beside the LUT RAM rather than at the LUT RAM's asynchronous read (the R beat
-    buffer's read into the realigner's coarse shift was the worst path of several `default` runs).
+    entry it popped last (``last``: a register, loaded on a pop from the LUT RAM at a registered address)
+    and, in the cycle after a pop, the entry popped before it (``before``: ``last`` of the previous cycle,
+    a register loaded in every cycle). The reader's data path is the same in every cycle and starts at a
+    register beside the LUT RAM, not at the LUT RAM's asynchronous read (the R beat buffer's read into the
+    realigner's coarse shift was the worst path of several `default` runs); and the pop, a decision that
+    may come from across the die, reaches only the enable of ``last`` and the pointers, not the LUT RAM's
+    read address (the pop through the pointer's increment into the address was the worst path, 12.7 ns,
+    of `default` seed 1 at 4d15994, the LUT RAM 60 rows from the engine's control).
 
     Ports: ``w_data``, ``w_en``, ``w_rdy`` (a register: room for one more entry); ``pop`` (take the
     oldest entry; only while ``avail``), ``avail`` (entries not popped yet: a register); ``last`` (the
     entry popped last: from the cycle after the pop), ``before`` (in the cycle after a pop: the entry
     popped before it; garbage before two pops).
 
-    The memory keeps the popped entry ``last``, so at most ``depth - 1`` are waiting. For the clock the
-    entries are split into ``groups`` slices of bits, each in its own memory with its own read and
-    write pointers: a pointer bit drives the read multiplexers of one slice, not of the whole word (the
-    pointers are counters, each of its own value, so synthesis keeps them apart). The slot at the write
-    pointer is free while there is room, so it is written in every such cycle and a write only moves
-    the pointer: ``w_en`` drives no write enable.
+    The memory keeps the slot of the entry popped last, so at most ``depth - 1`` are waiting. For the
+    clock the entries are split into ``groups`` slices of bits, each in its own memory with its own read
+    and write pointers: a pointer bit drives the read multiplexers of one slice, not of the whole word
+    (the pointers are counters, each of its own value, so synthesis keeps them apart). The slot at the
+    write pointer is free while there is room, so it is written in every such cycle and a write only
+    moves the pointer: ``w_en`` drives no write enable.
     """
 
     def __init__(self, width, depth, groups=1):
@@ -421,25 +423,26 @@ class BeatBuffer(wiring.Component):
         m.d.sync += clean.eq(1)
         last = Signal(self.width, reset_less=True)
         for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-            rd = Signal(ab, name=f"rd{g}", reset_less=True)    # logical pointer of the oldest entry
-            rd_next = Signal(ab, name=f"rd_next{g}")
+            # entry e is at address e + 1, so ``head`` (the oldest entry's address) is one past the slot
+            # of the entry popped last
+            head = Signal(ab, name=f"head{g}", init=1, reset_less=True)
             wp = Signal(ab, name=f"wp{g}", init=1, reset_less=True)   # where the memory writes (+1)
-            m.d.comb += rd_next.eq(Mux(clean, rd + self.pop, 0))
-            m.d.sync += rd.eq(rd_next)
             with m.If(~clean):
-                m.d.sync += wp.eq(1)
-            with m.Elif(write):
-                m.d.sync += wp.eq(wp + 1)
-            # entry e is at address e + 1, so the read pointer (the oldest entry) addresses the last one.
-            # ``last`` is read at the pointer's next value into a register: the same entry in the same
-            # cycle as an asynchronous read at the pointer itself. The slot read is never the one written
-            # (the write pointer's slot is free; the last popped entry is kept), so the register holds.
+                m.d.sync += [head.eq(1), wp.eq(1)]
+            with m.Else():
+                with m.If(self.pop):
+                    m.d.sync += head.eq(head + 1)
+                with m.If(write):
+                    m.d.sync += wp.eq(wp + 1)
             mem = memory.Memory(shape=hi - lo, depth=n, init=[])
             m.submodules[f"mem{g}"] = mem
             w, r = mem.write_port(), mem.read_port(domain="comb")
             m.d.comb += [w.addr.eq(wp), w.data.eq(self.w_data[lo:hi]), w.en.eq(self.w_rdy),
-                         r.addr.eq(rd_next)]
-            m.d.sync += last[lo:hi].eq(r.data)
+                         r.addr.eq(head)]
+            # (the head was written at least a cycle before ``avail`` rose, and the slot written is never
+            # the head's while it waits: it is free)
+            with m.If(self.pop):
+                m.d.sync += last[lo:hi].eq(r.data)
         m.d.comb += self.last.eq(last)
         before = Signal(self.width, reset_less=True)
         m.d.sync += before.eq(last ^ (~clean).replicate(self.width))
