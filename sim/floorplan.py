@@ -28,8 +28,10 @@ _GROUPS = ([4, 6, 8, 10], [13, 15, 17, 19], [22, 24, 26, 28], [31, 33, 35, 37], 
 EBR_SITES = tuple((x, f"EBR{i}") for g in _GROUPS for i, x in enumerate(g))
 #: Block RAM rows (Y) in the order the UB's read ports take them.
 EBR_ROWS = (46, 70, 22)
-#: The UB's block RAM cells after yosys: ``unit.ub.mem_<bank>.<read port>.<slice>``.
-UB_BRAM = re.compile(r"^unit\.ub\.mem_(even|odd)\.(\d+)\.(\d+)$")
+#: The UB's block RAM cells after yosys: ``unit.ub.mem_<bank>.<copy>.<slice>`` (yosys maps each bank
+#: once per read port, as copies 0, 1, ...; the copy index is taken as the port) or, with no copies,
+#: ``unit.ub.mem_<bank>.<slice>``.
+UB_BRAM = re.compile(r"^unit\.ub\.mem_(even|odd)\.(?:(\d+)\.)?(\d+)$")
 
 
 def ub_bram_bels(cell_names):
@@ -39,7 +41,7 @@ def ub_bram_bels(cell_names):
     for name in cell_names:
         m = UB_BRAM.match(name)
         if m:
-            bank, port, k = m.group(1), int(m.group(2)), int(m.group(3))
+            bank, port, k = m.group(1), int(m.group(2) or 0), int(m.group(3))
             ports.setdefault(port, []).append((k, bank == "odd", name))
     if not ports:
         return {}, "no UB block RAM cells"

@@ -38,6 +38,11 @@ def test_too_many_for_a_row_or_too_many_ports_left_to_the_placer():
     assert ub_bram_bels(["unit.checker.x"]) == ({}, "no UB block RAM cells")
 
 
+def test_one_port_without_copy_index():
+    bels, note = ub_bram_bels([f"unit.ub.mem_{b}.{k}" for b in ("even", "odd") for k in range(4)])
+    assert len(bels) == 8 and all("/Y46/" in b for b in bels.values()) and "port 0: 8 in row 46" in note
+
+
 def test_floorplan_json_sets_bel_attributes(tmp_path):
     cells = {n: {"type": "DP16KD", "attributes": {}} for n in names(2, 4)}
     cells["unit.other"] = {"type": "DP16KD", "attributes": {}}
