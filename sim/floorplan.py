@@ -21,7 +21,7 @@ import re
 __all__ = ["EBR_SITES", "EBR_ROWS", "UB_BRAM", "ub_bram_bels", "floorplan_json"]
 
 #: The LFE5U-85's block RAM (EBR) sites along one row, left to right: (X, BEL suffix), as nextpnr-ecp5
-#: names them (``X{x}/Y{row}/EBR{i}``): 13 groups of four, one tile column apart, 52 in all.
+#: names them (``X{x}/Y{row}/EBR{i}``): 13 groups of four sites two columns apart, 52 in all.
 _GROUPS = ([4, 6, 8, 10], [13, 15, 17, 19], [22, 24, 26, 28], [31, 33, 35, 37], [40, 42, 44, 46],
            [49, 51, 53, 55], [58, 60, 62, 64], [69, 71, 73, 75], [78, 80, 82, 84], [87, 89, 91, 93],
            [96, 98, 100, 102], [105, 107, 109, 111], [114, 116, 118, 120])
@@ -45,8 +45,8 @@ def ub_bram_bels(cell_names):
             ports.setdefault(port, []).append((k, bank == "odd", name))
     if not ports:
         return {}, "no UB block RAM cells"
-    if len(ports) > len(EBR_ROWS):
-        return {}, f"{len(ports)} read ports, block RAM rows for {len(EBR_ROWS)}: left to the placer"
+    if max(ports) >= len(EBR_ROWS):
+        return {}, f"{max(ports) + 1} read ports, block RAM rows for {len(EBR_ROWS)}: left to the placer"
     bels = {}
     for port, cells in sorted(ports.items()):
         n = len(cells)

