@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from .dsp import product
 from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 from .isa import DType
-from .fanout import select_copies
+from .fanout import select_copies, variant_copies
 
 __all__ = ["LaneOp", "ElementwiseLanes"]
 
@@ -208,13 +208,20 @@ class ElementwiseLanes(wiring.Component):
                              for c in select_copies(m, v, n_slots, f"ctl{k}_slot")]
             return copies[k][s % len(copies[k])]
 
+        # The integer multipliers' operand select (stage 1, into the DSP blocks' operand registers) in a
+        # copy per slot: the one stage-1 flag for every slot was `small` seed 3's only path over 10 ns
+        # at 5f807b2 (10.0 ns, 9.4 of it wire). With one slot the stage's own flag serves.
+        size1 = (variant_copies(m, "ctl1_size1_slot", ctrl[0].size1, n_slots) if n_slots > 1
+                 else [ctrl[1].size1])
+
         out_slots = []
         for s in range(n_slots):
             sl = slice(32 * s, 32 * s + 32)
             fp_word = self._fp_slot(m, s, ctrl, slot_ctrl, [x[sl] if x is not None else None for x in a_d],
                                     [x[sl] if x is not None else None for x in b_d])
             bypass = self._cheap_slot(m, platform, s, ctrl, [x[sl] for x in a_d],
-                                      [x[sl] if x is not None else None for x in b_d], keeps)
+                                      [x[sl] if x is not None else None for x in b_d], keeps,
+                                      size1[s % len(size1)])
             # bypass travels from stage _CHEAP_LATENCY to L - 1; the fp word arrives at stage
             # self._fp_latency and is delayed to L - 1
             bypass = _delay(m, bypass, L - 1 - _CHEAP_LATENCY, f"s{s}_bypass")
@@ -300,9 +307,10 @@ class ElementwiseLanes(wiring.Component):
 
     # ---- integers, max / min, keep_a ------------------------------------------------------------------
 
-    def _cheap_slot(self, m, platform, s, ctrl, a_d, b_d, keeps):
+    def _cheap_slot(self, m, platform, s, ctrl, a_d, b_d, keeps, mul_size1):
         """Slot ``s``'s integer / MAX / MIN result merged with ``a`` (keep_a bytes, float arithmetic
-        words), registered at stage ``_CHEAP_LATENCY`` (5).
+        words), registered at stage ``_CHEAP_LATENCY`` (5). ``mul_size1``: the slot's copy of stage 1's
+        ``size1`` for the multipliers' operand select.
 
         Stages: 1 -> 2 multiplier operands, order keys and NaN flags of MAX / MIN; 2 -> 3 products, the
         keys compared; 3 -> 4 the products combined, integer add / sub, the MAX / MIN pick; 4 -> 5 the
@@ -311,8 +319,9 @@ class ElementwiseLanes(wiring.Component):
         # stage 1 -> 2: multiplier operands; MAX / MIN keys and NaN flags
         a1, b1, c1 = a_d[1], b_d[1], ctrl[1]
         al, ah, bl, bh = a1[:16], a1[16:], b1[:16], b1[16:]
-        mops = [(al, bl), (Mux(c1.size1, byte(a1, 1), ah), Mux(c1.size1, byte(b1, 1), bl)),
-                (Mux(c1.size1, byte(a1, 3), al), Mux(c1.size1, byte(b1, 3), bh)), (ah, bh)]
+        s1 = mul_size1
+        mops = [(al, bl), (Mux(s1, byte(a1, 1), ah), Mux(s1, byte(b1, 1), bl)),
+                (Mux(s1, byte(a1, 3), al), Mux(s1, byte(b1, 3), bh)), (ah, bh)]
         # the products (stage 3): rtl.dsp.product, whose operand registers are stage 2's
         prods = [product(m, x, y, platform=platform, name=f"s{s}_p{k}") for k, (x, y) in enumerate(mops)]
         key_a = Signal(32, name=f"s{s}_key_a", reset_less=True)
