@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from .dsp import product
 from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 from .isa import DType
-from .fanout import select_copies
+from .fanout import select_copies, variant_copies
 
 __all__ = ["LaneOp", "ElementwiseLanes"]
 
@@ -197,19 +197,22 @@ class ElementwiseLanes(wiring.Component):
 
         # The late selects (add or mul, the narrowed format, float or bypass) fan out to every bit of
         # every slot: each slot takes them from its own copies of the stage's flags (one register
-        # driving all slots' multiplexers was a 10-11 ns net in ``small``). So does stage 1's ``size1``,
-        # the integer multipliers' operand select into the DSP blocks' operand registers (one flag for
-        # every slot was ``small`` seed 3's only path over 10 ns at 5f807b2: 10.0 ns, 9.4 of it wire).
-        # With one slot the copy is the stage's own register (synthesis merges the two).
+        # driving all slots' multiplexers was a 10-11 ns net in ``small``).
         copies = {}
 
         def slot_ctrl(k, s):
             if k not in copies:
-                names = ("fp16", "bf16", "fp_arith", "mul", "size1")
+                names = ("fp16", "bf16", "fp_arith", "mul")
                 v = Cat(*(getattr(ctrl[k - 1], n) for n in names))
                 copies[k] = [_Ctrl({n: c[i] for i, n in enumerate(names)})
                              for c in select_copies(m, v, n_slots, f"ctl{k}_slot")]
             return copies[k][s % len(copies[k])]
+
+        # The integer multipliers' operand select (stage 1, into the DSP blocks' operand registers) in a
+        # copy per slot: the one stage-1 flag for every slot was `small` seed 3's only path over 10 ns
+        # at 5f807b2 (10.0 ns, 9.4 of it wire). With one slot the stage's own flag serves.
+        size1 = (variant_copies(m, "ctl1_size1_slot", ctrl[0].size1, n_slots) if n_slots > 1
+                 else [ctrl[1].size1])
 
         out_slots = []
         for s in range(n_slots):
@@ -218,7 +221,7 @@ class ElementwiseLanes(wiring.Component):
                                     [x[sl] if x is not None else None for x in b_d])
             bypass = self._cheap_slot(m, platform, s, ctrl, [x[sl] for x in a_d],
                                       [x[sl] if x is not None else None for x in b_d], keeps,
-                                      slot_ctrl(1, s).size1)
+                                      size1[s % len(size1)])
             # bypass travels from stage _CHEAP_LATENCY to L - 1; the fp word arrives at stage
             # self._fp_latency and is delayed to L - 1
             bypass = _delay(m, bypass, L - 1 - _CHEAP_LATENCY, f"s{s}_bypass")
