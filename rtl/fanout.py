@@ -9,9 +9,13 @@ __all__ = ["select_copies", "variant_copies", "held_copies"]
 
 def select_copies(m, value, n, name):
     """``n`` registered copies of ``value`` (loaded every cycle), for a select that fans out to many
-    multiplexers: copy ``k`` stores ``value ^ k`` (a distinct input, so synthesis keeps the copies
-    apart) and is returned decoded (``copy ^ k``: the inversions fold into the multiplexers' LUTs).
-    ``n`` is at most ``2 ** len(value)``."""
+    multiplexers: copy ``k`` stores ``value ^ k`` and is returned decoded (``copy ^ k``: the inversions
+    fold into the multiplexers' LUTs). ``n`` is at most ``2 ** len(value)``.
+
+    Known flaw: yosys merges flip-flops bit by bit, so each bit keeps at most two distinct flip-flops
+    (``value``'s bit and its inverse), one if no copy inverts it; the copies are fewer than asked for
+    (docs/architecture.md, "Timing", rule 8). Not fixed on main because the netlists measured at 100 MHz
+    depend on it; the fix waits for a three-seed measurement."""
     n = max(1, min(n, 1 << len(value)))
     out = []
     for k in range(n):
