@@ -210,7 +210,9 @@ class ElementwiseLanes(wiring.Component):
 
         # The integer multipliers' operand select (stage 1, into the DSP blocks' operand registers) in a
         # copy per slot: the one stage-1 flag for every slot was `small` seed 3's only path over 10 ns
-        # at 5f807b2 (10.0 ns, 9.4 of it wire). With one slot the stage's own flag serves.
+        # at 5f807b2 (10.0 ns, 9.4 of it wire). With one slot the stage's own flag serves. Not one more
+        # flag of ``slot_ctrl``: ``select_copies`` keeps per bit only the copies that invert it, which for
+        # a fifth flag is none (rtl/fanout.py), so synthesis would merge it back into one register.
         size1 = (variant_copies(m, "ctl1_size1_slot", ctrl[0].size1, n_slots) if n_slots > 1
                  else [ctrl[1].size1])
 
