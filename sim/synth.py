@@ -33,7 +33,7 @@ from .floorplan import floorplan_json
 from .synth_paths import analyse, module_of, read_sdf
 from .synth_tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
 
-__all__ = ["ShiftChainWrapper", "prepare", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
+__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "prepare", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
 
 #: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
@@ -195,10 +195,55 @@ def _module_labeller(modules, port_names):
                 ("$nextpnr", "(nextpnr)")]
     # a net that is a unit port keeps the wrapper-level name (e.g. m_axi__rvalid): the unit's top
     prefixes += [(p, "unit") for p in port_names]
+    modules = frozenset(modules)
 
     def label(cell):
         return module_of(cell, modules, prefixes) or "unit"
     return label
+
+
+#: The cell kinds of :func:`area_by_block` (the ones that cost: logic, carry, flip-flops, DSP, block RAM, LUT RAM).
+AREA_KINDS = ("LUT4", "CCU2C", "TRELLIS_FF", "MULT18X18D", "DP16KD", "TRELLIS_DPR16X4")
+
+
+def area_by_block(yosys_json, label, depth=3):
+    """Cells of the synthesised netlist per block of the unit: ``{block: {kind: count}}``.
+
+    Each cell of ``yosys_json`` (``synth_ecp5``'s flattened ``top.json``) counts in the module ``label``
+    gives it (instantiated cells by their ``hdlname``, the others by the net they are named after), cut
+    to its first ``depth`` name levels (``unit.elementwiseengine.lanes``: a submodule's cells count in
+    its ancestor at that depth). The shift-chain wrapper's cells are left out, so the blocks add up to
+    the unit. A cell yosys named after no net of a module (``$abc$...``) counts in ``unit``."""
+    with open(yosys_json) as f:
+        cells = json.load(f)["modules"]["top"]["cells"]
+    out = {}
+    for name, cell in cells.items():
+        kind = cell["type"]
+        if kind not in AREA_KINDS:
+            continue
+        hdl = cell.get("attributes", {}).get("hdlname")
+        block = label(".".join(hdl.split(" ")) if hdl else name)
+        if block in ("wrapper", "ports(in)", "ports(out)"):
+            continue
+        block = ".".join(block.split(".")[:depth])
+        counts = out.setdefault(block, dict.fromkeys(AREA_KINDS, 0))
+        counts[kind] += 1
+    return dict(sorted(out.items(), key=lambda kv: (-kv[1]["LUT4"] - 2 * kv[1]["CCU2C"], kv[0])))
+
+
+def area_table(blocks, depth=2):
+    """Text table of :func:`area_by_block`'s result rolled up to ``depth`` levels (``unit.gemvengine``)."""
+    rolled = {}
+    for block, counts in blocks.items():
+        r = rolled.setdefault(".".join(block.split(".")[:depth]), dict.fromkeys(AREA_KINDS, 0))
+        for k, v in counts.items():
+            r[k] += v
+    short = {"TRELLIS_FF": "FF", "MULT18X18D": "MULT", "TRELLIS_DPR16X4": "LUTRAM"}
+    head = "".join(f"{short.get(k, k):>8}" for k in AREA_KINDS)
+    lines = [f"  {'block':32}{head}"]
+    for block, c in sorted(rolled.items(), key=lambda kv: -kv[1]["LUT4"] - 2 * kv[1]["CCU2C"]):
+        lines.append(f"  {block:32}" + "".join(f"{c[k]:8d}" for k in AREA_KINDS))
+    return "\n".join(lines)
 
 
 def _source_lookup(yosys_json):
@@ -321,6 +366,10 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
     result["unit_ffs"] = cells["TRELLIS_FF"] - result["wrapper"]["TRELLIS_FF"]
     log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
         f"{cells['MULT18X18D']} MULT18X18D")
+    with open(os.path.join(work, "top.il")) as f:
+        label = _module_labeller(_modules(f.read()), result["ports"]["names"])
+    result["area_by_block"] = area_by_block(os.path.join(work, "top.json"), label)
+    log(f"[{tag}] area by block (yosys cells; the wrapper's left out):\n{area_table(result['area_by_block'])}")
     result["floorplan"] = floorplan_json(os.path.join(work, "top.json"))
     log(f"[{tag}] floorplan: {result['floorplan']['note']}; nextpnr (static placer, router2 with --tmg-ripup, "
         f"one thread; ~11-20 min) ...")
@@ -381,6 +430,8 @@ def _analyse_and_write(result, work, path, log):
     """nextpnr's report and the SDF path analysis into ``result``; write it to ``path``."""
     with open(os.path.join(work, "top.il")) as f:
         label = _module_labeller(_modules(f.read()), result["ports"]["names"])
+    if "area_by_block" not in result:  # a result from before the table existed (--reanalyse)
+        result["area_by_block"] = area_by_block(os.path.join(work, "top.json"), label)
     with open(os.path.join(work, "report.json")) as f:
         report = json.load(f)
     result["utilisation"] = {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}

@@ -117,11 +117,12 @@ def module_of(name, modules, prefixes=()):
     for prefix, label in prefixes:
         if name.startswith(prefix):
             return label
-    best = ""
-    for mod in modules:
-        if len(mod) > len(best) and name.startswith(mod + "."):
-            best = mod
-    return best or None
+    mods = modules if isinstance(modules, (set, frozenset)) else set(modules)
+    end = len(name)
+    while (end := name.rfind(".", 0, end)) > 0:  # the longest first: a set lookup per dot of the name
+        if name[:end] in mods:
+            return name[:end]
+    return None
 
 
 def analyse(sdf, period_ns, module, top_groups=12, path_groups=5, src_of=None):

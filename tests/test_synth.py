@@ -258,3 +258,36 @@ def test_array_element_names_do_not_clash_with_their_array():
     assert r"\line.offs.1" in after and r"\line.offs[1]" not in after and r"\line.offs" in after
     assert {w for w in before if not w.startswith(r"\line.offs[") and not w.startswith(r"\i.offs[")} <= after
     assert len(after) == len(before)
+
+
+def test_area_by_block_counts_each_cell_in_its_block(tmp_path):
+    """Cells named after a module's net count in that module (cut to three levels), instantiated cells by
+    their hdlname, the shift-chain wrapper's cells nowhere; the depth-2 table adds the submodules up."""
+    import json
+
+    from sim.synth import area_by_block, area_table
+    cells = {
+        "unit.ew.lanes.s0_add0.x_LUT4_Z": {"type": "LUT4"},
+        "unit.ew.lanes.y_LUT4_Z": {"type": "LUT4"},
+        "unit.ew.rd_a.win_TRELLIS_FF_Q": {"type": "TRELLIS_FF"},
+        "unit.ew.go_LUT4_Z": {"type": "LUT4"},
+        "unit.ew.lanes.p_CCU2C_S0": {"type": "CCU2C"},
+        "mult0": {"type": "MULT18X18D", "attributes": {"hdlname": "unit ew lanes s0_mul0 prod"}},
+        "unit.cmd_LUT4_Z": {"type": "LUT4"},
+        "$abc$123$auto": {"type": "LUT4"},
+        "unit.ew.lanes.z_PFUMX_Z": {"type": "PFUMX"},
+        "wrap_in_TRELLIS_FF_Q_3": {"type": "TRELLIS_FF"},
+        "wrap_load0_LUT4_Z": {"type": "LUT4"},
+    }
+    path = tmp_path / "top.json"
+    path.write_text(json.dumps({"modules": {"top": {"cells": cells}}}))
+    label = _module_labeller(["unit", "unit.ew", "unit.ew.lanes", "unit.ew.lanes.s0_add0", "unit.ew.lanes.s0_mul0",
+                              "unit.ew.rd_a"], port_names=[])
+    blocks = area_by_block(str(path), label)
+    counts = {b: {k: v for k, v in c.items() if v} for b, c in blocks.items()}
+    assert counts == {"unit.ew.lanes": {"LUT4": 2, "CCU2C": 1, "MULT18X18D": 1},
+                      "unit.ew.rd_a": {"TRELLIS_FF": 1}, "unit.ew": {"LUT4": 1}, "unit": {"LUT4": 2}}
+    table = area_table(blocks).splitlines()
+    assert table[0].split() == ["block", "LUT4", "CCU2C", "FF", "MULT", "DP16KD", "LUTRAM"]
+    assert [row.split() for row in table[1:]] == [["unit.ew", "3", "1", "1", "1", "0", "0"],
+                                                  ["unit", "2", "0", "0", "0", "0", "0"]]
