@@ -15,7 +15,7 @@ def select_copies(m, value, n, name):
     Known flaw: yosys merges flip-flops bit by bit, so each bit keeps at most two distinct flip-flops
     (``value``'s bit and its inverse), one if no copy inverts it; the copies are fewer than asked for
     (docs/architecture.md, "Timing", rule 8). Not fixed on main because the netlists measured at 100 MHz
-    depend on it; the fix waits for a three-seed measurement."""
+    depend on it: with the fix, `default` did not route at seed 1 (docs/synthesis.md, "Ninth session")."""
     n = max(1, min(n, 1 << len(value)))
     out = []
     for k in range(n):
