@@ -4,8 +4,10 @@
 
 Elaborates the engine (a class of ``rtl.top.ENGINES``) for the configuration on its own, its ports left
 as they are (area does not need them registered; for Fmax use ``make synth``, the whole unit), runs the
-same ``synth_ecp5`` as ``sim.synth`` and prints the cells: LUT4, CCU2C, FF, MULT18X18D, DP16KD, LUT RAM.
-Writes ``<out>/<Engine>-<config tag>.json``. Exit codes of the tools are checked.
+same ``synth_ecp5`` as ``sim.synth`` and prints the cells: LUT4, CCU2C, FF, MULT18X18D, DP16KD, LUT RAM,
+in total and by block of the engine (``sim.synth.area_by_block``: its submodules, e.g. ``rd_a``,
+``lanes``; the engine's own logic under its class name). Writes ``<out>/<Engine>-<config tag>.json``.
+Exit codes of the tools are checked.
 """
 
 import argparse
@@ -14,12 +16,13 @@ import os
 import sys
 import time
 
-from sim.synth import config_from, git_state
+from sim.synth import _modules, area_by_block, area_table, config_from, git_state
+from sim.synth_paths import module_of
 from sim.synth_tools import ToolError, parse_stat, run, versions
 
 __all__ = ["engine_area"]
 
-SCRIPT = "read_rtlil top.il; synth_ecp5 -top top; tee -q -o stat.txt stat"
+SCRIPT = "read_rtlil top.il; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"
 
 
 def engine_area(engine_name, config_name="default", sets=(), out_root="build/synth/area", log=print):
@@ -42,11 +45,15 @@ def engine_area(engine_name, config_name="default", sets=(), out_root="build/syn
     result = {"engine": engine_name, "config": config_name, "overrides": {k: str(v) for k, v in overrides.items()},
               "config_fields": config.describe(), "cells": cells, "yosys_seconds": round(secs),
               "git": git_state(), "tools": versions(), "at": time.strftime("%Y-%m-%d %H:%M:%S")}
+    with open(os.path.join(work, "top.il")) as f:
+        modules = frozenset(_modules(f.read()))
+    result["area_by_block"] = area_by_block(os.path.join(work, "top.json"),
+                                            lambda cell: module_of(cell, modules) or engine_name, depth=2)
     with open(os.path.join(out_root, f"{tag}.json"), "w") as f:
         json.dump(result, f, indent=1)
     log(f"[{tag}] {cells['LUT4']} LUT4, {cells['CCU2C']} CCU2C, {cells['TRELLIS_FF']} FF, "
         f"{cells['MULT18X18D']} MULT18X18D, {cells['DP16KD']} DP16KD, {cells.get('TRELLIS_DPR16X4', 0)} DPR16X4 "
-        f"({secs:.0f} s)")
+        f"({secs:.0f} s); by block:\n{area_table(result['area_by_block'], depth=1)}")
     return result
 
 
