@@ -213,7 +213,8 @@ def area_by_block(yosys_json, label, depth=3):
     gives it (instantiated cells by their ``hdlname``, the others by the net they are named after), cut
     to its first ``depth`` name levels (``unit.elementwiseengine.lanes``: a submodule's cells count in
     its ancestor at that depth). The shift-chain wrapper's cells are left out, so the blocks add up to
-    the unit. A cell yosys named after no net of a module (``$abc$...``) counts in ``unit``."""
+    the unit. A cell named after no net of a module (``$abc$...``) counts where ``label`` puts names it
+    does not know (``unit`` for the unit's labeller; ``sim.synth_area`` puts them in the engine)."""
     with open(yosys_json) as f:
         cells = json.load(f)["modules"]["top"]["cells"]
     out = {}
