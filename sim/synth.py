@@ -190,7 +190,7 @@ def _modules(rtlil_text):
     return [name.split(".", 1)[1] for name in re.findall(r"^module \\(\S+)", rtlil_text, re.M) if "." in name]
 
 
-def _module_labeller(modules, port_names):
+def _module_labeller(modules, port_names, fallback="unit"):
     prefixes = [(WRAP + "in", "ports(in)"), (WRAP + "out", "ports(out)"), (WRAP, "wrapper"),
                 ("$nextpnr", "(nextpnr)")]
     # a net that is a unit port keeps the wrapper-level name (e.g. m_axi__rvalid): the unit's top
@@ -198,7 +198,7 @@ def _module_labeller(modules, port_names):
     modules = frozenset(modules)
 
     def label(cell):
-        return module_of(cell, modules, prefixes) or "unit"
+        return module_of(cell, modules, prefixes) or fallback
     return label
 
 
