@@ -85,7 +85,8 @@ class ElementwiseEngine(wiring.Component):
     the next cycle see it); an empty destination region is done in the cycle after ``start``. From ``start``
     to ``done``: :meth:`cycles`, ``words * K + FIXED + ElementwiseLanes.LATENCY`` for TPART*
     (``words``: destination words) and :attr:`PATTERN_CYCLES` more for TROWEXPAND* (the first row's
-    pattern comes through the expanded operand's reader, the pattern builder's register and its queue).
+    pattern comes through the expanded operand's reader and the pattern builder, 2 cycles; its line
+    enters the reader's queue a cycle before the walker's first segment, so 1 of them shows).
     ``FIXED`` = setup 2 + walker 1 + line queue 1 + reader (``UbReader.LATENCY`` = 7) + combiner 1 (- 1:
     the last word's write cycle is counted in ``words``) = 11; the reader, combiner and lanes are the
     pipeline depth, the rest (4 cycles) is fixed overhead. Throughput: one destination word per ``K``
@@ -101,8 +102,9 @@ class ElementwiseEngine(wiring.Component):
     LANE_DEPTHS = {}
 
     #: Cycles TROWEXPAND* adds to :attr:`FIXED` (by mode; index 0: TPART*): its first row's pattern
-    #: comes through the expanded operand's reader and the pattern builder.
-    PATTERN_CYCLES = (0, 2, 2)
+    #: comes through the expanded operand's reader and the pattern builder (2 cycles), whose line is
+    #: queued in PARAMS, a cycle ahead of the full operand's.
+    PATTERN_CYCLES = (0, 1, 1)
 
     @classmethod
     def cycles(cls, config, words, mode=0):
@@ -204,6 +206,18 @@ class ElementwiseEngine(wiring.Component):
         lead_d, lead_a, lead_b = Signal(16), Signal(16), Signal(16)    # elements between lines, own order
         c_trow, c_p_is_a, pat_esz, pat_mode1 = Signal(), Signal(), Signal(2), Signal()
         o_vr, o_vc = pick_other(s1.valid_rows, s0.valid_rows), pick_other(s1.valid_cols, s0.valid_cols)
+        # TROWEXPAND*: the expanded operand's first line goes into reader B's queue in PARAMS, a cycle
+        # before the walker's first segment (``pre_en``), so the first row's pattern is ready a cycle
+        # sooner; the walker's own copy of that line is not pushed (``e_skip``: no segment pushed yet).
+        # The line is registered in DECODE from the held command: what the walker's first segment has
+        # as ``e_addr`` / ``e_length`` / ``e_off``.
+        pre_line = Signal(rd_b.LineLayout, reset_less=True)
+        pre_en, e_skip = Signal(), Signal()
+        m.d.sync += pre_en.eq(0)
+        lines_c = Mux(dst_cm, dst.valid_cols, dst.valid_rows)
+        # mode 1: one line of min(lines, W / size) scalars
+        many = Mux(esz == 0, lines_c[sh:].any(), Mux(esz == 1, lines_c[sh - 1:].any(), lines_c[sh - 2:].any()))
+        scal_len = Mux(many, W, (lines_c << esz)[:sh])
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start & ~empty):
@@ -223,6 +237,10 @@ class ElementwiseEngine(wiring.Component):
                     lead_d.eq(Mux(dst_cm, dst.rows, dst.cols)),
                     lead_a.eq(pick_full(Mux(s1_cm, s1.rows, s1.cols), Mux(s0_cm, s0.rows, s0.cols))),
                     lead_b.eq(pick_other(Mux(s1_cm, s1.rows, s1.cols), Mux(s0_cm, s0.rows, s0.cols))),
+                    pre_line.ub_addr.eq(pick_other(s1.base, s0.base)),
+                    pre_line.length.eq(Mux(pick_other(s1_cm, s0_cm), scal_len, 32)),
+                    pre_line.dst_off.eq(Mux(pick_other(s1_cm, s0_cm), 0, dst.base[:sh])),
+                    pre_en.eq(trow), e_skip.eq(trow),
                 ]
                 m.next = "PARAMS"
             with m.State("PARAMS"):
@@ -273,9 +291,12 @@ class ElementwiseEngine(wiring.Component):
             b_line.length.eq(Mux(params.trow, seg.e_length, seg.length)),
             b_line.dst_off.eq(Mux(params.trow, seg.e_off, seg.dst_off)),
             w_line.ub_addr.eq(seg.d_addr), w_line.length.eq(seg.length),
-            q_a.w_data.eq(a_line), q_b.w_data.eq(b_line), q_w.w_data.eq(w_line),
-            q_a.w_en.eq(push), q_b.w_en.eq(push & (~params.trow | seg.e_valid)), q_w.w_en.eq(push),
+            q_a.w_data.eq(a_line), q_b.w_data.eq(Mux(pre_en, pre_line, b_line)), q_w.w_data.eq(w_line),
+            q_a.w_en.eq(push), q_w.w_en.eq(push),
+            q_b.w_en.eq(pre_en | (push & (~params.trow | seg.e_valid) & ~e_skip)),
         ]
+        with m.If(push):
+            m.d.sync += e_skip.eq(0)
         s_valid = Signal()
         s_t0 = Signal(LINE_BYTES_BITS + 1, reset_less=True)   # dst_off + pp_bytes: see Segment
         s_ok, s_fin = Signal(reset_less=True), Signal(reset_less=True)
