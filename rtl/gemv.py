@@ -180,7 +180,12 @@ class GemvEngine(wiring.Component):
         b_kind = Signal.like(mac.b_kind, reset_less=True)
         with m.If(self.start):
             m.d.sync += [prm.eq(setup), a_kind.eq(operand_kind(m, a.dtype)), b_kind.eq(operand_kind(m, b.dtype))]
-        m.d.comb += [mac.a_kind.eq(a_kind), mac.b_kind.eq(b_kind), mac.acc_int.eq(prm.acc_int),
+        # the MAC array's own copy of ``acc_int`` (a cycle late: its first step is a UB read after
+        # ``start``): it selects every lane's 32-bit sum, which the reducer's LUT RAM stores; one register
+        # for both was the worst path of `small` at seeds 1 and 2 (9.4-10.0 ns, docs/synthesis.md)
+        acc_int_mac = Signal(reset_less=True)
+        m.d.sync += acc_int_mac.eq(prm.acc_int)
+        m.d.comb += [mac.a_kind.eq(a_kind), mac.b_kind.eq(b_kind), mac.acc_int.eq(acc_int_mac),
                      red.acc_int.eq(prm.acc_int), red.has_init.eq(prm.has_init), red.present.eq(prm.present)]
 
         # ---- 2. walker: B lines, (A, init) line pairs, C lines ---------------------------------------------
