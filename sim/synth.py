@@ -33,7 +33,7 @@ from .floorplan import floorplan_json
 from .synth_paths import analyse, module_of, read_sdf
 from .synth_tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
 
-__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
+__all__ = ["ShiftChainWrapper", "area_by_block", "block_labeller", "design_modules", "area_table", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
 
 #: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
@@ -185,12 +185,15 @@ def git_state():
         return {"commit": None}
 
 
-def _modules(rtlil_text):
+def design_modules(rtlil_text):
     """Module paths of the design, without the top's name (``unit``, ``unit.ub``, ...)."""
     return [name.split(".", 1)[1] for name in re.findall(r"^module \\(\S+)", rtlil_text, re.M) if "." in name]
 
 
-def _module_labeller(modules, port_names, fallback="unit"):
+def block_labeller(modules, port_names, fallback="unit"):
+    """The ``label`` of :func:`area_by_block`: a cell or net name -> the module it belongs to (one of
+    ``modules``, from :func:`design_modules`), ``ports(in)`` / ``ports(out)`` / ``wrapper`` for the
+    shift-chain wrapper, ``unit`` for a net named after one of ``port_names``, else ``fallback``."""
     prefixes = [(WRAP + "in", "ports(in)"), (WRAP + "out", "ports(out)"), (WRAP, "wrapper"),
                 ("$nextpnr", "(nextpnr)")]
     # a net that is a unit port keeps the wrapper-level name (e.g. m_axi__rvalid): the unit's top
@@ -374,7 +377,7 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
     log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
         f"{cells['MULT18X18D']} MULT18X18D")
     with open(os.path.join(work, "top.il")) as f:
-        label = _module_labeller(_modules(f.read()), result["ports"]["names"])
+        label = block_labeller(design_modules(f.read()), result["ports"]["names"])
     result["area_by_block"] = area_by_block(os.path.join(work, "top.json"), label)
     log(f"[{tag}] area by block (yosys cells; the wrapper's left out):\n{area_table(result['area_by_block'])}")
     result["floorplan"] = floorplan_json(os.path.join(work, "top.json"))
@@ -436,7 +439,7 @@ def reusable(path, log=print):
 def _analyse_and_write(result, work, path, log):
     """nextpnr's report and the SDF path analysis into ``result``; write it to ``path``."""
     with open(os.path.join(work, "top.il")) as f:
-        label = _module_labeller(_modules(f.read()), result["ports"]["names"])
+        label = block_labeller(design_modules(f.read()), result["ports"]["names"])
     if "area_by_block" not in result:  # a result from before the table existed (--reanalyse)
         result["area_by_block"] = area_by_block(os.path.join(work, "top.json"), label)
     with open(os.path.join(work, "report.json")) as f:

@@ -13,7 +13,7 @@ from amaranth.hdl import Value
 
 from rtl.config import preset
 from rtl.top import VectorUnit
-from sim.synth import ShiftChainWrapper, _module_labeller, _modules, config_from, tag_of
+from sim.synth import ShiftChainWrapper, block_labeller, config_from, design_modules, tag_of
 from sim.synth_paths import analyse, module_of, read_sdf, stem
 from sim.synth_tools import parse_congestion, parse_fmax, parse_stat
 
@@ -133,8 +133,9 @@ def test_wrapper_registers_every_port_bit():
     # the two reset synchronisers and one registered ``load`` per LOAD_GROUP output bits
     assert w.wrapper_ffs == w.in_bits + w.out_bits + 2 + -(-w.out_bits // ShiftChainWrapper.LOAD_GROUP)
     text = rtlil.convert(w, name="top")
-    assert "top" not in _modules(text) and "unit" in _modules(text) and "unit.ub" in _modules(text)
-    label = _module_labeller(_modules(text), w.port_names)
+    modules = design_modules(text)
+    assert "top" not in modules and "unit" in modules and "unit.ub" in modules
+    label = block_labeller(modules, w.port_names)
     assert label("wrap_out_TRELLIS_FF_Q_7") == "ports(out)"
     assert label("unit.ub.mem_even.0.0") == "unit.ub"
     assert label("m_axi__rdata_LUT4_Z") == "unit"
@@ -151,7 +152,7 @@ def test_wrapper_around_one_engine():
     for _, member, value in engine.signature.flatten(engine):
         bits[member.flow.name == "In"] += len(Value.cast(value))
     assert (w.in_bits, w.out_bits) == (bits[True], bits[False])
-    assert "unit" in _modules(rtlil.convert(w, name="top"))
+    assert "unit" in design_modules(rtlil.convert(w, name="top"))
     assert tag_of("small", {}, 1, "LocalGatherEngine") == "small@LocalGatherEngine"
     with pytest.raises(ValueError, match="unknown engine 'Nope'.*LocalGatherEngine"):
         design_of(cfg, "Nope")
@@ -281,7 +282,7 @@ def test_area_by_block_counts_each_cell_in_its_block(tmp_path):
     }
     path = tmp_path / "top.json"
     path.write_text(json.dumps({"modules": {"top": {"cells": cells}}}))
-    label = _module_labeller(["unit", "unit.ew", "unit.ew.lanes", "unit.ew.lanes.s0_add0", "unit.ew.lanes.s0_mul0",
+    label = block_labeller(["unit", "unit.ew", "unit.ew.lanes", "unit.ew.lanes.s0_add0", "unit.ew.lanes.s0_mul0",
                               "unit.ew.rd_a"], port_names=[])
     blocks = area_by_block(str(path), label)
     counts = {b: {k: v for k, v in c.items() if v} for b, c in blocks.items()}
