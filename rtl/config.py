@@ -53,7 +53,8 @@ class Config:
     #: it computes ``ew_lane_bytes / size`` elements per cycle, i.e. one UB word every
     #: ``ub_word_bytes / ew_lane_bytes`` cycles. The lanes are most of the engine's area (per 4 bytes: two
     #: fp32 adders and multipliers, ~3.3k LUT4 and 10 MULT18X18D on ECP5): the reference configuration has
-    #: 4 so that the unit, with the GEMV engine, fits the ECP5-85 (docs/architecture.md, "GEMV").
+    #: 4 so that the unit, with the GEMV engine, fits the ECP5-85 at 100 MHz (with 8 it places at 75% of
+    #: the device but does not route at 100 MHz; docs/architecture.md, "Elementwise" and "GEMV").
     ew_lane_bytes: int = 4
     #: Target profile: which data types instructions accept (``Profile.A5`` accepts the most).
     profile: Profile = Profile.A5
