@@ -33,7 +33,7 @@ from .floorplan import floorplan_json
 from .synth_paths import analyse, module_of, read_sdf
 from .synth_tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
 
-__all__ = ["ShiftChainWrapper", "area_by_block", "block_labeller", "design_modules", "area_table", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
+__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
 
 #: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
@@ -203,6 +203,12 @@ def block_labeller(modules, port_names, fallback="unit"):
     def label(cell):
         return module_of(cell, modules, prefixes) or fallback
     return label
+
+
+def labeller_of(rtlil_path, port_names=(), fallback="unit"):
+    """:func:`block_labeller` for the design in the RTLIL file ``rtlil_path`` (a run's ``top.il``)."""
+    with open(rtlil_path) as f:
+        return block_labeller(design_modules(f.read()), port_names, fallback)
 
 
 #: The cell kinds of :func:`area_by_block` (the ones that cost: logic, carry, flip-flops, DSP, block RAM, LUT RAM).
@@ -376,8 +382,7 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
     result["unit_ffs"] = cells["TRELLIS_FF"] - result["wrapper"]["TRELLIS_FF"]
     log(f"[{tag}] yosys {secs:.0f} s: {cells['LUT4']} LUT4, {cells['TRELLIS_FF']} FF, {cells['DP16KD']} DP16KD, "
         f"{cells['MULT18X18D']} MULT18X18D")
-    with open(os.path.join(work, "top.il")) as f:
-        label = block_labeller(design_modules(f.read()), result["ports"]["names"])
+    label = labeller_of(os.path.join(work, "top.il"), result["ports"]["names"])
     result["area_by_block"] = area_by_block(os.path.join(work, "top.json"), label)
     log(f"[{tag}] area by block (yosys cells; the wrapper's left out):\n{area_table(result['area_by_block'])}")
     result["floorplan"] = floorplan_json(os.path.join(work, "top.json"))
@@ -438,8 +443,7 @@ def reusable(path, log=print):
 
 def _analyse_and_write(result, work, path, log):
     """nextpnr's report and the SDF path analysis into ``result``; write it to ``path``."""
-    with open(os.path.join(work, "top.il")) as f:
-        label = block_labeller(design_modules(f.read()), result["ports"]["names"])
+    label = labeller_of(os.path.join(work, "top.il"), result["ports"]["names"])
     if "area_by_block" not in result:  # a result from before the table existed (--reanalyse)
         result["area_by_block"] = area_by_block(os.path.join(work, "top.json"), label)
     with open(os.path.join(work, "report.json")) as f:

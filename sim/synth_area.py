@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from sim.synth import area_by_block, area_table, block_labeller, config_from, design_modules, git_state
+from sim.synth import area_by_block, area_table, config_from, git_state, labeller_of
 from sim.synth_tools import ToolError, parse_stat, run, versions
 
 __all__ = ["engine_area"]
@@ -44,8 +44,7 @@ def engine_area(engine_name, config_name="default", sets=(), out_root="build/syn
     result = {"engine": engine_name, "config": config_name, "overrides": {k: str(v) for k, v in overrides.items()},
               "config_fields": config.describe(), "cells": cells, "yosys_seconds": round(secs),
               "git": git_state(), "tools": versions(), "at": time.strftime("%Y-%m-%d %H:%M:%S")}
-    with open(os.path.join(work, "top.il")) as f:
-        label = block_labeller(design_modules(f.read()), port_names=(), fallback=engine_name)
+    label = labeller_of(os.path.join(work, "top.il"), fallback=engine_name)
     result["area_by_block"] = area_by_block(os.path.join(work, "top.json"), label, depth=2)
     with open(os.path.join(out_root, f"{tag}.json"), "w") as f:
         json.dump(result, f, indent=1)

@@ -13,7 +13,7 @@ from amaranth.hdl import Value
 
 from rtl.config import preset
 from rtl.top import VectorUnit
-from sim.synth import ShiftChainWrapper, block_labeller, config_from, design_modules, tag_of
+from sim.synth import ShiftChainWrapper, block_labeller, config_from, design_modules, labeller_of, tag_of
 from sim.synth_paths import analyse, module_of, read_sdf, stem
 from sim.synth_tools import parse_congestion, parse_fmax, parse_stat
 
@@ -121,7 +121,7 @@ def test_module_of_longest_prefix():
     assert module_of("m_axi__rvalid", modules) is None
 
 
-def test_wrapper_registers_every_port_bit():
+def test_wrapper_registers_every_port_bit(tmp_path):
     # One UB read port: no elementwise or GEMV engine (rtl.top.engines_for), the same ports; its RTLIL
     # converts ~5x faster than small's and the wrapper does not depend on the engines inside.
     unit = VectorUnit(preset("small", ub_read_ports=1))
@@ -135,7 +135,8 @@ def test_wrapper_registers_every_port_bit():
     text = rtlil.convert(w, name="top")
     modules = design_modules(text)
     assert "top" not in modules and "unit" in modules and "unit.ub" in modules
-    label = block_labeller(modules, w.port_names)
+    (tmp_path / "top.il").write_text(text)
+    label = labeller_of(str(tmp_path / "top.il"), w.port_names)     # a run's labeller, from its top.il
     assert label("wrap_out_TRELLIS_FF_Q_7") == "ports(out)"
     assert label("unit.ub.mem_even.0.0") == "unit.ub"
     assert label("m_axi__rdata_LUT4_Z") == "unit"
@@ -283,7 +284,7 @@ def test_area_by_block_counts_each_cell_in_its_block(tmp_path):
     path = tmp_path / "top.json"
     path.write_text(json.dumps({"modules": {"top": {"cells": cells}}}))
     label = block_labeller(["unit", "unit.ew", "unit.ew.lanes", "unit.ew.lanes.s0_add0", "unit.ew.lanes.s0_mul0",
-                              "unit.ew.rd_a"], port_names=[])
+                            "unit.ew.rd_a"], port_names=[])
     blocks = area_by_block(str(path), label)
     counts = {b: {k: v for k, v in c.items() if v} for b, c in blocks.items()}
     assert counts == {"unit.ew.lanes": {"LUT4": 2, "CCU2C": 1, "MULT18X18D": 1},
