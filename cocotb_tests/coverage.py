@@ -3,7 +3,7 @@
 Every command that :class:`cocotb_tests.harness.Harness` runs (``run``, ``run_masked``, ``run_axi_error``)
 is sampled by :func:`sample` with the RTL's response status, before the golden machine executes it (the
 float classes of the operands are read from the golden's UB then). The bins come from the instruction
-table (``rtl.instructions.INSTRUCTIONS``) for the configuration's profile; a command *executed* when it
+table (``rtl.isa.INSTRUCTIONS``) for the configuration's profile; a command *executed* when it
 passed the checks (status ``OK`` or one found during execution, ``EXEC_STATUSES``):
 
 ===============================  ========================================================================
@@ -33,9 +33,8 @@ import pathlib
 
 import numpy as np
 
-from rtl.instructions import EXEC_STATUSES, INSTRUCTIONS, instruction, main_slot
-from rtl.isa import DType, Layout, OobMode, Opcode, Profile
-from rtl.status import Status
+from rtl.isa import (DType, EXEC_STATUSES, instruction, INSTRUCTIONS, Layout, main_slot, OobMode, Opcode,
+    Profile, Status)
 
 __all__ = ["CoverageModel", "FLOAT_CLASSES", "TPART_PATTERNS", "GOAL_GROUPS", "command_features", "goal_bins",
            "illegal_bins", "sample", "model", "write", "FILE_NAME"]
@@ -127,7 +126,7 @@ def reachable_statuses(profile):
     """The statuses some instruction can answer in ``profile`` (its checks' statuses and its declared
     execution statuses, plus OK, UNKNOWN_OPCODE and UNSUPPORTED): a status no instruction can give (today
     INDEX_OUT_OF_RANGE, reserved) is not a goal."""
-    from rtl.instructions import INSTRUCTIONS
+    from rtl.isa import INSTRUCTIONS
     reach = {Status.OK, Status.UNKNOWN_OPCODE, Status.UNSUPPORTED}
     for ins in INSTRUCTIONS.values():
         reach |= set(ins.statuses(profile)) | set(ins.exec_statuses)

@@ -24,7 +24,7 @@ __all__ = ["HangError", "StatusMismatch", "MemoryMismatch", "UbMismatch", "GmMis
 
 def status_name(status):
     """``Status`` member name, or the raw code in hex for a code that is not a member."""
-    from rtl.status import Status
+    from rtl.isa import Status
     if isinstance(status, Status):
         return status.name
     try:

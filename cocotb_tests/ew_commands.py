@@ -5,9 +5,7 @@ and layout combination, odd static shapes and pitches, in-place destinations."""
 import random
 
 from golden.check import check
-from rtl.instructions import EXPAND_BLOCK_BYTES, INSTRUCTIONS
-from rtl.isa import DTYPE_BYTES, UB_ALIGN, Layout, Opcode
-from rtl.status import Status
+from rtl.isa import DTYPE_BYTES, EXPAND_BLOCK_BYTES, INSTRUCTIONS, Layout, Opcode, Status, UB_ALIGN
 
 __all__ = ["EW_OPS", "ROWEXPAND_OPS", "PART_OPS", "tile", "place", "rowexpand_command", "part_command",
            "random_command"]

@@ -20,9 +20,8 @@ import numpy as np
 
 from golden.numerics import CANONICAL_NAN, FLOAT_TYPES, UINT_OF_SIZE
 from golden.profiles import GEMV_TRIPLES
-from rtl.instructions import GEMV_MAX_DIM, INSTRUCTIONS
-from rtl.isa import DTYPE_BYTES, DTYPE_NUMPY, UB_ALIGN, DType, Layout, Opcode
-from rtl.status import Status
+from rtl.isa import (DType, DTYPE_BYTES, DTYPE_NUMPY, GEMV_MAX_DIM, INSTRUCTIONS, Layout, Opcode, Status,
+    UB_ALIGN)
 
 from .ew_commands import place, tile
 
@@ -37,8 +36,8 @@ ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
 
 
 def lanes(config, b_dtype):
-    """Products per cycle of the GEMV engine for B of type ``b_dtype`` (``rtl.gemv.GemvEngine.lanes``)."""
-    from rtl.gemv import GemvEngine
+    """Products per cycle of the GEMV engine for B of type ``b_dtype`` (``rtl.engines.gemv.engine.GemvEngine.lanes``)."""
+    from rtl.engines.gemv.engine import GemvEngine
     return GemvEngine.lanes(config, b_dtype)
 
 

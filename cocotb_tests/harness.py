@@ -25,9 +25,7 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 from rtl.config import Config
-from rtl.instructions import instruction
-from rtl.isa import DType, Opcode
-from rtl.status import Status
+from rtl.isa import DType, instruction, Opcode, Status
 from sim.driver import DEFAULT_TIMEOUT_CYCLES, Driver, gm_region, matrix_rows, tile
 from sim.gm import ErrorRam, LatencyRam
 

@@ -13,9 +13,7 @@ import cocotb
 import numpy as np
 
 from golden.numerics import CANONICAL_NAN
-from rtl.instructions import INSTRUCTIONS
-from rtl.isa import DTYPE_BYTES, DType, Layout, Opcode
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, INSTRUCTIONS, Layout, Opcode, Status
 from rtl.top import VectorUnit
 from sim.driver import tile
 

@@ -9,8 +9,7 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DType, Layout, OobMode, Opcode
-from rtl.status import Status
+from rtl.isa import DType, Layout, OobMode, Opcode, Status
 from rtl.top import engines_for
 from sim.driver import gm_region, tile
 

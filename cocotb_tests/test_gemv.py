@@ -25,8 +25,7 @@ import numpy as np
 
 from golden.check import check
 from golden.profiles import GEMV_TRIPLES
-from rtl.isa import DTYPE_BYTES, UB_ALIGN, DType, Opcode, Profile
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, Opcode, Profile, Status, UB_ALIGN
 from sim.driver import tile
 
 from .errors import UbMismatch, format_command

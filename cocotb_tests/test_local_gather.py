@@ -11,8 +11,7 @@ import cocotb
 import numpy as np
 
 from rtl.top import VectorUnit
-from rtl.isa import DTYPE_BYTES, UB_ALIGN, DType, Layout, Opcode
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, Layout, Opcode, Status, UB_ALIGN
 from sim.driver import gm_region, tile
 
 from .harness import Harness

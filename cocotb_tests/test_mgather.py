@@ -10,8 +10,7 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DTYPE_BYTES, DTYPE_NUMPY, DType, OobMode, Opcode
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY, OobMode, Opcode, Status
 from sim.driver import gm_region, tile
 
 from .harness import Harness

@@ -12,7 +12,7 @@ import os
 
 import cocotb
 
-from rtl.status import Status
+from rtl.isa import Status
 from sim.pto.image import Image, gm_span, output_extent
 
 from .harness import Harness

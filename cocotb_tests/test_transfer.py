@@ -8,8 +8,7 @@ import os
 
 import cocotb
 
-from rtl.isa import DTYPE_BYTES, DType, Layout, Opcode, UB_ALIGN
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, Layout, Opcode, Status, UB_ALIGN
 from sim.driver import gm_region, tile
 
 from .harness import Harness

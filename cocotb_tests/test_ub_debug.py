@@ -18,8 +18,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from rtl.config import preset
-from rtl.isa import DType, Opcode
-from rtl.status import Status
+from rtl.isa import DType, Opcode, Status
 from sim.driver import gm_region, tile
 
 from .errors import HangError, UbMismatch

@@ -19,9 +19,8 @@ Within one step, operands are examined in slot order dst, src0, src1, src2, gm (
 
 from collections import namedtuple
 
-from rtl.instructions import CHECK_ORDER, INSTRUCTIONS, TILE_SLOTS
-from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Profile, UB_ALIGN
-from rtl.status import Status
+from rtl.isa import (CHECK_ORDER, DType, DTYPE_BYTES, INSTRUCTIONS, Layout, OobMode, Opcode, Profile, Status,
+    TILE_SLOTS, UB_ALIGN)
 
 from .errors import IsaError
 from .ops import (GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, TPART_FUNCTIONS,
@@ -31,11 +30,11 @@ from .ops import (GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, TP
 __all__ = ["check", "check_strict", "SLOTS", "tile_view", "gm_view", "normalize", "Tile", "Gm",
            "CHECKING_ORDER"]
 
-#: The checking order (``rtl.instructions.CHECK_ORDER``; this name is kept for the golden's users).
+#: The checking order (``rtl.isa.CHECK_ORDER``; this name is kept for the golden's users).
 CHECKING_ORDER = CHECK_ORDER
 
 #: Tile slots each opcode uses, with their role names, and whether it uses the GM descriptor (a view of
-#: ``rtl.instructions.INSTRUCTIONS``).
+#: ``rtl.isa.INSTRUCTIONS``).
 SLOTS = {op: ({s.name: s.role for s in ins.slots}, bool(ins.gm)) for op, ins in INSTRUCTIONS.items()}
 
 Tile = namedtuple("Tile", "slot role base rows cols vr vc dtype layout")
@@ -81,7 +80,7 @@ def _name(t):
 
 
 # ------------------------------------------------------------------------------------------------ steps 2-9
-# The checks every instruction gets, driven by its entry in ``rtl.instructions.INSTRUCTIONS``.
+# The checks every instruction gets, driven by its entry in ``rtl.isa.INSTRUCTIONS``.
 
 def _accepted(allowed):
     return ", ".join(sorted(x.name for x in allowed)) or "none"

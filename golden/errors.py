@@ -9,7 +9,7 @@
                     boolean mask over the UB bytes whose value is unspecified.
 """
 
-from rtl.status import Status
+from rtl.isa import Status
 
 __all__ = ["IsaError", "UndefinedResult"]
 

@@ -7,8 +7,7 @@ bytes of the transfer) and nothing else; an illegal instruction changes nothing.
 
 import numpy as np
 
-from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Status
 
 from . import ops
 from .check import check_strict, normalize, tile_view, gm_view, SLOTS

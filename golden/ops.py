@@ -13,11 +13,9 @@ Descriptor-level constraints (UB alignment and range, GM alignment and range) ar
 
 import numpy as np
 
-from rtl.instructions import (EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES,
-                              LOCAL_GATHER_MAX_NEPI_LOG2)
+from rtl.isa import (DType, DTYPE_BYTES, EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, Layout, LOCAL_GATHER_GROUP,
+    LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2, OobMode, Opcode, Profile, Status)
 from rtl.config import Config
-from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Profile, Opcode
-from rtl.status import Status
 
 from .errors import IsaError, UndefinedResult
 from .numerics import add, bits, from_bits, mul, widening_product, dtype_of, is_float, np_dtype

@@ -1,10 +1,10 @@
 """Which data types each instruction accepts in each target profile: the golden's view of
-``rtl.instructions.INSTRUCTIONS`` (the one place these sets are written down).
+``rtl.isa.INSTRUCTIONS`` (the one place these sets are written down).
 
 A type outside an instruction's set for the configured profile answers ``Status.DTYPE_UNSUPPORTED``.
 """
 
-from rtl.instructions import INSTRUCTIONS
+from rtl.isa import INSTRUCTIONS
 
 __all__ = ["TYPES", "GEMV_TRIPLES", "gemv_roles", "INDEX_TYPES"]
 

@@ -1,8 +1,8 @@
 """Hardware configuration: one frozen dataclass, validated on construction, with named presets."""
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 
-from .isa import Profile, UB_ALIGN
+from rtl.isa import UB_ALIGN, Profile
 
 __all__ = ["Config", "PRESETS", "preset", "parse_overrides"]
 
@@ -39,7 +39,7 @@ class Config:
     #: Interleaved partial sums per output column in the GEMV MAC array (a power of two): product k goes
     #: to partial sum ``k mod gemv_partial_sums``. Fixes the float accumulation order; see docs/semantics.md.
     #: It is also the length of the MAC array's accumulation loop: a lane adds one product per cycle only
-    #: while ``gemv_partial_sums`` >= the fp32 adder's latency (``rtl.gemv_mac.ADD_DEPTH`` = 5), so the
+    #: while ``gemv_partial_sums`` >= the fp32 adder's latency (``rtl.engines.gemv.mac.ADD_DEPTH`` = 5), so the
     #: reference value 8 keeps full rate with an adder pipelined for 100 MHz; 1, 2 and 4 are exact but
     #: slower (``P / 5`` of the rate).
     gemv_partial_sums: int = 8
@@ -136,7 +136,7 @@ def parse_overrides(name, sets=()):
     alone also sets ``axi_data_bits`` (this version requires them equal). Returns ``(config, overrides)``;
     raises ``ValueError`` naming the field for an unknown field or a bad value, and ``Config``'s own
     message for a combination it rejects."""
-    from .isa import Profile
+    from rtl.isa import Profile
     types = {f.name for f in fields(Config)}
     overrides = {}
     for item in sets:

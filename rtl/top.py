@@ -4,16 +4,15 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .axi import Axi4Signature, AxiStreamSignature
-from .checker import Checker
-from .elementwise import ElementwiseEngine
-from .gemv import GemvEngine
-from .transfer import TransferEngine
-from .local_gather import LocalGatherEngine
-from .isa import COMMAND_BITS, RESPONSE_BITS, Command, Response
-from .status import Status
-from .fpga import global_net
-from .ub import UnifiedBuffer
+from rtl.checker.checker import Checker
+from rtl.engines.elementwise.engine import ElementwiseEngine
+from rtl.engines.gemv.engine import GemvEngine
+from rtl.engines.local_gather.engine import LocalGatherEngine
+from rtl.engines.transfer.engine import TransferEngine
+from rtl.fpga import global_net
+from rtl.isa import COMMAND_BITS, RESPONSE_BITS, Command, Response, Status
+from rtl.lib.axi import Axi4Signature, AxiStreamSignature
+from rtl.ub.buffer import UnifiedBuffer
 
 __all__ = ["VectorUnit", "ENGINES", "engines_for", "UbDebugSignature"]
 
@@ -79,7 +78,7 @@ class VectorUnit(wiring.Component):
     Behaviour: one instruction at a time. A command is accepted (``tready`` high) only when the unit
     is idle. The engine for its opcode gets ``start`` in the next cycle (speculatively, from a
     register) and owns the shared UB and AXI ports from then on, so it may read the UB at once; the
-    checker (:class:`rtl.checker.Checker`, ``LATENCY`` register stages) decides meanwhile. A passing
+    checker (:class:`rtl.checker.checker.Checker`, ``LATENCY`` register stages) decides meanwhile. A passing
     verdict raises the engine's ``go`` from a register :attr:`GO_DELAY` cycles after ``start`` (its
     first UB write or AXI request may follow); a failing one resets the engine (from a register, in the
     cycle after the verdict), which has touched nothing, and answers the checker's status (``cycles`` =
@@ -87,7 +86,7 @@ class VectorUnit(wiring.Component):
     the edge that raises ``tvalid``.
 
     Timing: every multiplexer over the engines is an AND-OR of a one-hot select held in registers, and
-    the UB registers what it is given (rtl/ub.py), so the front end adds one LUT level between an
+    the UB registers what it is given (rtl/ub/buffer.py), so the front end adds one LUT level between an
     engine's UB port and a register.
     """
 
@@ -282,7 +281,7 @@ class VectorUnit(wiring.Component):
 
         UB read data goes to every engine on the port as it is, with no gate, as the two bank words
         (``even`` / ``odd``): each engine's first use of it is an input register of its own that orders
-        them and loads only when that engine's read arrives (``rtl.ub.ordered_window``; rule 3 in
+        them and loads only when that engine's read arrives (``rtl.ub.buffer.ordered_window``; rule 3 in
         docs/architecture.md "Timing"), so an idle engine's datapath (the local_gather shifters, for
         one) does not re-evaluate on reads another engine or the debug port makes (in Icarus that
         activity made a whole-UB TSTORE of random data ~10x slower). While the front end is idle the UB
@@ -301,7 +300,7 @@ class VectorUnit(wiring.Component):
                        if "ub_rd" in e.signature.members and i < len(e.ub_rd)]
             m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, p in readers], len(port.addr))),
                          port.en.eq(_and_or([(s, p.en) for s, p in readers], 1))]
-            # (the engines order the even / odd words themselves: rtl.ub.ordered_window)
+            # (the engines order the even / odd words themselves: rtl.ub.buffer.ordered_window)
             m.d.comb += [p.even.eq(port.even) for _, p in readers] + [p.odd.eq(port.odd) for _, p in readers]
         for engine, s, s_in in zip(engines, axisel, axiin):
             if "axi" in engine.signature.members:

@@ -87,7 +87,7 @@ def _gemv_case(record):
 def gemv_bound(record, config):
     """TGEMV*: multiply-adds per cycle, one per MAC lane: ``GemvEngine.lanes`` = ``min(W / size(B),
     gemv_lanes)``."""
-    from rtl.gemv import GemvEngine
+    from rtl.engines.gemv.engine import GemvEngine
     K, N, b = _gemv_case(record)
     L = GemvEngine.lanes(config, b)
     return L, f"{L} MAC lanes ({b.name} B, P = {config.gemv_partial_sums})"
@@ -96,7 +96,7 @@ def gemv_bound(record, config):
 def gemv_cycles_bound(record, config):
     """TGEMV*: ``K * ceil(N / lanes)`` cycles, one B row of a block of ``lanes`` columns per cycle (a
     partial last block still takes its K cycles)."""
-    from rtl.gemv import GemvEngine
+    from rtl.engines.gemv.engine import GemvEngine
     K, N, b = _gemv_case(record)
     return K * -(-N // GemvEngine.lanes(config, b))
 
@@ -104,7 +104,7 @@ def gemv_cycles_bound(record, config):
 def gemv_pipeline(config):
     """TGEMV*: the engine's fixed latency, start to done beyond the blocks' steps (``GemvEngine.latency``):
     "of bound+latency" then shows the streaming rate."""
-    from rtl.gemv import GemvEngine
+    from rtl.engines.gemv.engine import GemvEngine
     return GemvEngine.latency(config)
 
 

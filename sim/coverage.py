@@ -89,7 +89,7 @@ def report(items, n_files=0, source=""):
     goal, illegal = summarize(items)
     hit, size, pct = totals(goal)
     lines = [f"Functional coverage: {n_files} run(s) merged{f' from {source}' if source else ''}",
-             f"goal: every bin the ISA makes legal (opcode x type from rtl.instructions, per profile)", "",
+             f"goal: every bin the ISA makes legal (opcode x type from rtl.isa.instructions, per profile)", "",
              f"TOTAL  {hit} of {size} goal bins hit  ({pct:.1f}%)", ""]
     width = max([len(f"{r[0]}.{r[1]}") for r in goal] + [10])
     lines.append(f"{'item':<{width}}  {'hit':>5}  {'goal':>5}  {'percent':>7}  samples (hit bins; goal = bins)")

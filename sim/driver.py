@@ -10,10 +10,8 @@ import os
 
 import numpy as np
 
-from rtl.instructions import main_slot
-from rtl.isa import (Command, DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, Opcode, Response, decode,
-                     encode)
-from rtl.status import Status
+from rtl.isa import (Command, decode, DType, DTYPE_BYTES, DTYPE_NUMPY, encode, Layout, main_slot, Opcode,
+    Response, Status)
 
 __all__ = ["tile", "gm_region", "Driver", "to_bytes", "from_bytes", "matrix_rows", "DEFAULT_TIMEOUT_CYCLES"]
 

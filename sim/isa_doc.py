@@ -1,5 +1,5 @@
-"""Markdown tables generated from ``rtl/``: the instruction encoding (``rtl.isa`` / ``rtl.status``), the
-operand slots and the map from instruction to files (``rtl.instructions``, ``rtl.top.ENGINES``).
+"""Markdown tables generated from ``rtl/``: the instruction encoding (``rtl.isa`` / ``rtl.isa.status``), the
+operand slots and the map from instruction to files (``rtl.isa.instructions``, ``rtl.top.ENGINES``).
 
 ``python -m sim.isa_doc [encoding|slots|map]`` prints them; ``docs/architecture.md`` and
 ``docs/semantics.md`` embed them between ``<!-- BEGIN GENERATED: python -m sim.isa_doc NAME -->`` and
@@ -12,9 +12,8 @@ import sys
 
 from amaranth.lib import data
 
-from rtl.instructions import INSTRUCTIONS, TILE_SLOTS
-from rtl.isa import Command, DTYPE_BYTES, DType, GmDesc, Layout, Opcode, OobMode, Profile, Response, TileDesc
-from rtl.status import Status
+from rtl.isa import (Command, DType, DTYPE_BYTES, GmDesc, INSTRUCTIONS, Layout, OobMode, Opcode, Profile,
+    Response, Status, TILE_SLOTS, TileDesc)
 
 __all__ = ["tables", "slot_table", "instruction_map", "GENERATED", "render", "write_docs"]
 
@@ -53,7 +52,7 @@ def _types(ins):
 
 
 def slot_table():
-    """Operand slots, roles, GM use, immediates and engine of every opcode (``rtl.instructions``)."""
+    """Operand slots, roles, GM use, immediates and engine of every opcode (``rtl.isa.instructions``)."""
     from rtl.top import ENGINES
     engine = {op: e.__name__ for e in ENGINES for op in e.opcodes}
     rows = ["| opcode | `dst` | `src0` | `src1` | `src2` | `gm` | immediates | types | rules | engine in this build |",
@@ -94,11 +93,11 @@ def instruction_map():
         if e is None:
             rtl = "none yet"
         else:
-            module = pathlib.Path(inspect.getfile(e)).relative_to(ROOT).as_posix()
-            rtl = f"`{e.__name__}` (`{module}`)"
-            part = f"rtl/{ins.family}.py"
-            if part != module and (ROOT / part).exists():
-                rtl += f", parts in `{part}`"
+            package = pathlib.Path(inspect.getfile(e)).parent.relative_to(ROOT)
+            rtl = f"`{e.__name__}` (`{package.as_posix()}/`)"
+            part = package / f"{ins.family}.py"          # the family's own part of a shared engine (MGATHER)
+            if (ROOT / part).exists():
+                rtl += f", parts in `{part.as_posix()}`"
         rows.append(f"| {op.name} | {rtl} | `golden.ops.{ins.golden}` | "
                     f"{_exists(f'cocotb_tests/test_{ins.family}.py')} | {_exists(f'tests/rtl/test_rtl_{ins.family}.py')} | "
                     f"{ins.seed or '-'} |")

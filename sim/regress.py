@@ -14,8 +14,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from rtl.instructions import INSTRUCTIONS
-from rtl.isa import DType
+from rtl.isa import DType, INSTRUCTIONS
 
 from .runner import BUILD, build, list_testcases, run, testcase_label
 

@@ -318,13 +318,13 @@ def disambiguate_bit_names(rtlil_text):
 
 def synthesis_rtlil(wrapper, relax_ub=True):
     """The RTLIL that the flow gives yosys: ``wrapper`` elaborated for the ECP5 platform (products in
-    MULT18X18D blocks with their own registers, rtl/dsp.py), the UB's same-cycle read and write of one
-    word undefined (``rtl.ub.relax_ub_collisions``: the block RAMs need no read-old-data emulation), and
+    MULT18X18D blocks with their own registers, rtl/fpga/dsp.py), the UB's same-cycle read and write of one
+    word undefined (``rtl.ub.buffer.relax_ub_collisions``: the block RAMs need no read-old-data emulation), and
     :func:`disambiguate_bit_names`."""
     from amaranth.back import rtlil
 
-    from rtl.dsp import ECP5
-    from rtl.ub import relax_ub_collisions
+    from rtl.fpga.dsp import ECP5
+    from rtl.ub.buffer import relax_ub_collisions
     text = rtlil.convert(wrapper, name="top", platform=ECP5)
     return disambiguate_bit_names(relax_ub_collisions(text) if relax_ub else text)
 
@@ -339,7 +339,7 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     config, overrides = config_from(name, sets)
     tag = tag_of(name, overrides, seed, part)
     meta = {"config": name, "part": part or "VectorUnit", "overrides": {k: str(v) for k, v in overrides.items()},
-            "config_fields": config.describe(), "ub_collisions": "undefined (rtl.ub.relax_ub_collisions)"}
+            "config_fields": config.describe(), "ub_collisions": "undefined (rtl.ub.buffer.relax_ub_collisions)"}
     return prepare_design(design_of(config, part), tag, meta, seed, out_root, log, threads)
 
 

@@ -27,7 +27,7 @@ SCRIPT = "read_rtlil top.il; synth_ecp5 -top top -json top.json; tee -q -o stat.
 def engine_area(engine_name, config_name="default", sets=(), out_root="build/synth/area", log=print):
     """Cells of engine ``engine_name`` for ``preset(config_name)`` with ``sets``; returns the result dict."""
     from amaranth.back import rtlil
-    from rtl.dsp import ECP5
+    from rtl.fpga.dsp import ECP5
     from rtl.top import ENGINES
     by_name = {cls.__name__: cls for cls in ENGINES}
     if engine_name not in by_name:

@@ -82,7 +82,7 @@ def test_error_cases(config):
     from cocotb_tests.gemv_commands import error_cases
     from cocotb_tests.test_gemv import ERROR_GROUPS
     from golden.check import check
-    from rtl.status import Status
+    from rtl.isa import Status
     cases = error_cases(config)
     assert set(cases) == {s for g in ERROR_GROUPS.values() for s in g}
     for status, items in cases.items():
@@ -98,8 +98,7 @@ def test_batches(config):
     from cocotb_tests import test_gemv as T
     from cocotb_tests.gemv_commands import GEMV_OPS, INIT, SCENARIOS, fill, triples
     from golden.check import check
-    from rtl.isa import DTYPE_BYTES
-    from rtl.status import Status
+    from rtl.isa import DTYPE_BYTES, Status
     rng = random.Random(1)
 
     def span(t):

@@ -11,9 +11,7 @@ pytest.importorskip("cocotb_coverage")
 from cocotb_tests import coverage as cov
 from golden.machine import Machine
 from rtl.config import preset
-from rtl.instructions import INSTRUCTIONS, main_slot
-from rtl.isa import DType, DTYPE_NUMPY, Layout, OobMode, Opcode, Profile
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_NUMPY, INSTRUCTIONS, Layout, main_slot, OobMode, Opcode, Profile, Status
 from sim import coverage as report
 from sim.driver import gm_region, tile
 

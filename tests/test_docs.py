@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from rtl.instructions import INSTRUCTIONS
+from rtl.isa import INSTRUCTIONS
 from rtl.top import ENGINES
 from sim.isa_doc import GENERATED, render
 

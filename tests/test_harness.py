@@ -11,8 +11,7 @@ from cocotb_tests.errors import (GmMismatch, HangError, MemoryMismatch, StatusMi
                                  format_command, status_name)
 from cocotb_tests.harness import Params, resolve_config, resolve_timeout
 from rtl.config import preset
-from rtl.isa import DType, Layout, OobMode, Opcode
-from rtl.status import Status
+from rtl.isa import DType, Layout, OobMode, Opcode, Status
 from sim import runner
 from sim.driver import DEFAULT_TIMEOUT_CYCLES, gm_region, tile
 

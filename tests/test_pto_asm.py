@@ -5,9 +5,7 @@ import numpy as np
 import pytest
 
 from rtl.config import preset
-from rtl.instructions import INSTRUCTIONS
-from rtl.isa import DType, Layout, OobMode, Opcode
-from rtl.status import Status
+from rtl.isa import DType, INSTRUCTIONS, Layout, OobMode, Opcode, Status
 from sim.pto import AsmError, Builder, InputError, MemRefType, TileType, memref, mnemonic, parse, signature, tile
 from sim.pto.types import ELEMENT_TYPES, parse_type
 

@@ -102,7 +102,7 @@ def test_examples_driver_reports_golden_only_cases(monkeypatch):
     configuration that is no preset) runs on the golden model alone and says why. Every opcode has an
     engine in the presets now, so a unit without the GEMV engine is simulated here."""
     import rtl.top
-    from rtl.gemv import GemvEngine
+    from rtl.engines.gemv.engine import GemvEngine
     from sim.examples import run_example
     monkeypatch.setattr(rtl.top, "engines_for",
                         lambda config: tuple(e for e in rtl.top.ENGINES if e is not GemvEngine))

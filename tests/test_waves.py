@@ -4,8 +4,7 @@ and FSM states (one source of truth), applied to the matching traces."""
 import pytest
 
 from rtl.config import preset
-from rtl.isa import DType, Layout, OobMode, Opcode
-from rtl.status import Status
+from rtl.isa import DType, Layout, OobMode, Opcode, Status
 from sim import waves
 
 

@@ -8,7 +8,7 @@ how it encodes the special values. The presets (:data:`FP32`, :data:`FP16`, :dat
 
 from dataclasses import dataclass
 
-from ..isa import DType
+from rtl.isa import DType
 
 __all__ = ["FloatFormat", "FP32", "FP16", "BF16", "FP8E4M3", "FP8E5M2", "FORMATS", "format_of"]
 
@@ -74,8 +74,8 @@ class FloatFormat:
         return (self.exp_max << self.frac_bits) | (1 << (self.frac_bits - 1))
 
     def numpy_dtype(self):
-        import numpy as np
         import ml_dtypes
+        import numpy as np
         return {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16),
                 "bf16": np.dtype(ml_dtypes.bfloat16), "fp8e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
                 "fp8e5m2": np.dtype(ml_dtypes.float8_e5m2)}[self.name]

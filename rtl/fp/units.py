@@ -26,9 +26,9 @@ from types import SimpleNamespace
 from amaranth.hdl import C, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data
 
-from ..dsp import product
-from .common import FPUnit, Pipe, decode, limit_marker, lzc, norm_apply, norm_plan, round_pack
-from .format import FP32, FloatFormat
+from rtl.fp.common import FPUnit, Pipe, decode, limit_marker, lzc, norm_apply, norm_plan, round_pack
+from rtl.fp.format import FP32, FloatFormat
+from rtl.fpga.dsp import product
 
 __all__ = ["FPAdd", "FPMul", "FPMulWiden", "FPConvert", "unpacked_layout"]
 
@@ -188,7 +188,7 @@ class FPMul(FPUnit):
     registers, 4 = after the partial products of the significands (17-bit pieces; one piece for
     precisions <= 17; the multipliers' output registers), 5 = after their sum, 6 = after the
     normalising shift, 7 = output: see ``CUTS``; beyond depth 7 extra output registers. A partial
-    product with a register after it is an :func:`rtl.dsp.product` (with its input register when
+    product with a register after it is an :func:`rtl.fpga.dsp.product` (with its input register when
     boundary 3 is registered): a MULT18X18D with its own registers for the ECP5 platform. Depth 7
     registers the normalised operands in the fabric too, so that nothing but routing lies in front of
     the DSP blocks' input registers; depth 6 does the same without the output register (the elementwise
@@ -283,7 +283,7 @@ class FPMul(FPUnit):
             pieces = {"pp_ll": (s.na[:k], s.nb[:k]), "pp_lh": (s.na[:k], s.nb[k:]),
                       "pp_hl": (s.na[k:], s.nb[:k]), "pp_hh": (s.na[k:], s.nb[k:])}
         side = dict(valid=s.valid, E=s.E, tz=s.tz, zero=s.zero, sign=s.sign, nan=s.nan, inf=s.inf)
-        # 3, 4: the partial products; with boundary 4 registered each is an rtl.dsp.product (its input
+        # 3, 4: the partial products; with boundary 4 registered each is an rtl.fpga.dsp.product (its input
         # register is boundary 3's)
         if 4 in cuts:
             parts = {n: product(m, x, y, platform=platform, en=self.en, in_reg=3 in cuts, name=n)

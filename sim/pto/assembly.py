@@ -11,9 +11,7 @@ import numpy as np
 
 from golden.check import check_strict
 from golden.errors import IsaError
-from rtl.instructions import INSTRUCTIONS, main_slot
-from rtl.isa import DTYPE_BYTES, DTYPE_NUMPY, UB_ALIGN, DType, Layout, Opcode
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY, INSTRUCTIONS, Layout, main_slot, Opcode, Status, UB_ALIGN
 from sim.driver import gm_region, tile as tile_desc
 
 from .errors import AsmError, InputError

@@ -3,9 +3,7 @@
 
 import numpy as np
 
-from rtl.instructions import INSTRUCTIONS
-from rtl.isa import OobMode, Opcode
-from rtl.status import Status
+from rtl.isa import INSTRUCTIONS, OobMode, Opcode, Status
 
 from .errors import AsmError
 from .program import Buffer, Instr, Program, Value, lookup_op, mnemonic, signature
@@ -24,7 +22,7 @@ def _status(v, loc):
     try:
         return Status[name.upper()]
     except KeyError:
-        raise AsmError(f"unknown status {name!r} (a name of rtl.status.Status, e.g. shape_mismatch)", loc) from None
+        raise AsmError(f"unknown status {name!r} (a name of rtl.isa.Status, e.g. shape_mismatch)", loc) from None
 
 
 def _oob(v, loc):

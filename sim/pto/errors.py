@@ -23,7 +23,7 @@ class Loc:
 
 class AsmError(Exception):
     """An error in a program: ``loc`` (a :class:`Loc` or None), ``message``, and for errors found by the golden
-    model's checks the ``status`` (an ``rtl.status.Status``) the hardware would answer.
+    model's checks the ``status`` (an ``rtl.isa.Status``) the hardware would answer.
 
     ``str()`` is ``file:line:col: error: message``, then the source line and a caret under the column."""
 

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rtl.instructions import INSTRUCTIONS, LOCAL_GATHER_GROUP
-from rtl.isa import DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, OobMode, Opcode
-from rtl.status import Status
+from rtl.isa import (DType, DTYPE_BYTES, DTYPE_NUMPY, INSTRUCTIONS, Layout, LOCAL_GATHER_GROUP, OobMode,
+    Opcode, Status)
 
 from .errors import AsmError
 from .builder import Builder

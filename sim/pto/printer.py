@@ -1,8 +1,7 @@
 """Canonical PTO-AS text of a Program: AS Level 1 (SSA) for new results, Level 2 (DPS) for in-place writes,
 ``pto.tassign`` after each explicitly placed value's definition. ``parse(print_program(p))`` builds ``p`` again."""
 
-from rtl.isa import OobMode
-from rtl.status import Status
+from rtl.isa import OobMode, Status
 
 from .program import signature
 

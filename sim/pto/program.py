@@ -7,7 +7,7 @@ of :class:`Instr`, and the buffers (UB tiles, GM regions) its values live in. ``
 a :class:`sim.pto.assembly.Assembly` (placement and static checks), whose ``bind(inputs)`` gives a
 :class:`sim.pto.image.Image`.
 
-Operand order of every instruction (the slots and roles come from ``rtl.instructions.INSTRUCTIONS``): a GM
+Operand order of every instruction (the slots and roles come from ``rtl.isa.INSTRUCTIONS``): a GM
 operand the instruction reads comes first (TLOAD's source, MGATHER's table), then the tile sources in slot
 order, except an accumulator input (TGEMV_ACC's ``C_in``) which comes first, as in the seed
 (``tgemv.acc %acc0, %a, %b``). The written slot is the result (TSTORE: the GM memref).
@@ -15,8 +15,7 @@ order, except an accumulator input (TGEMV_ACC's ``C_in``) which comes first, as 
 
 from dataclasses import dataclass, field
 
-from rtl.instructions import INSTRUCTIONS
-from rtl.isa import Opcode
+from rtl.isa import INSTRUCTIONS, Opcode
 
 from .errors import Loc
 

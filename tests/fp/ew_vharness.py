@@ -1,4 +1,4 @@
-"""Verilator build and drivers for ElementwiseLanes (rtl/ew_lanes.py): one 32-bit slot (word_bytes=4)
+"""Verilator build and drivers for ElementwiseLanes (rtl/engines/elementwise/lanes.py): one 32-bit slot (word_bytes=4)
 exported as top ``ewtop``, compiled with ``ew_harness.cpp``; the reference is golden.numerics.
 
 Builds are cached under ``build/fp/verilator/ew-<hash>/`` like tests/fp/vharness.py (same lock scheme,
@@ -14,7 +14,7 @@ import numpy as np
 from amaranth.back import verilog
 
 from golden import numerics
-from rtl.ew_lanes import ElementwiseLanes, LaneOp
+from rtl.engines.elementwise.lanes import ElementwiseLanes, LaneOp
 from rtl.isa import DTYPE_BYTES, DType
 
 from .vharness import ROOT, build_harness

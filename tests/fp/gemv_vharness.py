@@ -1,10 +1,10 @@
-"""Verilator build and drivers for the GEMV MAC array (rtl/gemv_mac.py ``MacArray``), exported as top
+"""Verilator build and drivers for the GEMV MAC array (rtl/engines/gemv/mac.py ``MacArray``), exported as top
 ``gemvtop`` and compiled with ``gemv_harness.cpp`` through :func:`tests.fp.vharness.build_harness` (cached
 under ``build/fp/verilator/gemv<lanes>p<P>-<hash>/``, one locked build shared by pytest-xdist workers).
 
 Every step the tests drive is a whole block of one product (tag ``real = first = final = last = 1``), so a
 lane's ``fin_data`` is ``product + (-0.0)`` (the int32 product for int8), i.e. the product bit for bit,
-exactly ``LATENCY = rtl.gemv_mac.mac_latency(config)`` (``PRODUCT_LATENCY + R + FIN_LATENCY``) cycles
+exactly ``LATENCY = rtl.engines.gemv.mac.mac_latency(config)`` (``PRODUCT_LATENCY + R + FIN_LATENCY``) cycles
 after the step; the ring steps every cycle (it flushes after every ``last``), valid gaps included. The reference is ``golden.numerics.widening_product`` (the
 exact product rounded once to fp32, NaN canonical) and the exact int8 x int8 product.
 """
@@ -19,7 +19,7 @@ from amaranth.back import verilog
 
 from golden import numerics
 from rtl.config import preset
-from rtl.gemv_mac import MacArray, OperandKind, mac_latency
+from rtl.engines.gemv.mac import MacArray, OperandKind, mac_latency
 from rtl.isa import DType
 
 from .vharness import ROOT, build_harness

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from golden import numerics
-from rtl.ew_lanes import LaneOp
+from rtl.engines.elementwise.lanes import LaneOp
 from rtl.isa import DType
 
 from .ew_vharness import GOLDEN, build

@@ -1,4 +1,4 @@
-"""ElementwiseLanes (rtl/ew_lanes.py, default depths, one 32-bit slot) on Verilator, bit-exact against
+"""ElementwiseLanes (rtl/engines/elementwise/lanes.py, default depths, one 32-bit slot) on Verilator, bit-exact against
 golden.numerics: fp16 / bf16 / fp32 ADD, SUB, MUL, MAX, MIN on every special-class pair and
 N_RANDOM weighted random pairs per (type, op); every integer type x op; one stream mixing everything
 with keep_a masks and valid gaps. Ops (and in the mixed stream types) change from cycle to cycle.
@@ -7,7 +7,7 @@ The exhaustive 2^32 sweeps are in test_ew_lanes_exhaustive.py (``slow``)."""
 import numpy as np
 import pytest
 
-from rtl.ew_lanes import LaneOp
+from rtl.engines.elementwise.lanes import LaneOp
 from rtl.fp import BF16, FP16, FP32
 from rtl.isa import DType
 

@@ -1,4 +1,4 @@
-"""GEMV MAC array products (rtl/gemv_mac.py ``MacArray`` on Verilator, built ``-O3``): all 2^32 operand
+"""GEMV MAC array products (rtl/engines/gemv/mac.py ``MacArray`` on Verilator, built ``-O3``): all 2^32 operand
 pairs of fp16 x fp16 and bf16 x bf16 (``slow``: tens of minutes each).
 
 Every cycle is one step, a block of its own (tag real = first = final = last = 1): ``a`` and the next 16
@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from rtl.gemv_mac import OperandKind
+from rtl.engines.gemv.mac import OperandKind
 
 from .gemv_vharness import KIND_SIZE, build, reference
 

@@ -1,4 +1,4 @@
-"""GEMV MAC array products (rtl/gemv_mac.py ``MacArray``, ``preset("default", gemv_lanes=32)``, P = 8) on
+"""GEMV MAC array products (rtl/engines/gemv/mac.py ``MacArray``, ``preset("default", gemv_lanes=32)``, P = 8) on
 Verilator, bit for bit against ``golden.numerics.widening_product`` (exact product rounded once to fp32,
 NaN canonical) and the exact int8 x int8 product.
 
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from rtl.fp import BF16, FP16, FP32
-from rtl.gemv_mac import OperandKind as K
+from rtl.engines.gemv.mac import OperandKind as K
 
 from .checks import assert_bits_equal
 from .gemv_vharness import KIND_SIZE, TAG_ALONE, ctrl_word, default_harness, pack_b, products, reference, \

@@ -3,8 +3,7 @@
 import pytest
 
 from rtl.config import preset
-from rtl.isa import Command, DType, Layout, OobMode, Opcode, Profile, decode, encode
-from rtl.status import Status
+from rtl.isa import Command, decode, DType, encode, Layout, OobMode, Opcode, Profile, Status
 from golden import check, check_strict, IsaError, CHECKING_ORDER
 
 from golden_cmds import base_cmds, cmd

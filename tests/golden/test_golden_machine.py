@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from rtl.config import preset
-from rtl.isa import Command, DType, DTYPE_NUMPY, Layout, OobMode, Opcode, decode, encode
-from rtl.status import Status
+from rtl.isa import Command, decode, DType, DTYPE_NUMPY, encode, Layout, OobMode, Opcode, Status
 from golden import Machine, UndefinedResult, ops
 
 from golden_cmds import cmd, gm, tile, base_cmds

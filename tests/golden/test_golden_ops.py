@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY, Layout, OobMode, Profile
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY, Layout, OobMode, Profile, Status
 from golden import ops
 from golden.errors import IsaError, UndefinedResult
 

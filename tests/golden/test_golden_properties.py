@@ -4,8 +4,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
 
 from rtl.config import preset
-from rtl.isa import COMMAND_BITS, Command, DType, DTYPE_NUMPY, Layout, OobMode, Opcode, decode
-from rtl.status import Status
+from rtl.isa import Command, COMMAND_BITS, decode, DType, DTYPE_NUMPY, Layout, OobMode, Opcode, Status
 from golden import Machine, UndefinedResult, check, ops
 
 import golden_oracle as oracle

@@ -1,8 +1,8 @@
 """One bench for engine block tests in Amaranth's simulator: an engine against the real UB, the AXI slave
 model and the golden machine. A block test writes only its stimulus.
 
-The engine (anything with :class:`rtl.engine.EngineSignature`, as an instance or a class taking the
-config) is wired to the real :class:`rtl.ub.UnifiedBuffer` (read port ``i`` to UB read port ``i``) and,
+The engine (anything with :class:`rtl.engines.base.EngineSignature`, as an instance or a class taking the
+config) is wired to the real :class:`rtl.ub.buffer.UnifiedBuffer` (read port ``i`` to UB read port ``i``) and,
 when it has an ``axi`` port, to :class:`rtl_axi_slave.AxiSlaveModel` (random stalls, protocol checks).
 Every command also runs on a :class:`golden.machine.Machine` that starts from the same UB and GM; after
 each command the bench asserts that the engine's status equals the golden one, that the *whole* UB is
@@ -51,10 +51,8 @@ from amaranth.sim import Simulator
 
 from golden.machine import Machine
 from rtl.top import VectorUnit
-from rtl.instructions import EXEC_STATUSES
-from rtl.isa import Command
-from rtl.status import Status
-from rtl.ub import UnifiedBuffer
+from rtl.isa import Command, EXEC_STATUSES, Status
+from rtl.ub.buffer import UnifiedBuffer
 
 from rtl_axi_slave import AxiSlaveModel
 
@@ -71,7 +69,7 @@ class Result(NamedTuple):
 class _BenchUb(UnifiedBuffer):
     """The real UB, keeping its bank memories (``mem_even``/``mem_odd``, word ``w`` at row ``w >> 1``
     of bank ``w & 1``) so the bench can read and write them without spending cycles. Mirrors the
-    banking of :class:`rtl.ub.UnifiedBuffer`: if that changes, change this (a wrong mapping shows up
+    banking of :class:`rtl.ub.buffer.UnifiedBuffer`: if that changes, change this (a wrong mapping shows up
     as UB differences in every test, and test_rtl_mgather cross-checks it through TSTORE)."""
 
     def elaborate(self, platform):
@@ -127,7 +125,7 @@ class EngineBench:
     timeout : cycles after ``start`` without ``done`` before the bench declares a hang
     go_delay : cycles from ``start`` to ``go`` (``VectorUnit.GO_DELAY`` by default, as the front end
         does it); before ``go`` the bench asserts that the engine writes nothing and requests no AXI
-        transfer (``rtl.engine.EngineSignature``, "Speculative start")
+        transfer (``rtl.engines.base.EngineSignature``, "Speculative start")
     gm_windows : [(address, bytes)] of GM compared with the golden machine after every command
     on_undefined : ``"raise"`` or ``"mask"``, passed to ``Machine.execute`` (see the module docstring)
 

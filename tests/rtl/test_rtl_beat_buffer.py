@@ -1,4 +1,4 @@
-"""BeatBuffer (rtl/walker.py) in Amaranth's simulator against a list model: random writes and pops
+"""BeatBuffer (rtl/lib/fifo.py) in Amaranth's simulator against a list model: random writes and pops
 (the pop only while ``avail``, as its users do), checking ``w_rdy`` and ``avail`` in every cycle, ``last``
 (the entry popped last) in every cycle after the first pop, and ``before`` (the entry popped before it)
 in every cycle that follows a pop, once two have been popped."""
@@ -8,7 +8,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from rtl.walker import BeatBuffer
+from rtl.lib.fifo import BeatBuffer
 
 
 @pytest.mark.parametrize("width,depth,groups,p_write,p_pop", [

@@ -1,4 +1,4 @@
-"""select_bytes (rtl/byteshift.py) in Amaranth's simulator: every offset, for the window sizes, output
+"""select_bytes (rtl/ub/byteshift.py) in Amaranth's simulator: every offset, for the window sizes, output
 widths and alignments its users build (UbReader: 2W -> W or fewer bytes, any or aligned offsets)."""
 
 import random
@@ -7,7 +7,7 @@ import pytest
 from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
-from rtl.byteshift import SELECT_LATENCY, select_bytes
+from rtl.ub.byteshift import SELECT_LATENCY, select_bytes
 
 
 @pytest.mark.parametrize("total,n,align", [(32, 16, 1), (64, 32, 1), (64, 16, 1), (64, 32, 4), (64, 4, 16),

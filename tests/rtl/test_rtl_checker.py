@@ -18,11 +18,10 @@ from amaranth import C
 from amaranth.sim import Simulator
 
 from golden.check import check
-from rtl.checker import Checker
+from rtl.checker.checker import Checker
 from rtl.config import preset
-from rtl.instructions import EXPAND_BLOCK_BYTES, INSTRUCTIONS, TILE_SLOTS
-from rtl.isa import DTYPE_BYTES, UB_ALIGN, Command, DType, Layout, OobMode, Opcode, Profile, decode, encode
-from rtl.status import Status
+from rtl.isa import (Command, decode, DType, DTYPE_BYTES, encode, EXPAND_BLOCK_BYTES, INSTRUCTIONS, Layout,
+    OobMode, Opcode, Profile, Status, TILE_SLOTS, UB_ALIGN)
 from rtl.top import ENGINES
 
 ROUNDS = 2500
@@ -273,7 +272,7 @@ def test_common_checks_every_opcode(profile):
 
 def test_table_covers_every_opcode():
     """Every opcode has a table entry whose slots are command fields, and whose statuses are in order."""
-    from rtl.instructions import CHECK_ORDER
+    from rtl.isa import CHECK_ORDER
     for op, ins in INSTRUCTIONS.items():
         assert ins.opcode == op
         assert all(s.name in TILE_SLOTS for s in ins.slots), op
@@ -283,7 +282,7 @@ def test_table_covers_every_opcode():
 
 @pytest.mark.parametrize("op", [Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM])
 def test_gm_range_at_the_edge(op):
-    """The GM range checks (the registered partial products of ``rtl.checker.stage_product`` and the
+    """The GM range checks (the registered partial products of ``rtl.checker.stages.stage_product`` and the
     saturating adds of ``exceeds``) at the end of the address space: every factor at the 16-bit piece
     boundaries and beyond, the last byte one element before, at and past the limit."""
     cfg = preset("default")
@@ -374,12 +373,12 @@ def test_checker_local_gather_edges():
 
 @pytest.mark.parametrize("limit", [1 << 32, 4096, 65536, 12345])
 def test_exceeds_saturating_sum(limit):
-    """``rtl.checker.exceeds`` (the range checks' carry-save compare) equals ``sum(terms) > limit`` at and
+    """``rtl.checker.stages.exceeds`` (the range checks' carry-save compare) equals ``sum(terms) > limit`` at and
     around the limit and for terms far beyond it, two clock edges after the terms (the command's terms
     are registered in stage 1, a term that is already a stage-1 register, here ``c``, is not; the
     carry-save vectors in stage 2)."""
     from amaranth import Module, Signal
-    from rtl.checker import exceeds, stage
+    from rtl.checker.stages import exceeds, stage
     m = Module()
     a, b, c_in = Signal(64), Signal(48), Signal(20)
     c = stage(m, c_in)
@@ -410,11 +409,11 @@ def test_exceeds_saturating_sum(limit):
 
 @pytest.mark.parametrize("wa, wb", [(16, 32), (17, 16), (32, 32)])
 def test_stage_product_terms(wa, wb):
-    """``rtl.checker.stage_product``: the registered partial products of a ``wa`` x ``wb`` multiply sum
+    """``rtl.checker.stages.stage_product``: the registered partial products of a ``wa`` x ``wb`` multiply sum
     to the product two clock edges later (operands, products), and ``exceeds`` over them (with other
     terms) is the range check of the whole sum one edge after that (how the GM range checks use them)."""
     from amaranth import Module, Signal
-    from rtl.checker import checker_context, exceeds, stage_product
+    from rtl.checker.stages import checker_context, exceeds, stage_product
     limit = 1 << 32
     m = Module()
     a, b, base = Signal(wa), Signal(wb), Signal(40)

@@ -1,4 +1,4 @@
-"""rtl.dsp.product: the behavioural form in Amaranth's simulator (latency, enable, widths), and the ECP5
+"""rtl.fpga.dsp.product: the behavioural form in Amaranth's simulator (latency, enable, widths), and the ECP5
 form as elaborated (one MULT18X18D with the registers asked for, operands and product on the right
 pins) and, when the synth extra's tools are installed, through yosys and nextpnr."""
 
@@ -13,7 +13,7 @@ from amaranth import Module, Signal
 from amaranth.back import rtlil
 from amaranth.sim import Simulator
 
-from rtl.dsp import ECP5, product
+from rtl.fpga.dsp import ECP5, product
 
 
 @pytest.mark.parametrize("wa,wb,in_reg", [(18, 18, True), (17, 7, True), (16, 16, False), (1, 18, False)])

@@ -8,11 +8,9 @@ import random
 import pytest
 
 from rtl.config import preset
-from rtl.elementwise import ElementwiseEngine
-from rtl.ew_lanes import ElementwiseLanes
-from rtl.instructions import INSTRUCTIONS
-from rtl.isa import DTYPE_BYTES, DType, Layout, Opcode
-from rtl.status import Status
+from rtl.engines.elementwise.engine import ElementwiseEngine
+from rtl.engines.elementwise.lanes import ElementwiseLanes
+from rtl.isa import DType, DTYPE_BYTES, INSTRUCTIONS, Layout, Opcode, Status
 
 from cocotb_tests.ew_commands import EW_OPS, PART_OPS, ROWEXPAND_OPS, part_command, random_command, rowexpand_command
 from rtl_engine_bench import run_engine
@@ -183,11 +181,11 @@ def test_matrix_every_op(word):
 
 @pytest.mark.parametrize("depth, slack", [(4, 1), (4, 2), (16, 2)])
 def test_flag_fifo(depth, slack):
-    """rtl.ew_walker.FlagFifo against a model queue, random writes (whenever not full, so also past w_rdy
+    """rtl.engines.elementwise.walker.FlagFifo against a model queue, random writes (whenever not full, so also past w_rdy
     when slack > 1) and reads (whenever r_rdy): the data in order, and on every cycle ``r_rdy`` = not
     empty and ``w_rdy`` = at least ``slack`` entries free, both from registers."""
     from amaranth.sim import Simulator
-    from rtl.ew_walker import FlagFifo
+    from rtl.engines.elementwise.walker import FlagFifo
 
     dut = FlagFifo(8, depth, slack=slack)
     rng = random.Random(depth * 10 + slack)

@@ -1,4 +1,4 @@
-"""ElementwiseLanes (rtl/ew_lanes.py) in the Amaranth simulator against golden.numerics, bit for bit.
+"""ElementwiseLanes (rtl/engines/elementwise/lanes.py) in the Amaranth simulator against golden.numerics, bit for bit.
 
 One stream per test, dtype / op / keep_a changing every cycle: every (dtype, op) with random words,
 the float special-class pairs (zeros, subnormals, largest finite, infinities, NaNs with payloads and both
@@ -12,7 +12,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from golden import numerics
-from rtl.ew_lanes import ElementwiseLanes, LaneOp
+from rtl.engines.elementwise.lanes import ElementwiseLanes, LaneOp
 from rtl.fp import BF16, FP16, FP32
 from rtl.isa import DTYPE_BYTES, DType
 from tests.fp.ref import random_pairs, special_values

@@ -11,11 +11,10 @@ import numpy as np
 import pytest
 
 from rtl.config import preset
-from rtl.gemv import GemvEngine
-from rtl.gemv_reduce import ADD_LATENCY, schedule
-from rtl.gemv_mac import mac_latency
-from rtl.isa import DTYPE_BYTES, DType, Opcode
-from rtl.status import Status
+from rtl.engines.gemv.engine import GemvEngine
+from rtl.engines.gemv.reduce import ADD_LATENCY, schedule
+from rtl.engines.gemv.mac import mac_latency
+from rtl.isa import DType, DTYPE_BYTES, Opcode, Status
 
 from golden.check import check
 from cocotb_tests.gemv_commands import GEMV_OPS, gemv_command, random_pads, triples
@@ -152,7 +151,7 @@ def test_cycles(P):
 
 @pytest.mark.parametrize("P", [1, 2, 4, 8, 16, 32, 64])
 def test_reducer_schedule(P):
-    """``rtl.gemv_reduce.schedule`` run symbolically, the way the reducer's registers run it: every add's
+    """``rtl.engines.gemv.reduce.schedule`` run symbolically, the way the reducer's registers run it: every add's
     operands as expressions (a bank entry, the sum leaving the adder in that cycle, a hold register), a
     sum leaving ``ADD_LATENCY`` cycles after its add; the result leaving in the last cycle must be
     docs/semantics.md's ``init + tree`` with the tree's pairs in order, the holds captured before they are

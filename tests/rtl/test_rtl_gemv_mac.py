@@ -1,4 +1,4 @@
-"""The GEMV MAC array (rtl/gemv_mac.py) in the Amaranth simulator, bit for bit against golden.numerics.
+"""The GEMV MAC array (rtl/engines/gemv/mac.py) in the Amaranth simulator, bit for bit against golden.numerics.
 
 * ``e4m3_to_fp16`` on all 256 inputs against ml_dtypes (float8_e4m3fn -> float16).
 * Products: every operand kind (fp32, bf16, fp16, the four e4m3 / e5m2 pairs, int8) with special-class
@@ -23,7 +23,7 @@ from golden import numerics
 from rtl.config import preset
 from rtl.fp import BF16, FP8E4M3, FP8E5M2, FP16, FP32
 from rtl.isa import DType
-from rtl.gemv_mac import ADD_DEPTH, MacArray, OperandKind, e4m3_to_fp16, mac_latency, ring_length
+from rtl.engines.gemv.mac import ADD_DEPTH, MacArray, OperandKind, e4m3_to_fp16, mac_latency, ring_length
 from tests.fp.gemv_vharness import KIND_SIZE, reference
 from tests.fp.ref import random_pairs, special_values
 

@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from rtl.config import preset
-from rtl.isa import DTYPE_BYTES, UB_ALIGN, DType, Opcode
-from rtl.local_gather import LocalGatherEngine
-from rtl.status import Status
+from rtl.isa import DType, DTYPE_BYTES, Opcode, Status, UB_ALIGN
+from rtl.engines.local_gather.engine import LocalGatherEngine
 
 from rtl_engine_bench import EngineBench
 

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from rtl.config import preset
-from rtl.transfer import TransferEngine
-from rtl.isa import DTYPE_BYTES, DType, OobMode, Opcode
-from rtl.status import Status
+from rtl.engines.transfer.engine import TransferEngine
+from rtl.isa import DType, DTYPE_BYTES, OobMode, Opcode, Status
 
 from test_rtl_transfer import ProtocolBench
 
@@ -187,7 +186,7 @@ def test_modulo_pipeline():
     between batches, held from one cycle before a batch's first input until its last result), one input
     per cycle, each result ``latency`` cycles after its input with its tag."""
     from amaranth.sim import Simulator
-    from rtl.mgather import ModuloPipeline
+    from rtl.engines.transfer.modulo import ModuloPipeline
     rng = random.Random(11)
     dut = ModuloPipeline(32, 8)
     batches = []

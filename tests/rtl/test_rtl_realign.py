@@ -7,7 +7,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from rtl.realign import Realigner
+from rtl.engines.transfer.realign import Realigner
 from rtl_streams import stream_put
 
 

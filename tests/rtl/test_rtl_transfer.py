@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from rtl.config import preset
-from rtl.transfer import TransferEngine
-from rtl.isa import DTYPE_BYTES, DType, Layout, OobMode, Opcode
-from rtl.status import Status
+from rtl.engines.transfer.engine import TransferEngine
+from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Status
 
 import rtl_engine_bench
 from rtl_engine_bench import EngineBench
@@ -138,7 +137,7 @@ def test_transfer_long_lines_block():
     """Lines of many bursts (up to 4000 bytes, so several burst chunks and 4 KiB boundaries per line, at odd GM
     offsets) both ways; and the burst split: every burst stays inside its chunk of
     ``burst_chunk_beats`` beats, and a line has exactly one burst per chunk it touches."""
-    from rtl.walker import burst_chunk_beats
+    from rtl.engines.transfer.walker import burst_chunk_beats
     cfg = preset("small")
     W, chunk = cfg.axi_data_bytes, cfg.axi_data_bytes * burst_chunk_beats(cfg)
     rng = random.Random(9)

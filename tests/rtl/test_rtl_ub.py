@@ -9,7 +9,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl.config import preset
-from rtl.ub import UnifiedBuffer
+from rtl.ub.buffer import UnifiedBuffer
 
 
 def _merge(old, data, be, W):
@@ -130,7 +130,7 @@ def test_relax_ub_collisions_marks_only_the_ub_banks():
     import re
     from amaranth.back import rtlil
     from rtl.top import VectorUnit
-    from rtl.ub import relax_ub_collisions
+    from rtl.ub.buffer import relax_ub_collisions
     cfg = preset("small", ew_lane_bytes=4, gemv_lanes=1)   # every engine, narrowest lanes: converts 2x faster
     text = relax_ub_collisions(rtlil.convert(VectorUnit(cfg), name="top", emit_src=False))
     cells = re.findall(r"cell \$memrd_v2 .*?\n  end\n", text, flags=re.S)

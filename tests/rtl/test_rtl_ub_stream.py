@@ -1,4 +1,4 @@
-"""UbReader and UbWriter (rtl/ub_stream.py) in Amaranth's simulator.
+"""UbReader and UbWriter (rtl/ub/reader.py, rtl/ub/writer.py) in Amaranth's simulator.
 
 Reader: a real UnifiedBuffer preloaded with random bytes, lines at every (source, destination) lane
 pair, lengths around the word size, back to back, random backpressure; every word compared with a byte
@@ -15,8 +15,9 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from rtl.config import preset
-from rtl.ub import UnifiedBuffer
-from rtl.ub_stream import UbReader, UbWriter
+from rtl.ub.buffer import UnifiedBuffer
+from rtl.ub.reader import UbReader
+from rtl.ub.writer import UbWriter
 from rtl_streams import stream_put
 
 CONFIGS = ["small", "default"]

@@ -3,20 +3,18 @@
 from amaranth import *
 from amaranth.lib import data, fifo, wiring
 
-from .engine import EngineSignature
-from .fanout import variant_copies
-from .gemv_mac import MacArray, MacTag, mac_latency, operand_kind, ring_length
-from .gemv_reduce import Reducer, schedule, turnaround
-from .instructions import GEMV_MAX_DIM, INSTRUCTIONS
-from .isa import DTYPE_BYTES, DType, Opcode, UB_ALIGN
-from .status import Status
-from .tile import elem_log2
-from .ub_stream import UbReader, UbWriter
-from .walker import LINE_BYTES_BITS
+from rtl.engines.base import EngineSignature
+from rtl.engines.gemv.mac import MacArray, MacTag, mac_latency, operand_kind, ring_length
+from rtl.engines.gemv.reduce import Reducer, schedule, turnaround
+from rtl.isa import DTYPE_BYTES, GEMV_MAX_DIM, INSTRUCTIONS, UB_ALIGN, DType, Opcode, Status
+from rtl.lib.fanout import variant_copies
+from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
+from rtl.ub.reader import UbReader
+from rtl.ub.writer import UbWriter
 
 __all__ = ["GemvEngine", "GEMV_OPCODES"]
 
-#: The GEMV family (rtl/instructions.py), in opcode order.
+#: The GEMV family (rtl/isa/instructions.py), in opcode order.
 GEMV_OPCODES = tuple(op for op, ins in INSTRUCTIONS.items() if ins.family == "gemv")
 
 
@@ -27,7 +25,7 @@ class GemvEngine(wiring.Component):
     Parameters: ``config`` (``ub_word_bytes`` = W, ``gemv_lanes``, ``gemv_partial_sums``; needs
     ``ub_read_ports >= 2``, see :meth:`available`).
 
-    Ports: :class:`rtl.engine.EngineSignature` with two UB read ports and the UB write port (no AXI).
+    Ports: :class:`rtl.engines.base.EngineSignature` with two UB read ports and the UB write port (no AXI).
 
     Schedule: the ``N`` output columns are worked through in *blocks* of ``lanes(config, B type)``
     columns. For each block the walker issues one B line per row ``k`` (``B[k, block]``, at most one
@@ -38,17 +36,17 @@ class GemvEngine(wiring.Component):
 
     1. setup (``start`` cycle): geometry, operand kinds and the constants the counters compare with,
        registered (nothing later is computed from ``cmd``);
-    2. walker: B lines -> :class:`rtl.ub_stream.UbReader` (port 0); per block an (A line, init line)
+    2. walker: B lines -> :class:`rtl.ub.reader.UbReader` (port 0); per block an (A line, init line)
        pair -> a second reader (port 1), whose words go to the A serializer or the init assembler; C
        lines -> the writer. The line FIFOs' room is tracked in registers;
-    3. fire: a B word and ``A[0, k]`` with their :data:`rtl.gemv_mac.MacTag` into
-       :class:`rtl.gemv_mac.MacArray` (products, then the accumulation ring); when ``P`` is smaller
+    3. fire: a B word and ``A[0, k]`` with their :data:`rtl.engines.gemv.mac.MacTag` into
+       :class:`rtl.engines.gemv.mac.MacArray` (products, then the accumulation ring); when ``P`` is smaller
        than the ring's adder, ``R - P`` dummy steps follow every ``P`` products; a block starts only
        when one of the reducer's two banks is free. The A serializer is a shift register (the next
        element always in its low bits) with a second word behind it; the counters' comparisons are
        flags registered with every product, so ``fire`` is one gate over four registers;
-    4. :class:`rtl.gemv_reduce.Reducer`: tree and init add per block, in block order;
-    5. C words: the block's results shifted to the C line's lanes, into :class:`rtl.ub_stream.UbWriter`.
+    4. :class:`rtl.engines.gemv.reduce.Reducer`: tree and init add per block, in block order;
+    5. C words: the block's results shifted to the C line's lanes, into :class:`rtl.ub.writer.UbWriter`.
 
     Before ``go`` the readers fill their buffers but nothing fires, so nothing is written. ``done``
     when every block's C line is written (a count from ``start``).
@@ -69,7 +67,7 @@ class GemvEngine(wiring.Component):
     @classmethod
     def latency(cls, config):
         """Cycles from ``start`` to ``done`` beyond the steps of the blocks: ``FIXED`` + the last product
-        to its sum (``rtl.gemv_mac.mac_latency``: ``PRODUCT_LATENCY + ADD_DEPTH``) + the reducer
+        to its sum (``rtl.engines.gemv.mac.mac_latency``: ``PRODUCT_LATENCY + ADD_DEPTH``) + the reducer
         (``Reducer.CYCLES``)."""
         return cls.FIXED + mac_latency(config) + schedule(config.gemv_partial_sums)[1]
 
@@ -86,7 +84,7 @@ class GemvEngine(wiring.Component):
         block's reduction may start ``Reducer.INTERVAL`` cycles after the previous one's, and a block
         starts only into a bank the reducer has read for the last time (``Reducer.LAST_READ``), which is
         ``mac_latency + LAST_READ + 1`` cycles after the block before the previous one ended
-        (:func:`rtl.gemv_reduce.turnaround`)."""
+        (:func:`rtl.engines.gemv.reduce.turnaround`)."""
         last_read, _, _, interval = turnaround(config.gemv_partial_sums)
         return max(interval, mac_latency(config) + last_read + 1)
 

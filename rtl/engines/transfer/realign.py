@@ -4,8 +4,8 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .fanout import select_copies
-from .walker import LINE_BYTES_BITS
+from rtl.lib.fanout import select_copies
+from rtl.lib.tile import LINE_BYTES_BITS
 
 __all__ = ["Realigner"]
 
@@ -68,7 +68,7 @@ class Realigner(wiring.Component):
     i : stream in of ``8 * width``-bit words. ``i.ready`` depends only on registers (not on ``i.valid``).
         With ``buffered=True`` instead: ``i_avail`` in (a word can be taken now), ``i_take`` out (it is
         taken: from registers and ``i_avail``), ``i_last`` / ``i_before`` in (the word taken last and the
-        one before it, from the cycle after the take: a :class:`rtl.walker.BeatBuffer`'s outputs).
+        one before it, from the cycle after the take: a :class:`rtl.lib.fifo.BeatBuffer`'s outputs).
     o : stream out ``{data, be, addr, index, line_last, last}``, always ready (no backpressure): a word
         is valid for exactly the cycle ``o.valid`` is high.
 

@@ -1,7 +1,7 @@
 """The GEMV reducer: the pairwise tree over a block's partial sums, then ``init + tree``.
 
 :class:`Reducer` keeps two banks of ``P`` partial sums per lane (``P = config.gemv_partial_sums``), one
-per block in flight: the MAC array (:class:`rtl.gemv_mac.MacArray`) writes a block's finished sums
+per block in flight: the MAC array (:class:`rtl.engines.gemv.mac.MacArray`) writes a block's finished sums
 into its bank while the reducer works on the other. For a bank whose block is complete it runs a
 fixed schedule (:func:`schedule`) on one pipelined fp32 / int32 adder per lane: level by level
 ``(s0 + s1), (s2 + s3), ...``, then ``init + tree`` (docs/semantics.md, "TGEMV accumulation order",
@@ -48,8 +48,8 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .fp import FP32, FPAdd
-from .gemv_mac import ADD_DEPTH, NEG_ZERO
+from rtl.engines.gemv.mac import ADD_DEPTH
+from rtl.fp import FP32, FPAdd
 
 __all__ = ["Reducer", "schedule", "turnaround", "ADD_LATENCY"]
 

@@ -4,9 +4,9 @@ from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .ew_walker import FlagFifo
-from .instructions import EXPAND_BLOCK_BYTES
-from .fanout import select_copies
+from rtl.engines.elementwise.walker import FlagFifo
+from rtl.isa import EXPAND_BLOCK_BYTES
+from rtl.lib.fanout import select_copies
 
 __all__ = ["PatternBuilder", "PATTERN_BYTES"]
 
@@ -18,7 +18,7 @@ class PatternBuilder(wiring.Component):
     """Turns the expanded operand's words into one pattern per destination row.
 
     A pattern ``P`` is 32 bytes such that byte ``x`` of a destination row's word stream (counted from lane 0
-    of the row's first word, as :class:`rtl.ub_stream.UbReader` aligns the full operand) multiplies with
+    of the row's first word, as :class:`rtl.ub.reader.UbReader` aligns the full operand) multiplies with
     ``P[x mod 32]``.
 
     * Mode 2 (``mode1`` = 0): each row's 32-byte block arrives as one line read with the row's
@@ -34,7 +34,7 @@ class PatternBuilder(wiring.Component):
     Ports: ``words`` (stream in, the reader's ``{data, be, last}``), ``mode1``, ``esz`` (log2 element
     bytes; registers, stable for an instruction from at least a cycle before its first word),
     ``patterns`` (stream out, ``8 * 32`` bits).
-    Structure: a 4-entry queue (:class:`rtl.ew_walker.FlagFifo`) written from registers: mode 2 the
+    Structure: a 4-entry queue (:class:`rtl.engines.elementwise.walker.FlagFifo`) written from registers: mode 2 the
     pattern folded in a register (the line's words OR-ed in), a cycle after the line's last word; mode 1
     the held word's lowest scalar replicated (a select by the element size), enable one LUT level of
     registers. ``patterns.valid`` is a flip-flop and ``patterns.payload`` one LUT-RAM read from a

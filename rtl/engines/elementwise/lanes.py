@@ -6,14 +6,14 @@ of ``golden.numerics`` (``add``, ``sub``, ``mul``, ``maximum``, ``minimum``) bit
 ("Elementwise lanes").
 """
 
-from amaranth.hdl import C, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import C, Cat, Module, Mux, Signal, Value
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from .dsp import product
-from .fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
-from .isa import DType
-from .fanout import select_copies, variant_copies
+from rtl.fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
+from rtl.fpga.dsp import product
+from rtl.isa import DType
+from rtl.lib.fanout import select_copies, variant_copies
 
 __all__ = ["LaneOp", "ElementwiseLanes"]
 
@@ -117,7 +117,7 @@ class ElementwiseLanes(wiring.Component):
     (keys registered, then compared, then the pick); integer ADD/SUB use one 35-bit adder per slot split
     at the element boundaries; integer MUL uses four 16x16 multipliers per slot (32-bit: ``al*bl +
     (ah*bl + al*bh) << 16``; 16-bit: ``al*bl``, ``ah*bh``; 8-bit: low bytes of four products), the
-    products combined in a stage of their own. Every multiply is an :func:`rtl.dsp.product` (on an
+    products combined in a stage of their own. Every multiply is an :func:`rtl.fpga.dsp.product` (on an
     ECP5 a MULT18X18D with its own operand and product registers). The integer / MAX / MIN results, merged with the
     ``keep_a`` bytes of ``a`` (and with all of ``a`` for float arithmetic words) after 5 stages, travel
     in one 32-bit bypass register per slot to the final registered mux.
@@ -212,7 +212,7 @@ class ElementwiseLanes(wiring.Component):
         # copy per slot: the one stage-1 flag for every slot was `small` seed 3's only path over 10 ns
         # at 5f807b2 (10.0 ns, 9.4 of it wire). With one slot the stage's own flag serves. Not one more
         # flag of ``slot_ctrl``: ``select_copies`` keeps per bit only the copies that invert it, which for
-        # a fifth flag is none (rtl/fanout.py), so synthesis would merge it back into one register.
+        # a fifth flag is none (rtl/lib/fanout.py), so synthesis would merge it back into one register.
         size1 = (variant_copies(m, "ctl1_size1_slot", ctrl[0].size1, n_slots) if n_slots > 1
                  else [ctrl[1].size1])
 
@@ -324,7 +324,7 @@ class ElementwiseLanes(wiring.Component):
         s1 = mul_size1
         mops = [(al, bl), (Mux(s1, byte(a1, 1), ah), Mux(s1, byte(b1, 1), bl)),
                 (Mux(s1, byte(a1, 3), al), Mux(s1, byte(b1, 3), bh)), (ah, bh)]
-        # the products (stage 3): rtl.dsp.product, whose operand registers are stage 2's
+        # the products (stage 3): rtl.fpga.dsp.product, whose operand registers are stage 2's
         prods = [product(m, x, y, platform=platform, name=f"s{s}_p{k}") for k, (x, y) in enumerate(mops)]
         key_a = Signal(32, name=f"s{s}_key_a", reset_less=True)
         key_b = Signal(32, name=f"s{s}_key_b", reset_less=True)
@@ -417,17 +417,16 @@ class ElementwiseLanes(wiring.Component):
         return Cat(~c.size1 & Mux(c.size2, halves[j // 2], word) for j in range(4))
 
 
-# ---- ECP5 synthesis estimate:  python -m rtl.ew_lanes [--word-bytes 4] [--what ...] [--seed N] -----------
+# ---- ECP5 synthesis estimate:  python -m rtl.engines.elementwise.lanes [--word-bytes 4] [--what ...] [--seed N] -----------
 
 def _synth_main(argv=None):
     import argparse
 
+    from rtl.fp.synth import Bare, synth_component
     from sim.synth_tools import ToolError
 
-    from .fp.synth import Bare, synth_component
-
     ap = argparse.ArgumentParser(
-        description="ECP5 synthesis of ElementwiseLanes (ports registered, platform rtl.dsp.ECP5, the "
+        description="ECP5 synthesis of ElementwiseLanes (ports registered, platform rtl.fpga.dsp.ECP5, the "
                     "whole unit's yosys / nextpnr flow: rtl.fp.synth.synth_component)")
     ap.add_argument("--out", default="build/ew/pnr")
     ap.add_argument("--word-bytes", type=int, default=4)

@@ -1,12 +1,12 @@
 """The instruction table: what every opcode needs of its command, defined once.
 
-``rtl/isa.py`` says how a command is *encoded*; this module says what each opcode *means* to the checks:
+``rtl/isa/encoding.py`` says how a command is *encoded*; this module says what each opcode *means* to the checks:
 which operand slots it uses and in which role, whether it reaches global memory, its immediates, the data
 types it accepts in each profile and how the types of its operands relate, its layout rules, its limits,
 and which statuses it can answer (its places in :data:`CHECK_ORDER`).
 
 Everything that needs one of these facts reads it from here: the golden model's checks
-(``golden/check.py``), the hardware checker (``rtl/checker.py``, which builds the checks common to all
+(``golden/check.py``), the hardware checker (``rtl/checker/``, which builds the checks common to all
 instructions from this table, once per operand slot), the driver and the harness (which slot an
 instruction writes), the documentation tables (``python -m sim.isa_doc``) and the assembler. What is
 special to one instruction (shape relations, GM ranges, validity patterns) stays beside its engine
@@ -22,8 +22,7 @@ Type rules come in two kinds:
 
 from dataclasses import dataclass, field
 
-from .isa import DType, Opcode, Profile
-from .status import Status
+from rtl.isa import DType, Opcode, Profile, Status
 
 __all__ = ["CHECK_ORDER", "EXEC_STATUSES", "Slot", "Instruction", "INSTRUCTIONS", "TILE_SLOTS", "instruction",
            "main_slot", "LOCAL_GATHER_GROUP", "LOCAL_GATHER_MAX_INDICES", "LOCAL_GATHER_MAX_NEPI_LOG2",

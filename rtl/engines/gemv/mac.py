@@ -20,7 +20,7 @@ partial sum when it leaves the adder, ``ADD_DEPTH`` steps later: it goes out on 
 around the ring, unused). After a block's last product (``last``) and until the next block's first, the
 ring steps every cycle (flush), so the last block's sums come out without more input.
 
-The tags must follow the engine's order (:class:`rtl.gemv.GemvEngine`): ``first`` exactly on a block's
+The tags must follow the engine's order (:class:`rtl.engines.gemv.engine.GemvEngine`): ``first`` exactly on a block's
 products ``k < P``, ``q = k mod P``, dummies only after a group of ``P`` products. With ``R > ADD_DEPTH``
 the identity is put into the ring's last register one step ahead, from the current step's tag: the next
 step is one of a block's first products exactly when this one is a flush step, a block's ``last``
@@ -50,7 +50,7 @@ Timing (100 MHz on ECP5; alone >= 140 MHz, docs/fp.md): every fp unit's inputs a
 registers (the adder's depth 6 and the multiplier's depth 7 register all their stage boundaries), so no
 select or format mux sits in front of an fp unit's first stage (with ``R = ADD_DEPTH``, i.e. ``P <
 ADD_DEPTH``: the ring's identity select); the products' DSP blocks have their own input and output
-registers (:func:`rtl.dsp.product`); registers that feed every lane (the kinds, ``a``'s unpacked fields)
+registers (:func:`rtl.fpga.dsp.product`); registers that feed every lane (the kinds, ``a``'s unpacked fields)
 and the ring's step enable are copied per group of lanes (kept apart in synthesis by their reset / init
 variant); the step enable and ``fin_valid`` are computed a cycle early from the pipeline's registers.
 """
@@ -59,9 +59,9 @@ from amaranth import *
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from .dsp import product
-from .fp import FP32, FPAdd, FPMul, unpacked_layout
-from .isa import DType
+from rtl.fp import FP32, FPAdd, FPMul, unpacked_layout
+from rtl.fpga.dsp import product
+from rtl.isa import DType
 
 __all__ = ["MacArray", "MacTag", "OperandKind", "operand_kind", "e4m3_to_fp16", "ADD_DEPTH", "MUL_DEPTH",
            "PRODUCT_LATENCY", "ring_length", "mac_latency"]
@@ -358,15 +358,15 @@ class MacArray(wiring.Component):
         return m
 
 
-# ---- ECP5 synthesis estimate:  python -m rtl.gemv_mac [--config small] [--what both|mac|reduce] [--seed N] --
+# ---- ECP5 synthesis estimate:  python -m rtl.engines.gemv.mac [--config small] [--what both|mac|reduce] [--seed N] --
 
 class _MacReduce(wiring.Component):
-    """:class:`MacArray` feeding a :class:`rtl.gemv_reduce.Reducer` as in the engine (``fin_*``), for a
+    """:class:`MacArray` feeding a :class:`rtl.engines.gemv.reduce.Reducer` as in the engine (``fin_*``), for a
     synthesis of the two alone: the array's inputs, the reducer's ``present`` / ``acc_int`` / ``has_init`` /
     ``init`` / ``result`` / ``bank_free`` are the ports."""
 
     def __init__(self, config):
-        from .gemv_reduce import Reducer
+        from rtl.engines.gemv.reduce import Reducer
         self.mac, self.red = MacArray(config), Reducer(config)
         sig = {k: v for k, v in self.mac.signature.members.items() if not k.startswith("fin_")}
         sig.update({k: v for k, v in self.red.signature.members.items()
@@ -390,15 +390,14 @@ class _MacReduce(wiring.Component):
 def _synth_main(argv=None):
     import argparse
 
+    from rtl.engines.gemv.reduce import Reducer
+    from rtl.fp.synth import synth_component
     from sim.synth import config_from
     from sim.synth_tools import ToolError
 
-    from .fp.synth import synth_component
-    from .gemv_reduce import Reducer
-
     ap = argparse.ArgumentParser(
         description="ECP5 synthesis of the GEMV MAC array and reducer alone (ports registered, platform "
-                    "rtl.dsp.ECP5, the whole unit's yosys / nextpnr flow: rtl.fp.synth.synth_component)")
+                    "rtl.fpga.dsp.ECP5, the whole unit's yosys / nextpnr flow: rtl.fp.synth.synth_component)")
     ap.add_argument("--config", default="small")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     ap.add_argument("--what", default="both", choices=("both", "mac", "reduce"))

@@ -3,10 +3,9 @@
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .axi import Axi4Signature
-from .isa import Command
-from .status import Status
-from .ub import UbReadSignature, UbWriteSignature
+from rtl.isa import Command, Status
+from rtl.lib.axi import Axi4Signature
+from rtl.ub.buffer import UbReadSignature, UbWriteSignature
 
 __all__ = ["EngineSignature"]
 

@@ -1,12 +1,12 @@
 """The elementwise engine's segment walker: where every destination segment and its operands are in the UB.
-(Its segments wait in :class:`rtl.flag_fifo.FlagFifo` queues, re-exported here.)"""
+(Its segments wait in :class:`rtl.lib.flag_fifo.FlagFifo` queues, re-exported here.)"""
 
 from amaranth import *
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .flag_fifo import FlagFifo
-from .walker import LINE_BYTES_BITS
+from rtl.lib.flag_fifo import FlagFifo
+from rtl.lib.tile import LINE_BYTES_BITS
 
 __all__ = ["SegmentParams", "START_FIELDS", "Segment", "SegmentWalker", "FlagFifo"]
 

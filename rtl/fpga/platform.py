@@ -12,7 +12,7 @@ __all__ = ["Ecp5Platform", "ECP5", "is_ecp5", "global_net"]
 
 class Ecp5Platform:
     """Marker platform for an ECP5 build: MULT18X18D blocks with their internal registers
-    (:func:`rtl.dsp.product`) and global buffers for high-fan-out resets (:func:`global_net`). It has
+    (:func:`rtl.fpga.dsp.product`) and global buffers for high-fan-out resets (:func:`global_net`). It has
     no resources or toolchain; the flows pass it to the RTLIL / Verilog conversion as ``platform``."""
     dsp = "MULT18X18D"
 

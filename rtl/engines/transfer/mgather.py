@@ -1,19 +1,20 @@
-"""MGATHER: index tiles in the UB turned into GM lines for the transfer engine's read path."""
+"""MGATHER: index tiles in the UB turned into GM lines for the transfer engine's read path.
+"""
 
 from amaranth import *
-from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .checker import exceeds, stage, stage_product
-from .dsp import product
-from .fanout import select_copies
-from .isa import Command, OobMode, Opcode, UB_ALIGN
-from .status import Status
-from .tile import elem_log2
-from .ub import UbReadSignature, UnifiedBuffer, read_window
-from .walker import BurstLine, LutFifo, RegFifo, burst_chunk_beats, span_bits
+from rtl.checker.stages import exceeds, stage, stage_product
+from rtl.engines.transfer.modulo import ModuloPipeline
+from rtl.engines.transfer.walker import BurstLine, burst_chunk_beats, span_bits
+from rtl.fpga.dsp import product
+from rtl.isa import UB_ALIGN, Command, OobMode, Opcode, Status
+from rtl.lib.fifo import LutFifo, RegFifo
+from rtl.lib.tile import elem_log2
+from rtl.ub.buffer import UbReadSignature, UnifiedBuffer, read_window
 
-__all__ = ["GatherLine", "GatherRead", "IndexLines", "ElementPlacer", "ModuloPipeline", "mgather_checks"]
+__all__ = ["GatherLine", "GatherRead", "IndexLines", "mgather_checks"]
 
 
 def GatherLine(config):
@@ -44,7 +45,7 @@ def GatherLine(config):
 
 
 def GatherRead(config):
-    """What the address side needs of a line (:func:`rtl.walker.BurstLine`): the bytes to read; ``skip``
+    """What the address side needs of a line (:func:`rtl.engines.transfer.walker.BurstLine`): the bytes to read; ``skip``
     for a zero or reuse run; element runs are ``single`` (one beat)."""
     return BurstLine(config)
 
@@ -85,84 +86,6 @@ def mgather_checks(m, config, cmd, fail):
                                         Mux(stage(m, row, "mgather_row_r"), row_end, elem_end))
 
 
-class ModuloPipeline(wiring.Component):
-    """``u mod s`` for unsigned ``width``-bit operands, one restoring-division step per stage.
-
-    Ports: ``i_valid``, ``i_u``, ``i_tag`` in, ``i_s`` in (the divisor: it must hold its value from one
-    cycle before the first input until the last result); ``o_valid``, ``o_r``, ``o_tag`` out
-    :attr:`latency` cycles later. No backpressure: the user bounds what is in flight. ``s`` must be
-    non-zero. Throughput one per cycle.
-
-    Structure (area and clock): an input register, then ``width`` stages; stage ``k`` holds only what is
-    still needed: the ``width - 1 - k`` bits of ``u`` not yet shifted in and a remainder of at most
-    ``k + 1`` bits. The divisor is constant, so it is not pipelined with the data; it travels down a chain
-    of copies, one per :attr:`GROUP` stages (copy ``j`` is ``s`` delayed by ``j + 1`` cycles, which its
-    stages see no earlier than they need it), so that each of its bits drives a few subtractors next to
-    it instead of every stage across the pipeline; "``s`` has a bit above the remainder's width" is a
-    register per stage, from its copy. The tag waits in a ring of LUT RAM (written and read at the
-    same address, :attr:`latency` cycles apart). Only the valid bits reset.
-    """
-
-    #: Stages that share one copy of the divisor.
-    GROUP = 4
-
-    def __init__(self, width, tag_width):
-        self._w = width
-        #: cycles from an input to its result
-        self.latency = width + 1
-        super().__init__({
-            "i_valid": In(1), "i_u": In(width), "i_s": In(width), "i_tag": In(tag_width),
-            "o_valid": Out(1), "o_r": Out(width), "o_tag": Out(tag_width),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        w = self._w
-        # the divisor's copies: copy j serves stages j * GROUP .. j * GROUP + GROUP - 1 (stage k works on
-        # an input taken in cycle t in cycle t + 1 + k and sees s(t + k - j), at least s(t - 1))
-        copies = []
-        prev = self.i_s
-        for j in range(-(-w // self.GROUP)):
-            c = Signal(w, name=f"s_copy{j}", reset_less=True)
-            m.d.sync += c.eq(prev)
-            copies.append(c)
-            prev = c
-
-        valid = Signal(name="v_in")
-        u = Signal(w, name="u_in", reset_less=True)
-        m.d.sync += [valid.eq(self.i_valid), u.eq(self.i_u)]
-        r = C(0, 0)
-        for k in range(w):
-            s = copies[k // self.GROUP]
-            shifted = Cat(u[-1], r)                          # r * 2 + the next bit of u
-            nb = len(shifted)
-            if nb < w:
-                big = Signal(name=f"sbig{k}")                # no subtraction in this stage (one cycle
-                m.d.sync += big.eq(s[nb:].any())             # behind the copy: s(t + k - j - 1))
-                diff = shifted - s[:nb]
-                ge = ~big & ~diff[nb]
-            else:
-                diff = shifted - s
-                ge = ~diff[nb]
-            nr = Signal(min(nb, w), name=f"r{k}", reset_less=True)
-            m.d.sync += nr.eq(Mux(ge, diff[:len(nr)], shifted[:len(nr)]))
-            nv = Signal(name=f"v{k}")
-            m.d.sync += nv.eq(valid)
-            if k < w - 1:
-                nu = Signal(w - 1 - k, name=f"u{k}", reset_less=True)
-                m.d.sync += nu.eq(u[:-1])
-                u = nu
-            valid, r = nv, nr
-        depth = self.latency
-        ring = m.submodules.tags = memory.Memory(shape=len(self.i_tag), depth=depth, init=[])
-        wp, rp = ring.write_port(), ring.read_port(domain="comb")
-        ptr = Signal(range(depth))
-        m.d.sync += ptr.eq(Mux(ptr == depth - 1, 0, ptr + 1))
-        m.d.comb += [wp.addr.eq(ptr), wp.data.eq(self.i_tag), wp.en.eq(1), rp.addr.eq(ptr)]
-        m.d.comb += [self.o_valid.eq(valid), self.o_r.eq(r), self.o_tag.eq(rp.data)]
-        return m
-
-
 def _less(a, b, chunk=8):
     """``a < b`` for unsigned values of one width, as compares of ``chunk``-bit pieces combined by a
     priority over the pieces (short carry chains side by side instead of one long one)."""
@@ -193,7 +116,7 @@ def _product_pieces(width):
 
 class IndexLines(wiring.Component):
     """Reads an MGATHER index tile from the UB and emits its lines in row-major order on two streams, each
-    with a :class:`rtl.walker.RegFifo` of ``depth`` entries (registered heads): ``ar``
+    with a :class:`rtl.lib.fifo.RegFifo` of ``depth`` entries (registered heads): ``ar``
     (:func:`GatherRead`, for address issue) and ``data`` (:func:`GatherLine`, for the data path).
 
     Row mode: one line per destination row. Element mode: the walk takes a *segment* per cycle, the
@@ -244,7 +167,7 @@ class IndexLines(wiring.Component):
     Throughput: one segment per cycle into the queue, one line or run per cycle out of it.
     """
 
-    #: Slices of the output queues' memories, each with its own pointers (rtl.walker.RegFifo ``groups``).
+    #: Slices of the output queues' memories, each with its own pointers (rtl.lib.fifo.RegFifo ``groups``).
     Q_AR_GROUPS = 1
     Q_DATA_GROUPS = 2
     #: Copies of the index word register's load enable and of its read's parity, each for a slice of the
@@ -406,7 +329,7 @@ class IndexLines(wiring.Component):
         # register across the die (11.2 ns in ``default`` seed 1 at 1ed3ce7)
         # (loaded only when this engine's read arrives, ``rd{RL - 1}_valid`` in copies: the port is shared;
         # ordered from the UB's even / odd bank words here, with copies of the read's parity of its own,
-        # see rtl.ub.ordered_window)
+        # see rtl.ub.buffer.ordered_window)
         word = read_window(m, self.ub_rd, self.ub_rd.addr[0], valids[RL - 1], self.WORD_EN_COPIES,
                            "window")[:len(self.ub_rd.data)]
         u = [word.word_select(k, 32) for k in range(L)]
@@ -446,7 +369,7 @@ class IndexLines(wiring.Component):
         m.d.sync += [zero_b[k].eq(zmode & ~inside[k]) for k in range(L)]
 
         # Row mode: the row index x the row stride, in 16 x 16-bit pieces, each a DSP block
-        # (rtl.dsp.product) between registers: the index as read (stage 1; WRAP: the modulo pipeline's
+        # (rtl.fpga.dsp.product) between registers: the index as read (stage 1; WRAP: the modulo pipeline's
         # result, which takes its place) is registered with stage 2a (in the fabric, below) and the
         # product is ready in stage 2b; the clamped row S - 1 has its own pieces (a constant of the
         # instruction, with the blocks' operand registers), chosen in stage 2b.
@@ -609,101 +532,4 @@ class IndexLines(wiring.Component):
                                 (q_data.mem_level + seg_inflight + 7 <= self._depth),
                           seg_inflight + 2 <= self._seg_depth)),
         ]
-        return m
-
-
-class ElementPlacer(wiring.Component):
-    """Element mode's data path: places a run's elements from one bus beat into one UB word.
-
-    Run (:func:`GatherLine`): index lane ``k`` of the run's ``mask`` holds an element at byte ``offs[k]``
-    of the beat, which goes to UB bytes ``delta + k * size`` (mod ``W``, ``size = 2 ** esz``) on of the
-    word ``ub_addr / W``; ``be`` covers exactly those bytes; a ``zero`` run writes zeros.
-
-    Three steps, each behind a register, so that every select comes from a register next to its
-    multiplexers and the crossbar is one multiplexer deep:
-
-    - the run and the element size, registered in the cycle it is offered (``fire``; the size in
-      copies, each serving a share of the bytes);
-    - the cycle after, with the beat: for each index lane, the aligned 4-byte word of the beat holding its
-      element (a ``W / 4``:1 multiplexer per bit; zeros for a zero run) and which of its bytes make the
-      element replicated to 4 bytes (for ``size`` 1 or 2); for each UB byte the index lane it takes its
-      byte from and whether it is written (from ``delta``, ``esz``, ``mask``);
-    - each lane's replicated element (a 4:1 byte multiplexer), registered; then each UB byte picks its
-      lane (a ``W / 4``:1 multiplexer per bit) on the way out.
-
-    Ports: ``fire``, ``line`` (:func:`GatherLine`), ``esz`` (log2 element bytes) in; ``beat`` in, the
-    cycle after ``fire`` (a :class:`rtl.walker.BeatBuffer`'s ``last``); ``valid``, ``addr`` (UB word),
-    ``data``, ``be``, ``last`` out, :attr:`LATENCY` cycles after ``fire`` (``data`` one multiplexer after
-    registers, the others registers).
-    """
-
-    LATENCY = 3
-
-    def __init__(self, config):
-        self._config = config
-        W = config.ub_word_bytes
-        super().__init__({
-            "fire": In(1), "line": In(GatherLine(config)), "esz": In(2), "beat": In(8 * W),
-            "valid": Out(1), "addr": Out(range(config.ub_words)), "data": Out(8 * W), "be": Out(W),
-            "last": Out(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        W = self._config.ub_word_bytes
-        sh = W.bit_length() - 1
-        L = W // 4
-        Lb = L.bit_length() - 1
-
-        # ---- the run, registered ------------------------------------------------------------------------
-        line = Signal(GatherLine(self._config), reset_less=True)
-        r_valid = Signal()
-        m.d.sync += [line.eq(self.line), r_valid.eq(self.fire)]
-        esz_c = select_copies(m, self.esz, 4, "esz")            # one per quarter of the bytes
-        delta_c = select_copies(m, self.line.delta, 4, "delta")
-
-        # ---- step A, with the beat -------------------------------------------------------------------
-        lane_word = [Signal(32, name=f"lw{k}", reset_less=True) for k in range(L)]
-        lane_sel = [[Signal(2, name=f"ls{k}_{b}", reset_less=True) for b in range(4)] for k in range(L)]
-        src = [Signal(max(1, Lb), name=f"src{j}", reset_less=True) for j in range(W)]   # lane of UB byte j
-        be = Signal(W, reset_less=True)
-        last, valid = Signal(reset_less=True), Signal()
-        addr = Signal(len(self.addr), reset_less=True)
-        for k in range(L):
-            # the aligned 4-byte word holding the element (zeros for a zero run), and for each of its 4
-            # bytes in the replicated element (size 1: b b b b, size 2: b0 b1 b0 b1) the byte it is
-            so = line.offs[k][:2]
-            esz = esz_c[k * 4 // L]
-            m.d.sync += lane_word[k].eq(Mux(line.zero, 0, self.beat.word_select(line.offs[k][2:], 32)))
-            for b in range(4):
-                with m.Switch(esz):
-                    with m.Case(0):
-                        m.d.sync += lane_sel[k][b].eq(so)
-                    with m.Case(1):
-                        m.d.sync += lane_sel[k][b].eq(Cat(C(b & 1, 1), so[1]))
-                    with m.Default():
-                        m.d.sync += lane_sel[k][b].eq(b)
-        for j in range(W):
-            pos = Signal(sh, name=f"pos{j}")
-            m.d.comb += pos.eq(j - delta_c[j * 4 // W])
-            e = Signal(sh, name=f"e{j}")
-            m.d.comb += e.eq(pos >> esz_c[j * 4 // W])
-            inside = (e >> Lb) == 0 if Lb < sh else C(1, 1)
-            m.d.sync += [src[j].eq(e[:max(1, Lb)]), be[j].eq(inside & line.mask.bit_select(e[:max(1, Lb)], 1))]
-        m.d.sync += [last.eq(line.last), valid.eq(r_valid), addr.eq(line.ub_addr[sh:])]
-
-        # ---- step B: each lane's element bytes, registered; each UB byte picks its lane on the way out ----
-        rep = [[Signal(8, name=f"rep{k}_{b}", reset_less=True) for b in range(4)] for k in range(L)]
-        for k in range(L):
-            for b in range(4):
-                m.d.sync += rep[k][b].eq(lane_word[k].word_select(lane_sel[k][b], 8))
-        b_src = [Signal.like(x, name=f"b_src{j}") for j, x in enumerate(src)]
-        o_valid = Signal()
-        o_addr, o_be, o_last = (Signal.like(x, name=f"o_{n}", reset_less=True) for x, n in
-                                ((addr, "addr"), (be, "be"), (last, "last")))
-        m.d.sync += [o_valid.eq(valid), o_addr.eq(addr), o_be.eq(be), o_last.eq(last),
-                     *[x.eq(y) for x, y in zip(b_src, src)]]
-        data_out = Cat(Array(rep[k][j % 4] for k in range(L))[b_src[j]] for j in range(W))
-        m.d.comb += [self.valid.eq(o_valid), self.addr.eq(o_addr), self.data.eq(data_out), self.be.eq(o_be),
-                     self.last.eq(o_last)]
         return m

@@ -13,7 +13,7 @@ import enum as py_enum
 
 from amaranth.lib import data, enum
 
-from .status import Status
+from rtl.isa import Status
 
 __all__ = [
     "Opcode", "DType", "Layout", "OobMode", "TileDesc", "GmDesc", "Command", "Response",
@@ -69,8 +69,8 @@ DTYPE_BYTES = {
 
 
 def _numpy_types():
-    import numpy as np
     import ml_dtypes
+    import numpy as np
     return {
         DType.INT8: np.dtype(np.int8), DType.UINT8: np.dtype(np.uint8),
         DType.INT16: np.dtype(np.int16), DType.UINT16: np.dtype(np.uint16),

@@ -1,25 +1,22 @@
-"""Streams of UB words: a region reader and a region writer, one UB port each.
+"""UB lines as a stream of words realigned for their destination (:class:`UbReader`), one read port.
 
 Engines move data through the UB as *lines* (a row of a row-major tile, a column of a column-major one).
-:class:`UbReader` turns lines into a stream of words realigned for wherever they are going;
-:class:`UbWriter` writes a stream of UB-aligned words into lines with exact byte enables. Both move one
-word per cycle at any alignment, with no bubble between lines.
-
-The lines of a tile's valid region come from :class:`rtl.walker.LineWalker` (running pointers, one line
-per cycle) with ``rtl.tile.tile_geometry`` for its ``lines``, ``line_bytes`` and ``ub_stride``; an engine
-that has no GM side leaves the walker's GM fields at zero (they are then optimised away).
+The reader turns lines into a stream of words realigned for wherever they are going, one word per cycle
+at any alignment, with no bubble between lines; :class:`rtl.ub.writer.UbWriter` is its counterpart. The
+lines of a tile's valid region come from a walker (``rtl.engines.transfer.walker.LineWalker``, or an
+engine's own) with ``rtl.lib.tile.tile_geometry`` for its ``lines``, ``line_bytes`` and ``ub_stride``.
 """
 
 from amaranth import *
-from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .byteshift import SELECT_LATENCY, select_bytes
-from .flag_fifo import FlagFifo
-from .ub import UbReadSignature, UbWriteSignature, UnifiedBuffer, read_window
-from .walker import LINE_BYTES_BITS
+from rtl.lib.flag_fifo import FlagFifo
+from rtl.lib.tile import LINE_BYTES_BITS
+from rtl.ub.buffer import UbReadSignature, UnifiedBuffer, read_window
+from rtl.ub.byteshift import SELECT_LATENCY, select_bytes
 
-__all__ = ["UbReader", "UbWriter"]
+__all__ = ["UbReader"]
 
 
 def _one_word(length, off, W):
@@ -38,7 +35,7 @@ class UbReader(wiring.Component):
     starts at lane ``dst_off`` (a bus beat, another UB word, a compute lane).
 
     Why no realigner state: a UB read returns a 2-word window (word ``a`` and word ``a + 1``,
-    :class:`rtl.ub.UnifiedBuffer`), and any ``W`` bytes starting at any byte address lie in the window of
+    :class:`rtl.ub.buffer.UnifiedBuffer`), and any ``W`` bytes starting at any byte address lie in the window of
     the word holding their first byte. Output word ``k`` of a line starts at UB byte
     ``ub_addr - dst_off + k W``, so it is one read of word ``(ub_addr - dst_off) / W + k`` shifted by
     ``(ub_addr - dst_off) mod W`` bytes, the same shift for every word of the line. The first read may
@@ -74,14 +71,14 @@ class UbReader(wiring.Component):
     lines : stream in ``{ub_addr (24-bit byte address), length (bytes, non-zero), dst_off (0..W-1)}``
         (plus ``esz``, ``stride`` with ``elements``).
     words : stream out ``{data (8 W bits), be (W bits), last (the line's last word)}``.
-    ub_rd : a UB read port (:class:`rtl.ub.UbReadSignature`), used only while a line is being read.
+    ub_rd : a UB read port (:class:`rtl.ub.buffer.UbReadSignature`), used only while a line is being read.
 
     Backpressure: credits. A read is issued only when the output buffer has room for it and for every
     read still in flight, so no word is ever dropped, and ``words.ready`` may be low for any time.
 
     Latency: :attr:`LATENCY`. A line taken in cycle ``t`` is read from ``t + 1`` on; its first word is
     on ``words`` in ``t + LATENCY`` (read ``t + 1``, the UB's words ``READ_LATENCY`` cycles later,
-    registered, shifted into place in ``SELECT_LATENCY`` cycles (:func:`rtl.byteshift.select_bytes`), into the
+    registered, shifted into place in ``SELECT_LATENCY`` cycles (:func:`rtl.ub.byteshift.select_bytes`), into the
     buffer, buffer output two cycles later).
     Throughput: one word per cycle while ``words.ready`` is high, at any alignment of source and
     destination; the next line is taken in the cycle that reads the last word of the current one, so
@@ -89,7 +86,7 @@ class UbReader(wiring.Component):
 
     Timing: the line's start address and word count are computed once when the line is taken; per
     word only a running pointer is incremented and a credit counter compared with zero. The byte shift
-    is split in two by a register (:func:`rtl.byteshift.select_bytes`) between the reader's own
+    is split in two by a register (:func:`rtl.ub.byteshift.select_bytes`) between the reader's own
     register of the UB's words (loaded only when the reader's own read arrives, nothing in front of it)
     and the buffer, whose output is a register.
     """
@@ -239,99 +236,4 @@ class UbReader(wiring.Component):
             self.words.valid.eq(buf.r_rdy), self.words.payload.eq(buf.r_data),
             buf.r_en.eq(self.words.ready & buf.r_rdy),
         ]
-        return m
-
-
-class UbWriter(wiring.Component):
-    """Writes a stream of UB-aligned words into lines of the UB, with exact byte enables.
-
-    A line is ``length`` bytes from UB byte ``ub_addr``; it takes ``ceil((ub_addr mod W + length) / W)``
-    words (``W = config.ub_word_bytes``) whose lane ``l`` is the byte for address ``... mod W = l``, i.e.
-    aligned to the UB word grid. Word ``k`` of a line goes to UB word ``ub_addr / W + k`` with byte
-    enables set exactly for the line's bytes: nothing outside ``[ub_addr, ub_addr + length)`` is ever
-    written.
-
-    Parameters: ``config`` (uses ``ub_word_bytes``, ``ub_words``).
-
-    Ports
-    -----
-    lines : stream in ``{ub_addr (24-bit byte address), length (bytes, non-zero)}``. A line must be
-        taken before its first word: the writer holds the next line beside the active one, and takes a
-        line when it holds none or as the held one becomes active.
-    words : stream in, ``8 W``-bit words; ready while a line is active.
-    ub_wr : the UB write port (:class:`rtl.ub.UbWriteSignature`); ``be`` is zero unless a word is taken.
-    done : pulse in the cycle a line's last word is taken (written at that clock edge).
-
-    Latency: a line taken in cycle ``t`` is held (one register: its word count and end lane computed
-    on the way), becomes the active line in ``t + 1`` at the earliest, and its first word
-    is taken from ``t + 2``. ``ub_wr`` is combinational from ``words`` (the UB writes at the next
-    edge), so a word written in cycle ``t`` is readable by a read issued in ``t + 1``. Address and byte
-    enables come from registers only (a running word address, first / last flags, the line's two lane
-    masks, loaded from the held line).
-    Throughput: one word per cycle; no bubble between lines (the next line is held while the current
-    one is written, and takes its place at its last word), one-word lines included.
-    """
-
-    #: Cycles from a line taken (``lines.valid & lines.ready``) to the first cycle its first word can be.
-    LINE_LATENCY = 2
-
-    def __init__(self, config):
-        self._config = config
-        W = config.ub_word_bytes
-        self.LineLayout = data.StructLayout({"ub_addr": 24, "length": LINE_BYTES_BITS})
-        super().__init__({
-            "lines": In(stream.Signature(self.LineLayout)),
-            "words": In(stream.Signature(8 * W)),
-            "ub_wr": Out(UbWriteSignature(config)),
-            "done": Out(1),
-        })
-
-    def elaborate(self, platform):
-        m = Module()
-        cfg = self._config
-        W = cfg.ub_word_bytes
-        sh = W.bit_length() - 1
-        active = Signal()
-        addr = Signal(range(cfg.ub_words))   # UB word of the next word
-        left = Signal(LINE_BYTES_BITS + 1)   # words of the line not yet written
-        first = Signal()
-        last = Signal()                      # left == 1, a register beside the counter
-        take = Signal()
-        m.d.comb += [
-            self.words.ready.eq(active),
-            take.eq(active & self.words.valid),
-            self.done.eq(take & last),
-            self.ub_wr.addr.eq(addr),
-            self.ub_wr.data.eq(self.words.payload),
-        ]
-        # The line's lane masks (lanes from ``lo``; lanes below ``end``, all for ``end`` 0) are registers
-        # loaded with the line, so that the byte enables are one LUT level of registers: compares of
-        # ``lo`` / ``end`` against every lane were 8 LUT levels from the writer's registers to the
-        # unit's write register (default, 32 lanes).
-        lo_mask, end_mask = Signal(W), Signal(W)
-        with m.If(take):
-            m.d.comb += self.ub_wr.be.eq(Cat((~first | lo_mask[k]) & (~last | end_mask[k]) for k in range(W)))
-            m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), first.eq(0), last.eq(left == 2)]
-            with m.If(last):
-                m.d.sync += active.eq(0)
-
-        # The held line: the next line's fields, registered as it is taken (the add for its end lane and
-        # word count on the way), so that the masks above are compares of registers: loading them straight
-        # from ``lines`` (often a LUT RAM's head) put the add and the lane compares in one path.
-        h_valid = Signal()
-        h_addr = Signal(range(cfg.ub_words))
-        h_off, h_end = Signal(sh), Signal(sh)
-        h_left = Signal(LINE_BYTES_BITS + 1)
-        promote = Signal()
-        m.d.comb += [promote.eq(h_valid & (~active | self.done)),
-                     self.lines.ready.eq(~h_valid | promote)]
-        with m.If(promote):
-            m.d.sync += [h_valid.eq(0), active.eq(1), first.eq(1), addr.eq(h_addr), left.eq(h_left),
-                         last.eq(h_left == 1), lo_mask.eq(Cat(k >= h_off for k in range(W))),
-                         end_mask.eq(Cat((h_end == 0) | (k < h_end) for k in range(W)))]
-        with m.If(self.lines.valid & self.lines.ready):
-            p = self.lines.payload
-            off = p.ub_addr[:sh]
-            m.d.sync += [h_valid.eq(1), h_addr.eq(p.ub_addr[sh:]), h_off.eq(off), h_end.eq(off + p.length),
-                         h_left.eq((off + p.length + W - 1) >> sh)]
         return m

@@ -17,7 +17,7 @@ the same thing with the same latency:
 
 from amaranth.hdl import ClockSignal, Const, Instance, Signal, Value
 
-from .fpga import ECP5, Ecp5Platform, is_ecp5
+from rtl.fpga import ECP5, Ecp5Platform, is_ecp5
 
 __all__ = ["ECP5", "Ecp5Platform", "product", "MAX_WIDTH"]
 

@@ -3,13 +3,11 @@
 from amaranth import *
 from amaranth.lib import memory, wiring
 
-from .checker import stage
-from .engine import EngineSignature
-from .instructions import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2
-from .isa import Opcode
-from .status import Status
-from .tile import elem_log2
-from .ub import UnifiedBuffer, read_window
+from rtl.checker.stages import stage
+from rtl.engines.base import EngineSignature
+from rtl.isa import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2, Opcode, Status
+from rtl.lib.tile import elem_log2
+from rtl.ub.buffer import UnifiedBuffer, read_window
 
 __all__ = ["LocalGatherEngine"]
 
@@ -18,7 +16,7 @@ MAX_INDICES = LOCAL_GATHER_MAX_INDICES      #: indices per group
 MAX_NEPI_LOG2 = LOCAL_GATHER_MAX_NEPI_LOG2  #: num_elem_per_idx <= 32
 
 #: Offset bits the second (fine) step of a byte rotation resolves (an 8:1 multiplexer per bit), as in
-#: :func:`rtl.byteshift.select_bytes`.
+#: :func:`rtl.ub.byteshift.select_bytes`.
 _FINE_BITS = 3
 
 
@@ -40,7 +38,7 @@ class LocalGatherEngine(wiring.Component):
     block). For each block the engine first reads its indices (two per cycle, one per read port, for
     at least :attr:`INDEX_MIN_CYCLES` cycles), then, for each of the 16 rows, moves the block's chunks as
     *pieces* of ``P = min(B, W, 32)`` bytes. A UB read port returns a 2-word window (the word at
-    ``addr`` and the next one, :class:`rtl.ub.UnifiedBuffer`), so one read of a piece's first source
+    ``addr`` and the next one, :class:`rtl.ub.buffer.UnifiedBuffer`), so one read of a piece's first source
     word holds the whole piece, straddling two words or not: one piece per cycle on one port, and two
     consecutive pieces of a row's block with ``2 P <= W`` go together in one cycle (one read port each).
     Pieces are packed into destination words (a row's chunks are contiguous in ``dst``), so a
@@ -72,7 +70,7 @@ class LocalGatherEngine(wiring.Component):
       the first word when ``i >= offset``, else from the second: a piece of at most ``W`` bytes uses each
       byte position once) and that word is rotated by ``offset - lane`` modulo ``W`` so that every
       piece byte lands in its destination lane: by a multiple of 8 bytes into a register in stage 1,
-      by 0-7 bytes in stage 2 (as :func:`rtl.byteshift.select_bytes`; the fine amount is registered
+      by 0-7 bytes in stage 2 (as :func:`rtl.ub.byteshift.select_bytes`; the fine amount is registered
       in one copy per 8 lanes, which keeps its fan-out down). The two pieces of a pair are merged
       per lane into one registered word; the lane masks (which lanes each piece covers, which belong
       to the current destination word) are registered a stage ahead.
@@ -437,7 +435,7 @@ class LocalGatherEngine(wiring.Component):
         # arrive (stage S1 - 1 has a read, IN_EN_COPIES copies of that flag per port): the ports are
         # shared, and other engines' reads must not move the shifters behind them.
         # (ordered from the UB's even / odd bank words here, with copies of each read's parity of the
-        # engine's own: rtl.ub.ordered_window)
+        # engine's own: rtl.ub.buffer.ordered_window)
         s1 = st[S1]
         arrive = st[S1 - 2]["cap"] | st[S1 - 2]["pc"]      # registered below: stage S1 - 1's
 

@@ -3,21 +3,19 @@
 from amaranth import *
 from amaranth.lib import data, wiring
 
-from .checker import stage
-from .engine import EngineSignature
-from .ew_lanes import ElementwiseLanes, LaneOp
-from .ew_pattern import PatternBuilder
-from .ew_walker import FlagFifo, SegmentParams, SegmentWalker
-from .instructions import EXPAND_BLOCK_BYTES, INSTRUCTIONS
-from .isa import Layout, Opcode
-from .status import Status
-from .tile import elem_log2
-from .ub_stream import UbReader, UbWriter
-from .walker import LINE_BYTES_BITS
+from rtl.checker.stages import stage
+from rtl.engines.base import EngineSignature
+from rtl.engines.elementwise.lanes import ElementwiseLanes, LaneOp
+from rtl.engines.elementwise.pattern import PatternBuilder
+from rtl.engines.elementwise.walker import FlagFifo, SegmentParams, SegmentWalker
+from rtl.isa import EXPAND_BLOCK_BYTES, INSTRUCTIONS, Layout, Opcode, Status
+from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
+from rtl.ub.reader import UbReader
+from rtl.ub.writer import UbWriter
 
 __all__ = ["ElementwiseEngine", "EW_OPCODES", "lane_op"]
 
-#: Every opcode of the elementwise family (rtl/instructions.py), in opcode order.
+#: Every opcode of the elementwise family (rtl/isa/instructions.py), in opcode order.
 EW_OPCODES = tuple(op for op, ins in INSTRUCTIONS.items() if ins.family == "elementwise")
 
 
@@ -59,16 +57,16 @@ class ElementwiseEngine(wiring.Component):
 
     1. setup, three register stages over the held command (the ``start`` cycle: opcode, type, layout and
        shape decodes; DECODE: what the walker takes when it starts, the full / other operand's fields
-       selected; PARAMS: the steps shifted to bytes): :func:`rtl.ew_walker.SegmentParams`, shifts and
+       selected; PARAMS: the steps shifted to bytes): :func:`rtl.engines.elementwise.walker.SegmentParams`, shifts and
        muxes, no multiply, a few LUT levels per stage;
-    2. :class:`rtl.ew_walker.SegmentWalker` (started in PARAMS): one *segment* per cycle (a destination
+    2. :class:`rtl.engines.elementwise.walker.SegmentWalker` (started in PARAMS): one *segment* per cycle (a destination
        line, or one element when a TPART source is stored in the other order than ``dst``), pushed as a
-       line into queues (:class:`rtl.ew_walker.FlagFifo`, flags from registers) for the full-operand
+       line into queues (:class:`rtl.engines.elementwise.walker.FlagFifo`, flags from registers) for the full-operand
        reader (UB port 0), the second-operand reader (UB port 1: the partial source, or the expanded
        operand's block / scalar lines) and the writer, and through one register stage into the
        combiner's (the partial source's extent in the segment's words, the last-segment mark);
-    3. two :class:`rtl.ub_stream.UbReader`: words realigned to the destination's lanes;
-    4. TROWEXPAND*: :class:`rtl.ew_pattern.PatternBuilder` makes one 32-byte broadcast pattern per row
+    3. two :class:`rtl.ub.reader.UbReader`: words realigned to the destination's lanes;
+    4. TROWEXPAND*: :class:`rtl.engines.elementwise.pattern.PatternBuilder` makes one 32-byte broadcast pattern per row
        (the expanded operand is read once per row in mode 2, once per ``W / size`` rows in mode 1);
     5. combiner: pairs a full-operand word with the partial source's word or the row's pattern (held at
        the head of the pattern queue until the row's last word), and (TPART*) marks the bytes outside the
@@ -76,8 +74,8 @@ class ElementwiseEngine(wiring.Component):
        the bytes of the boundary word); ``fire`` (a word taken) is two LUT levels of registers and
        enables only handshake state, the operand registers load every cycle (K = 1) or whenever free
        (K > 1: otherwise they shift down by a beat);
-    6. :class:`rtl.ew_lanes.ElementwiseLanes` (``LATENCY`` cycles, depths :attr:`LANE_DEPTHS`);
-    7. :class:`rtl.ub_stream.UbWriter`: exact byte enables, nothing outside ``dst``'s valid region.
+    6. :class:`rtl.engines.elementwise.lanes.ElementwiseLanes` (``LATENCY`` cycles, depths :attr:`LANE_DEPTHS`);
+    7. :class:`rtl.ub.writer.UbWriter`: exact byte enables, nothing outside ``dst``'s valid region.
 
     Before ``go`` the readers fill their buffers but the combiner takes nothing, so no UB write can
     happen. Latency: ``done`` (a register: the last word's mark travels beside it through the lanes)
@@ -98,7 +96,7 @@ class ElementwiseEngine(wiring.Component):
     opcodes = EW_OPCODES
     #: Cycles from ``start`` to ``done`` beyond one per destination word and the lanes' latency (TPART*).
     FIXED = 4 + UbReader.LATENCY
-    #: Pipeline depths of the lanes (:class:`rtl.ew_lanes.ElementwiseLanes` keyword arguments).
+    #: Pipeline depths of the lanes (:class:`rtl.engines.elementwise.lanes.ElementwiseLanes` keyword arguments).
     LANE_DEPTHS = {}
 
     #: Cycles TROWEXPAND* adds to :attr:`FIXED` (by mode; index 0: TPART*): its first row's pattern

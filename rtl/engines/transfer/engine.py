@@ -3,17 +3,18 @@
 from amaranth import *
 from amaranth.lib import fifo, wiring
 
-from .axi import Burst, Resp
-from .checker import exceeds, stage, stage_product
-from .engine import EngineSignature
-from .fanout import held_copies
-from .isa import Layout, Opcode
-from .realign import Realigner
-from .status import Status
-from .mgather import ElementPlacer, IndexLines, mgather_checks
-from .tile import elem_log2, tile_geometry
-from .ub_stream import UbReader
-from .walker import LINE_BYTES_BITS, BeatBuffer, BurstLine, BurstWalker, LineQueue, LineWalker
+from rtl.checker.stages import exceeds, stage, stage_product
+from rtl.engines.base import EngineSignature
+from rtl.engines.transfer.mgather import IndexLines, mgather_checks
+from rtl.engines.transfer.placer import ElementPlacer
+from rtl.engines.transfer.realign import Realigner
+from rtl.engines.transfer.walker import BurstLine, BurstWalker, LineWalker
+from rtl.isa import Layout, Opcode, Status
+from rtl.lib.axi import Burst, Resp
+from rtl.lib.fanout import held_copies
+from rtl.lib.fifo import BeatBuffer, LineQueue
+from rtl.lib.tile import LINE_BYTES_BITS, elem_log2, tile_geometry
+from rtl.ub.reader import UbReader
 
 __all__ = ["TransferEngine"]
 
@@ -29,12 +30,12 @@ def _transfer_tile(cmd):
 class TransferEngine(wiring.Component):
     """Executes TLOAD (GM -> UB, ``dst`` + ``gm``), TSTORE (UB -> GM, ``src0`` + ``gm``) and MGATHER
     (GM -> UB, ``dst`` + index tile ``src0`` + table ``gm``; its lines come from
-    :class:`rtl.mgather.IndexLines` instead of the line walkers, see docs/architecture.md).
+    :class:`rtl.engines.transfer.mgather.IndexLines` instead of the line walkers, see docs/architecture.md).
 
     The transfer covers the tile's valid region, one *line* (a row of a row-major tile, a column of a
     column-major one) at a time, GM line ``l`` at ``gm.base + l * gm.row_stride``. Lines are split into
     bus-aligned INCR bursts that never cross 4 KiB and have at most ``config.max_burst_beats`` beats
-    (:class:`rtl.walker.BurstWalker`); byte enables (UB) and write strobes (GM) cover exactly the line's
+    (:class:`rtl.engines.transfer.walker.BurstWalker`); byte enables (UB) and write strobes (GM) cover exactly the line's
     bytes, so nothing outside the valid region changes on either side.
 
     Parameters: ``config`` (uses ``axi_data_bits`` = UB word width, ``max_outstanding_reads``,
@@ -48,19 +49,19 @@ class TransferEngine(wiring.Component):
       length, UB base and stride, ``gm.base - 1``); the opcodes are told apart by single bits (the
       engine only starts for its own four). The data-side walker starts in that cycle, the address-side
       walker (which needs the first line's last byte, an add of registers) one cycle later.
-    - address side: lines from a :class:`rtl.walker.LineWalker` (or ``IndexLines.ar``) into a
-      :class:`rtl.walker.BurstWalker`, whose output register drives AR (or AW): ``arvalid`` is that
+    - address side: lines from a :class:`rtl.engines.transfer.walker.LineWalker` (or ``IndexLines.ar``) into a
+      :class:`rtl.engines.transfer.walker.BurstWalker`, whose output register drives AR (or AW): ``arvalid`` is that
       register AND ``go``, address and length are registers. A burst is loaded only while fewer than
       ``max_outstanding_reads`` (``_writes``) are loaded or in flight.
     - GM -> UB: R beats into a ``read_buffer_beats`` FIFO (``rready`` = not full), which an empty FIFO
       bypasses (a beat is used in the cycle it arrives when the data side wants one). TLOAD and
       MGATHER_ROW: the lines (from a walker or ``IndexLines.data``) and the beats go through a
-      :class:`rtl.realign.Realigner` (one register stage, then a 4:1 multiplexer) whose words carry their
+      :class:`rtl.engines.transfer.realign.Realigner` (one register stage, then a 4:1 multiplexer) whose words carry their
       UB address and exact byte enables straight to the UB write port. MGATHER_ELEM: a run and its beat
       (new, the previous one again, or none for a zero run) through the
-      :class:`rtl.mgather.ElementPlacer` (two register stages, the second its output) to the UB write
+      :class:`rtl.engines.transfer.placer.ElementPlacer` (two register stages, the second its output) to the UB write
       port.
-    - UB -> GM (TSTORE): the walker's lines go to a :class:`rtl.ub_stream.UbReader`, whose words come out
+    - UB -> GM (TSTORE): the walker's lines go to a :class:`rtl.ub.reader.UbReader`, whose words come out
       aligned to their GM offset, to W (after their burst's AW; burst lengths queue in a FIFO).
 
     Throughput: one bus beat per cycle in either direction once the pipe is full, up to
@@ -68,7 +69,7 @@ class TransferEngine(wiring.Component):
     beats costs one extra cycle (a TSTORE line none: the reader makes every beat from one UB read).
     Latency: the first AR/AW is loaded 2 cycles after ``start`` and leaves with ``go`` (3 cycles after
     ``start`` in the unit); MGATHER's first AR leaves ``READ_LATENCY + 8`` cycles after ``start``
-    (:class:`rtl.mgather.IndexLines`). A beat that arrives in cycle ``t`` is offered to the UB write port
+    (:class:`rtl.engines.transfer.mgather.IndexLines`). A beat that arrives in cycle ``t`` is offered to the UB write port
     in ``t + 1`` (TLOAD, MGATHER_ROW) or ``t + 2`` (MGATHER_ELEM). ``done`` comes in the cycle of the
     last UB write (TLOAD, MGATHER) or the cycle after the last B response (TSTORE); an empty region is
     ``done`` the cycle after ``start``. An AXI error response does not stop the transfer (every
@@ -92,7 +93,7 @@ class TransferEngine(wiring.Component):
     @staticmethod
     def add_checks(m, config, cmd, fail):
         """TLOAD / TSTORE constraints beyond the common ones (``rtl.checker``): the tile (dst or src0)
-        against the GM descriptor; then MGATHER's (``rtl.mgather.mgather_checks``)."""
+        against the GM descriptor; then MGATHER's (``rtl.engines.transfer.mgather.mgather_checks``)."""
         enable = (cmd.opcode == Opcode.TLOAD) | (cmd.opcode == Opcode.TSTORE)
         gm = cmd.gm
         tile = _transfer_tile(cmd)

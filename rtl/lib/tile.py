@@ -2,9 +2,15 @@
 
 from amaranth import *
 
-from .isa import DType, DTYPE_BYTES, Layout
+from rtl.isa import DTYPE_BYTES, DType, Layout, TileDesc
 
-__all__ = ["elem_log2", "dtype_valid", "tile_geometry"]
+__all__ = ["LINE_BYTES_BITS", "elem_log2", "dtype_valid", "tile_geometry"]
+
+#: Width of a line's length in bytes: a line (a row or a column of a tile) is at most as many elements as
+#: a ``TileDesc`` shape field holds (65535), of the largest element size (4 bytes).
+LINE_BYTES_BITS = (max(TileDesc["rows"].width, TileDesc["cols"].width)
+                   + (max(DTYPE_BYTES.values()) - 1).bit_length())
+
 
 
 def elem_log2(m, dtype):

@@ -7,7 +7,7 @@ from amaranth import *
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
-from .fanout import held_copies
+from rtl.lib.fanout import held_copies
 
 __all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "ordered_window", "read_window",
            "relax_ub_collisions"]
