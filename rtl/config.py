@@ -58,6 +58,12 @@ class Config:
     ew_lane_bytes: int = 4
     #: Target profile: which data types instructions accept (``Profile.A5`` accepts the most).
     profile: Profile = Profile.A5
+    #: The engines the unit is built with, by name (``rtl.top.ENGINES``: ``transfer``, ``local_gather``,
+    #: ``elementwise``, ``gemv``); ``None`` (the default) is every engine this configuration can have. The
+    #: opcodes of an engine left out answer ``UNSUPPORTED`` (in the golden model and in coverage too).
+    #: Integrators leave out what they do not need (area); tests simulate only what they exercise.
+    #: ``--set engines=transfer+local_gather``.
+    engines: tuple = None
     #: A word-wide UB debug port on the top level (``ub_dbg__*``, see ``rtl.top.VectorUnit``): loads and
     #: reads the UB while the unit is idle, through read port 0 and the write port (no extra RAM port).
     #: Testbenches use it to set and check the UB without TLOAD/TSTORE; ``False`` leaves it out.
@@ -90,6 +96,10 @@ class Config:
         need(pow2(self.ew_lane_bytes) and 4 <= self.ew_lane_bytes <= self.ub_word_bytes,
              f"ew_lane_bytes={self.ew_lane_bytes} must be a power of two in [4, ub_word_bytes={self.ub_word_bytes}]")
         need(isinstance(self.profile, Profile), f"profile={self.profile!r} must be a Profile")
+        if self.engines is not None:
+            need(isinstance(self.engines, tuple) and all(isinstance(e, str) for e in self.engines),
+                 f"engines={self.engines!r} must be None or a tuple of engine names")
+            need(len(set(self.engines)) == len(self.engines), f"engines={self.engines!r} names an engine twice")
         need(UB_ALIGN % self.ub_word_bytes == 0 or self.ub_word_bytes % UB_ALIGN == 0,
              "ub_word_bytes and UB_ALIGN must divide one another")
 
@@ -149,6 +159,8 @@ def parse_overrides(name, sets=()):
                 value = text.lower() == "true"
             elif key == "profile":
                 value = Profile[text.upper()]
+            elif key == "engines":     # names joined by "+" ("all": every engine the configuration can have)
+                value = None if text.lower() == "all" else tuple(e.strip() for e in text.split("+") if e.strip())
             else:
                 value = int(text, 0)
         except (ValueError, KeyError):

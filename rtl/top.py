@@ -5,6 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.checker.checker import Checker
+from rtl.engines.base import Engine
 from rtl.engines.elementwise.engine import ElementwiseEngine
 from rtl.engines.gemv.engine import GemvEngine
 from rtl.engines.local_gather.engine import LocalGatherEngine
@@ -14,18 +15,53 @@ from rtl.isa import COMMAND_BITS, RESPONSE_BITS, Command, Response, Status
 from rtl.lib.axi import Axi4Signature, AxiStreamSignature
 from rtl.ub.buffer import UnifiedBuffer
 
-__all__ = ["VectorUnit", "ENGINES", "engines_for", "UbDebugSignature"]
+__all__ = ["VectorUnit", "ENGINES", "engines_for", "supported_opcodes", "check_engines", "UbDebugSignature"]
 
-#: Engine classes in the unit, in dispatch order. Each has an ``opcodes`` tuple and takes ``config``;
-#: one that cannot be built in every configuration has ``available(config)`` (see :func:`engines_for`).
+#: The engine classes (:class:`rtl.engines.base.Engine`) a unit can have, in dispatch order. A new engine
+#: is registered here (docs/architecture.md, "Adding an engine").
 ENGINES = (TransferEngine, LocalGatherEngine, ElementwiseEngine, GemvEngine)
 
 
+def check_engines(engines=ENGINES):
+    """The registry's own rules, checked whenever a unit is built: every engine an :class:`Engine` (whose
+    class checks its own attributes), names unique, no opcode in two engines. Raises ``TypeError``."""
+    names, owner = {}, {}
+    for cls in engines:
+        if not (isinstance(cls, type) and issubclass(cls, Engine)):
+            raise TypeError(f"{cls!r} is not an rtl.engines.base.Engine")
+        if cls.name in names:
+            raise TypeError(f"engines {names[cls.name].__name__} and {cls.__name__} share the name {cls.name!r}")
+        names[cls.name] = cls
+        for op in cls.opcodes:
+            if op in owner:
+                raise TypeError(f"{op.name} is in both {owner[op].__name__} and {cls.__name__}")
+            owner[op] = cls
+    return names
+
+
 def engines_for(config):
-    """The engines a unit of ``config`` has: those of :data:`ENGINES` whose ``available(config)`` (if they
-    define it) is true. The opcodes of the others answer UNSUPPORTED (e.g. the elementwise engine needs
-    two UB read ports)."""
-    return tuple(cls for cls in ENGINES if getattr(cls, "available", lambda config: True)(config))
+    """The engines a unit of ``config`` has, in :data:`ENGINES` order: those named in ``config.engines``
+    (all of them when it is ``None``) that are ``available(config)``. Raises ``ValueError`` for a name
+    that is no engine, or an engine named explicitly that this configuration cannot have (the
+    elementwise and GEMV engines need two UB read ports)."""
+    names = check_engines()
+    if config.engines is None:
+        return tuple(cls for cls in ENGINES if cls.available(config))
+    unknown = [n for n in config.engines if n not in names]
+    if unknown:
+        raise ValueError(f"Config.engines: {', '.join(map(repr, unknown))} is no engine; engines: "
+                         f"{', '.join(names)}")
+    missing = [n for n in config.engines if not names[n].available(config)]
+    if missing:
+        raise ValueError(f"Config.engines: {', '.join(missing)} cannot be built in this configuration "
+                         f"(ub_read_ports={config.ub_read_ports}; see its available())")
+    return tuple(cls for cls in ENGINES if cls.name in config.engines)
+
+
+def supported_opcodes(config):
+    """The opcodes a unit of ``config`` executes (every other known opcode answers ``UNSUPPORTED``): the
+    set the golden model (``golden.Machine(config, supported=...)``) and coverage take."""
+    return frozenset(op for cls in engines_for(config) for op in cls.opcodes)
 
 
 class UbDebugSignature(wiring.Signature):

@@ -1,13 +1,15 @@
-"""The contract between the command front end and an engine."""
+"""The contract between the command front end and an engine: :class:`EngineSignature` (its ports) and
+:class:`Engine` (the base class every engine derives from: what the front end, the checker, the golden
+model's supported set, coverage and the bench need to know of it)."""
 
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.isa import Command, Status
+from rtl.isa import Command, Opcode, Status
 from rtl.lib.axi import Axi4Signature
 from rtl.ub.buffer import UbReadSignature, UbWriteSignature
 
-__all__ = ["EngineSignature"]
+__all__ = ["EngineSignature", "Engine"]
 
 
 class EngineSignature(wiring.Signature):
@@ -42,3 +44,122 @@ class EngineSignature(wiring.Signature):
                                                data_width=config.axi_data_bits,
                                                id_width=config.axi_id_bits))
         super().__init__(members)
+
+
+class Engine(wiring.Component):
+    """The base of every engine.
+
+    An engine is a ``wiring.Component`` whose signature is an :class:`EngineSignature`; it runs the
+    instructions in :attr:`opcodes`, one at a time, from ``start`` to ``done``. ``rtl.top.ENGINES``
+    registers the classes; ``rtl.top.engines_for(config)`` picks those a unit of ``config`` has
+    (``Config.engines``, :meth:`available`); the front end dispatches their opcodes, gives each a private
+    copy of the command and a clock domain of its own, and shares the UB ports and the AXI master among
+    them; the checker builds each engine's own rules (:meth:`add_checks`); the opcodes of an engine a
+    unit lacks answer ``UNSUPPORTED`` there, in the golden model (``rtl.top.supported_opcodes``) and in
+    coverage.
+
+    A subclass defines (checked when the class is created, and again by ``rtl.top.check_engines``):
+
+    ``name``
+        Its name in ``Config.engines`` (``"transfer"``, ...): lower case, unique among the engines.
+    ``opcodes``
+        The opcodes it runs: members of :class:`rtl.isa.Opcode`, no opcode in two engines.
+    ``UB_READ_PORTS``, ``UB_WRITE``, ``AXI``
+        What it needs of the shared resources: the number of UB read ports (at least; a subclass may
+        use more where the configuration has them, :meth:`read_ports`), the UB write port, the AXI
+        master. :meth:`__init__` builds the signature from them.
+    :meth:`available`
+        Whether a unit of ``config`` can have it (default: the configuration has the read ports).
+    :meth:`add_checks`
+        Its rules beyond the instruction table's common checks (default: none).
+    :meth:`bound`
+        The cycle model's lower bound: the cycles its narrowest resource needs for a command (the bench
+        reports measured cycles against it).
+    :meth:`cycles`
+        The cycle model: cycles from ``start`` to ``done`` of a command, or ``None`` where they depend
+        on something outside the engine (global memory's latency).
+
+    The cycle model takes the command as :func:`rtl.isa.decode` gives it (a nested dict).
+    """
+
+    #: The engine's name in ``Config.engines``.
+    name = None
+    #: The opcodes the engine runs.
+    opcodes = ()
+    #: UB read ports the engine needs (at least).
+    UB_READ_PORTS = 0
+    #: The engine writes the UB.
+    UB_WRITE = False
+    #: The engine uses the AXI4 master (global memory).
+    AXI = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("abstract", False):
+            return
+        problems = []
+        if not isinstance(cls.name, str) or not cls.name or cls.name != cls.name.lower():
+            problems.append(f"name must be a lower-case string (got {cls.name!r})")
+        if not cls.opcodes or not all(isinstance(op, Opcode) for op in cls.opcodes):
+            problems.append(f"opcodes must be a non-empty tuple of rtl.isa.Opcode (got {cls.opcodes!r})")
+        elif len(set(cls.opcodes)) != len(cls.opcodes):
+            problems.append("opcodes lists an opcode twice")
+        if not (cls.UB_READ_PORTS or cls.UB_WRITE or cls.AXI):
+            problems.append("an engine needs at least one of UB_READ_PORTS, UB_WRITE, AXI")
+        if cls.bound.__func__ is Engine.bound.__func__:
+            problems.append("bound(config, cmd) is not defined (the cycle model's lower bound)")
+        if problems:
+            raise TypeError(f"engine {cls.__qualname__}: " + "; ".join(problems))
+
+    @classmethod
+    def read_ports(cls, config):
+        """The UB read ports the engine has in a unit of ``config`` (default: :attr:`UB_READ_PORTS`)."""
+        return cls.UB_READ_PORTS
+
+    @classmethod
+    def available(cls, config):
+        """True when a unit of ``config`` can have this engine (default: it has the read ports)."""
+        return config.ub_read_ports >= cls.UB_READ_PORTS
+
+    @staticmethod
+    def add_checks(m, config, cmd, fail):
+        """Append, per status, the conditions under which a command of this engine breaks one of its own
+        rules (``fail[status].append(condition)``), gated by its own opcodes. ``cmd`` is the checker's
+        held copy; build with :mod:`rtl.checker.stages` (see docs/architecture.md, "Adding an engine").
+        Default: no rules beyond the instruction table's."""
+
+    @classmethod
+    def bound(cls, config, cmd):
+        """The cycles the engine's narrowest resource needs for ``cmd`` (decoded), the bench's bound."""
+        raise NotImplementedError
+
+    @classmethod
+    def cycles(cls, config, cmd):
+        """Cycles from ``start`` to ``done`` for ``cmd`` (decoded), or ``None`` when they are not the
+        engine's alone to decide (default)."""
+        return None
+
+    def __init__(self, config):
+        self._config = config
+        super().__init__(EngineSignature(config, ub_read_ports=self.read_ports(config), ub_write=self.UB_WRITE,
+                                         axi=self.AXI))
+
+
+# ---- the cycle model's arithmetic on decoded commands (plain Python) ------------------------------------
+
+def tile_lines(tile):
+    """The lines of a decoded tile's valid region in storage order, as ``(ub_address, bytes)``: a row of a
+    row-major tile, a column of a column-major one (docs/semantics.md)."""
+    from rtl.isa import DTYPE_BYTES, DType, Layout
+    size = DTYPE_BYTES[DType(tile["dtype"])]
+    col = Layout(tile["layout"]) == Layout.COL_MAJOR
+    lines, length = ((tile["valid_cols"], tile["valid_rows"]) if col else (tile["valid_rows"], tile["valid_cols"]))
+    pitch = (tile["rows"] if col else tile["cols"]) * size
+    if not lines or not length:
+        return []
+    return [(tile["base"] + k * pitch, length * size) for k in range(lines)]
+
+
+def words_of(address, nbytes, word_bytes):
+    """Words of ``word_bytes`` that ``nbytes`` bytes from ``address`` touch (0 for none)."""
+    return 0 if nbytes == 0 else (address + nbytes - 1) // word_bytes - address // word_bytes + 1

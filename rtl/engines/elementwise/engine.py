@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import data, wiring
 
 from rtl.checker.stages import stage
-from rtl.engines.base import EngineSignature
+from rtl.engines.base import Engine, tile_lines, words_of
 from rtl.engines.elementwise.lanes import ElementwiseLanes, LaneOp
 from rtl.engines.elementwise.pattern import PatternBuilder
 from rtl.engines.elementwise.walker import FlagFifo, SegmentParams, SegmentWalker
@@ -42,7 +42,7 @@ def _same_valid(a, b):
     return (a.valid_rows == b.valid_rows) & (a.valid_cols == b.valid_cols)
 
 
-class ElementwiseEngine(wiring.Component):
+class ElementwiseEngine(Engine):
     """Executes the elementwise family (docs/semantics.md): TROWEXPANDMUL / ADD / SUB / MAX / MIN
     (``dst = src0 op src1`` with one source broadcast along the rows: mode 1 one scalar per row, mode 2
     one 32-byte block per row) and TPARTADD / MUL / MAX / MIN (``op`` where both sources are valid, a
@@ -93,7 +93,10 @@ class ElementwiseEngine(wiring.Component):
     element per cycle.
     """
 
+    name = "elementwise"
     opcodes = EW_OPCODES
+    UB_READ_PORTS = 2           # the full operand and the other one, a word each per cycle
+    UB_WRITE = True
     #: Cycles from ``start`` to ``done`` beyond one per destination word and the lanes' latency (TPART*).
     FIXED = 4 + UbReader.LATENCY
     #: Pipeline depths of the lanes (:class:`rtl.engines.elementwise.lanes.ElementwiseLanes` keyword arguments).
@@ -112,14 +115,12 @@ class ElementwiseEngine(wiring.Component):
         K = config.ub_word_bytes // config.ew_lane_bytes
         return words * K + cls.FIXED + cls.PATTERN_CYCLES[mode] + ElementwiseLanes.latency(**cls.LANE_DEPTHS)
 
-    @staticmethod
-    def available(config):
-        """The engine reads two operands per cycle: it needs two UB read ports."""
-        return config.ub_read_ports >= 2
-
-    def __init__(self, config):
-        self._config = config
-        super().__init__(EngineSignature(config, ub_read_ports=2, ub_write=True))
+    @classmethod
+    def bound(cls, config, cmd):
+        """The narrower of the UB write port and the lanes: every destination word takes
+        ``W / ew_lane_bytes`` cycles."""
+        W = config.ub_word_bytes
+        return sum(words_of(a, n, W) for a, n in tile_lines(cmd["dst"])) * (W // config.ew_lane_bytes)
 
     @staticmethod
     def add_checks(m, config, cmd, fail):

@@ -3,7 +3,7 @@
 from amaranth import *
 from amaranth.lib import data, fifo, wiring
 
-from rtl.engines.base import EngineSignature
+from rtl.engines.base import Engine
 from rtl.engines.gemv.mac import MacArray, MacTag, mac_latency, operand_kind, ring_length
 from rtl.engines.gemv.reduce import Reducer, schedule, turnaround
 from rtl.isa import DTYPE_BYTES, GEMV_MAX_DIM, INSTRUCTIONS, UB_ALIGN, DType, Opcode, Status
@@ -18,7 +18,7 @@ __all__ = ["GemvEngine", "GEMV_OPCODES"]
 GEMV_OPCODES = tuple(op for op, ins in INSTRUCTIONS.items() if ins.family == "gemv")
 
 
-class GemvEngine(wiring.Component):
+class GemvEngine(Engine):
     """Executes TGEMV, TGEMV_ACC and TGEMV_BIAS exactly as docs/semantics.md defines them, including the
     float accumulation order for ``P = config.gemv_partial_sums``.
 
@@ -58,7 +58,10 @@ class GemvEngine(wiring.Component):
     :meth:`keep_up` (26 steps for P = 8) wait for it (see ``make bench``).
     """
 
+    name = "gemv"
     opcodes = GEMV_OPCODES
+    UB_READ_PORTS = 2           # B on one, A (or the init) on the other
+    UB_WRITE = True
     #: Cycles from ``start`` to ``done`` beyond the products' steps and the pipeline: walker 1, line FIFO
     #: 1, the reader (``UbReader.LATENCY``), the A word's register ``nxt`` 1, fire 1, writer and done 1
     #: (the reducer starts in the cycle the block's last partial sum is written).
@@ -99,14 +102,11 @@ class GemvEngine(wiring.Component):
         """Products per cycle (output columns per block) for B elements of ``b_dtype``."""
         return min(config.ub_word_bytes // DTYPE_BYTES[DType(b_dtype)], config.gemv_lanes)
 
-    @staticmethod
-    def available(config):
-        """B and A (or the init) stream at once: the engine needs two UB read ports."""
-        return config.ub_read_ports >= 2
-
-    def __init__(self, config):
-        self._config = config
-        super().__init__(EngineSignature(config, ub_read_ports=2, ub_write=True))
+    @classmethod
+    def bound(cls, config, cmd):
+        """One B row of a block of :meth:`lanes` columns per cycle: ``K * ceil(N / lanes)``."""
+        b = cmd["src1"]
+        return b["valid_rows"] * -(-b["valid_cols"] // cls.lanes(config, b["dtype"]))
 
     @staticmethod
     def add_checks(m, config, cmd, fail):

@@ -4,7 +4,7 @@ from amaranth import *
 from amaranth.lib import memory, wiring
 
 from rtl.checker.stages import stage
-from rtl.engines.base import EngineSignature
+from rtl.engines.base import Engine, tile_lines, words_of
 from rtl.isa import LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2, Opcode, Status
 from rtl.lib.tile import elem_log2
 from rtl.ub.buffer import UnifiedBuffer, read_window
@@ -20,7 +20,7 @@ MAX_NEPI_LOG2 = LOCAL_GATHER_MAX_NEPI_LOG2  #: num_elem_per_idx <= 32
 _FINE_BITS = 3
 
 
-class LocalGatherEngine(wiring.Component):
+class LocalGatherEngine(Engine):
     """Executes LOCAL_GATHER: ``dst`` (destination), ``src0`` (source), ``src1`` (UINT16 index tile),
     immediates ``nepi_log2`` and ``num_valid`` (docs/semantics.md, "local_gather").
 
@@ -101,7 +101,10 @@ class LocalGatherEngine(wiring.Component):
     per cycle, nothing is paired.
     """
 
+    name = "local_gather"
     opcodes = (Opcode.LOCAL_GATHER,)
+    UB_READ_PORTS = 1           # two where the configuration has them (:meth:`read_ports`)
+    UB_WRITE = True
 
     #: Cycles from a UB read's ``en`` to its words in the engine's input register (the UB's read latency
     #: and that register: stage 1 works on registers of its own, not on the UB's read data).
@@ -115,10 +118,20 @@ class LocalGatherEngine(wiring.Component):
     #: words.
     IN_EN_COPIES = 8
 
+    @classmethod
+    def read_ports(cls, config):
+        """Two UB read ports where the configuration has them (two pieces per cycle), else one."""
+        return min(2, config.ub_read_ports)
+
+    @classmethod
+    def bound(cls, config, cmd):
+        """The UB write port: one word of the destination per cycle."""
+        W = config.ub_word_bytes
+        return sum(words_of(address, n, W) for address, n in tile_lines(cmd["dst"]))
+
     def __init__(self, config):
-        self._config = config
-        self._ports = min(2, config.ub_read_ports)
-        super().__init__(EngineSignature(config, ub_read_ports=self._ports, ub_write=True))
+        self._ports = self.read_ports(config)
+        super().__init__(config)
 
     @staticmethod
     def add_checks(m, config, cmd, fail):

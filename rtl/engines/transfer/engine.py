@@ -1,15 +1,15 @@
 """TLOAD / TSTORE: 2-D strided transfers between global memory (AXI4) and a UB tile."""
 
 from amaranth import *
-from amaranth.lib import fifo, wiring
+from amaranth.lib import fifo
 
 from rtl.checker.stages import exceeds, stage, stage_product
-from rtl.engines.base import EngineSignature
+from rtl.engines.base import Engine, words_of
 from rtl.engines.transfer.mgather import IndexLines, mgather_checks
 from rtl.engines.transfer.placer import ElementPlacer
 from rtl.engines.transfer.realign import Realigner
 from rtl.engines.transfer.walker import BurstLine, BurstWalker, LineWalker
-from rtl.isa import Layout, Opcode, Status
+from rtl.isa import DTYPE_BYTES, DType, Layout, Opcode, Status
 from rtl.lib.axi import Burst, Resp
 from rtl.lib.fanout import held_copies
 from rtl.lib.fifo import BeatBuffer, LineQueue
@@ -27,7 +27,7 @@ def _transfer_tile(cmd):
     return cmd.dst.shape()(Mux(cmd.opcode == Opcode.TSTORE, cmd.src0.as_value(), cmd.dst.as_value()))
 
 
-class TransferEngine(wiring.Component):
+class TransferEngine(Engine):
     """Executes TLOAD (GM -> UB, ``dst`` + ``gm``), TSTORE (UB -> GM, ``src0`` + ``gm``) and MGATHER
     (GM -> UB, ``dst`` + index tile ``src0`` + table ``gm``; its lines come from
     :class:`rtl.engines.transfer.mgather.IndexLines` instead of the line walkers, see docs/architecture.md).
@@ -77,7 +77,11 @@ class TransferEngine(wiring.Component):
     later ones and answers ``AXI_READ_ERROR``/``AXI_WRITE_ERROR``.
     """
 
+    name = "transfer"
     opcodes = (Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
+    UB_READ_PORTS = 1
+    UB_WRITE = True
+    AXI = True
 
     #: The R beat buffer's depth: ``read_buffer_beats``, at most this (one LUT RAM block deep, so that
     #: its read is one LUT level; the data side takes a beat in every cycle but a flush or zero word's,
@@ -86,9 +90,24 @@ class TransferEngine(wiring.Component):
     #: Copies of the TLOAD / MGATHER_ELEM select of the UB write data, each for a slice of the word.
     DATA_SEL_COPIES = 4
 
-    def __init__(self, config):
-        self._config = config
-        super().__init__(EngineSignature(config, ub_read_ports=1, ub_write=True, axi=True))
+    @classmethod
+    def bound(cls, config, cmd):
+        """Bus beats, one per cycle: TLOAD / TSTORE the beats of every GM line; MGATHER_ROW at least
+        ``ceil(row bytes / W)`` per row (where a row starts depends on its index); MGATHER_ELEM one UB
+        write per cycle of at most one index word's indices and one word of elements."""
+        W = config.axi_data_bytes
+        op = Opcode(cmd["opcode"])
+        gm, dst = cmd["gm"], cmd["dst"]
+        size = DTYPE_BYTES[DType(gm["dtype"])]
+        if op in (Opcode.TLOAD, Opcode.TSTORE):
+            tile = dst if op == Opcode.TLOAD else cmd["src0"]
+            col = Layout(tile["layout"]) == Layout.COL_MAJOR
+            lines, elems = (gm["cols"], gm["rows"]) if col else (gm["rows"], gm["cols"])
+            return sum(words_of(gm["base"] + k * gm["row_stride"], elems * size, W) for k in range(lines))
+        rows, cols = dst["valid_rows"], dst["valid_cols"]
+        if op == Opcode.MGATHER_ROW:
+            return rows * -(-cols * size // W)
+        return -(-rows * cols // min(W // 4, W // size))
 
     @staticmethod
     def add_checks(m, config, cmd, fail):
