@@ -156,7 +156,7 @@ class VectorUnit(wiring.Component):
         m.submodules.checker = checker = Checker(cfg, classes)
 
         cmd = Signal(Command)
-        tag = Signal(16)
+        tag = Signal(Command["tag"].shape)
         status = Signal(Status)
         # A rejected command answers the checker's status from a register of its own, loaded every cycle
         # (the checker holds its command until the front end is idle, so its status is the verdict's from
@@ -165,7 +165,7 @@ class VectorUnit(wiring.Component):
         chk_status = Signal(Status)
         rejected = Signal()
         m.d.sync += chk_status.eq(checker.status)
-        cycles = Signal(32)
+        cycles = Signal(Response["cycles"].shape)
         # One-hot engine select, a register per engine (all zero: no engine): every multiplexer over
         # the engines is an AND-OR of registers, and each engine's ``start`` is a flip-flop.
         sel = [Signal(name=f"sel_{type(e).__name__.lower()}") for e in engines]

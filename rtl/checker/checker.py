@@ -1,11 +1,11 @@
-"""Instruction checking: which status an instruction gets before any engine touches anything.
-"""
+"""Instruction checking: which status an instruction gets before any engine touches anything."""
 
 from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.checker.stages import checker_context, dtype_in, stage, tile_checks, uses_stage
+from rtl.checker.stages import (CONDITION_CYCLES, PRODUCT_CYCLES, SUM_CYCLES, checker_context, dtype_in, stage,
+                                tile_checks, uses_stage)
 from rtl.isa import CHECK_ORDER, INSTRUCTIONS, TILE_SLOTS, Command, DType, Layout, Opcode, Status
 from rtl.lib.tile import dtype_valid
 
@@ -32,7 +32,7 @@ class Checker(wiring.Component):
     ``status`` (out): ``OK`` or the first failing check in :data:`CHECK_ORDER`; ``ok`` (out):
     ``status == OK``.
 
-    Latency: :attr:`LATENCY` = 3. ``status`` and ``ok`` are valid from the third clock edge after the
+    Latency: ``LATENCY`` = 3. ``status`` and ``ok`` are valid from the third clock edge after the
     edge that took the command (and stay valid while ``load`` is low). Stage 1 is the edge that takes
     the command: the multiplies' operands into the DSP blocks' input registers (:func:`stage_product`)
     and the command's terms of the range sums (:func:`exceeds`); stage 2 the products (the blocks'
@@ -43,8 +43,9 @@ class Checker(wiring.Component):
     sums after the products took 10.3 ns on an ECP5 alone: DSP output, routing, the adds.)
     """
 
-    #: Clock edges from a new ``cmd`` to a valid ``status``.
-    LATENCY = 3
+    #: Clock edges from the edge that takes ``cmd`` to a valid ``status``: the products, the range sums,
+    #: the failing conditions' registers (:mod:`rtl.checker.stages`).
+    LATENCY = PRODUCT_CYCLES + SUM_CYCLES + CONDITION_CYCLES
 
     def __init__(self, config, engines):
         self._config = config

@@ -12,11 +12,11 @@ import contextvars
 
 from amaranth import *
 
-from rtl.fpga.dsp import product
+from rtl.fpga.dsp import product, product_latency
 from rtl.isa import UB_ALIGN, Status
 from rtl.lib.tile import elem_log2
 
-__all__ = ["tile_checks", "dtype_in", "stage", "stage_product", "exceeds", "checker_context", "uses_stage"]
+__all__ = ["PRODUCT_CYCLES", "SUM_CYCLES", "CONDITION_CYCLES", "tile_checks", "dtype_in", "stage", "stage_product", "exceeds", "checker_context", "uses_stage"]
 
 
 def dtype_in(dtype, allowed):
@@ -24,6 +24,17 @@ def dtype_in(dtype, allowed):
     if not allowed:
         return C(0, 1)
     return Cat(dtype.as_value() == d.value for d in sorted(allowed, key=lambda d: d.value)).any()
+
+
+#: Edges from the one that takes the command to a :func:`stage_product` product in a register: the DSP
+#: blocks' operand registers take the factors at that edge, their output registers hold the product one
+#: edge later.
+PRODUCT_CYCLES = product_latency(in_reg=True) - 1
+#: Edges from the products (and the staged terms) to :func:`exceeds`' two carry-save vectors.
+SUM_CYCLES = 1
+#: The edge that registers every failing condition, one register per status (the verdict is their
+#: priority encoding, a few LUT levels after them).
+CONDITION_CYCLES = 1
 
 
 # The checker's elaboration context: the platform (products in DSP blocks with their own registers on

@@ -19,10 +19,16 @@ from amaranth.hdl import ClockSignal, Const, Instance, Signal, Value
 
 from rtl.fpga import ECP5, Ecp5Platform, is_ecp5
 
-__all__ = ["ECP5", "Ecp5Platform", "product", "MAX_WIDTH"]
+__all__ = ["ECP5", "Ecp5Platform", "product", "product_latency", "MAX_WIDTH"]
 
 #: Widest unsigned operand one block multiplies (MULT18X18D, SIGNEDA = SIGNEDB = 0).
 MAX_WIDTH = 18
+
+
+def product_latency(in_reg=True):
+    """Clock edges from the operands to the product of :func:`product`: the operand registers (with
+    ``in_reg``) and the product's."""
+    return int(bool(in_reg)) + 1
 
 
 def product(m, a, b, *, platform=None, en=None, in_en=None, in_reg=True, name="prod"):

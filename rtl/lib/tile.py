@@ -4,18 +4,24 @@ from amaranth import *
 
 from rtl.isa import DTYPE_BYTES, DType, Layout, TileDesc
 
-__all__ = ["LINE_BYTES_BITS", "elem_log2", "dtype_valid", "tile_geometry"]
+__all__ = ["UB_ADDR_BITS", "DIM_BITS", "ESZ_BITS", "LINE_BYTES_BITS", "elem_log2", "dtype_valid", "tile_geometry"]
+
+#: Width of a UB byte address: a tile's ``base`` field.
+UB_ADDR_BITS = TileDesc["base"].width
+#: Width of a tile dimension (rows, columns, valid rows / columns): a ``TileDesc`` shape field.
+DIM_BITS = TileDesc["rows"].width
+#: Width of log2 of an element's size in bytes (0 .. 2 for 1 .. 4 bytes).
+ESZ_BITS = (max(DTYPE_BYTES.values()).bit_length() - 1).bit_length()
 
 #: Width of a line's length in bytes: a line (a row or a column of a tile) is at most as many elements as
 #: a ``TileDesc`` shape field holds (65535), of the largest element size (4 bytes).
-LINE_BYTES_BITS = (max(TileDesc["rows"].width, TileDesc["cols"].width)
-                   + (max(DTYPE_BYTES.values()) - 1).bit_length())
+LINE_BYTES_BITS = max(TileDesc["rows"].width, TileDesc["cols"].width) + ESZ_BITS
 
 
 
 def elem_log2(m, dtype):
     """log2 of the element size of ``dtype`` (0 for reserved codes: they never get past the checker)."""
-    out = Signal(2)
+    out = Signal(ESZ_BITS)
     with m.Switch(dtype.as_value()):
         for member, size in DTYPE_BYTES.items():
             with m.Case(member):
@@ -34,9 +40,9 @@ def tile_geometry(m, tile, esz_log2):
     A line is a row of a row-major tile and a column of a column-major one.
     """
     col = tile.layout == Layout.COL_MAJOR
-    lines = Signal(16)
-    line_elems = Signal(16)
-    stride = Signal(24)
+    lines = Signal(DIM_BITS)
+    line_elems = Signal(DIM_BITS)
+    stride = Signal(UB_ADDR_BITS)
     m.d.comb += [
         lines.eq(Mux(col, tile.valid_cols, tile.valid_rows)),
         line_elems.eq(Mux(col, tile.valid_rows, tile.valid_cols)),

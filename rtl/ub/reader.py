@@ -12,7 +12,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.lib.flag_fifo import FlagFifo
-from rtl.lib.tile import LINE_BYTES_BITS
+from rtl.lib.tile import ESZ_BITS, LINE_BYTES_BITS, UB_ADDR_BITS
 from rtl.ub.buffer import UbReadSignature, UnifiedBuffer, read_window
 from rtl.ub.byteshift import SELECT_LATENCY, select_bytes
 
@@ -68,7 +68,7 @@ class UbReader(wiring.Component):
 
     Ports
     -----
-    lines : stream in ``{ub_addr (24-bit byte address), length (bytes, non-zero), dst_off (0..W-1)}``
+    lines : stream in ``{ub_addr (a ``UB_ADDR_BITS`` byte address), length (bytes, non-zero), dst_off (0..W-1)}``
         (plus ``esz``, ``stride`` with ``elements``).
     words : stream out ``{data (8 W bits), be (W bits), last (the line's last word)}``.
     ub_rd : a UB read port (:class:`rtl.ub.buffer.UbReadSignature`), used only while a line is being read.
@@ -91,10 +91,17 @@ class UbReader(wiring.Component):
     and the buffer, whose output is a register.
     """
 
-    #: Cycles from a line taken to its first word on ``words``: the read (the cycle after), the UB's read
-    #: latency, the input register, the shift (``SELECT_LATENCY``) into the buffer, readable the cycle
-    #: after its write.
-    LATENCY = UnifiedBuffer.READ_LATENCY + SELECT_LATENCY + 3
+    #: Cycles from a line taken to its first read (the line's start address and word count are
+    #: registered first).
+    ISSUE_CYCLES = 1
+    #: The reader's own register of the UB's two words (loaded only when its read arrives).
+    INPUT_CYCLES = 1
+    #: Cycles from a word written into the output buffer to the same word on ``words`` (its output is a
+    #: register).
+    BUFFER_CYCLES = 1
+    #: Cycles from a line taken to its first word on ``words``: the read, the UB's read latency, the input
+    #: register, the shift (``SELECT_LATENCY``) into the buffer, readable the cycle after its write.
+    LATENCY = ISSUE_CYCLES + UnifiedBuffer.READ_LATENCY + INPUT_CYCLES + SELECT_LATENCY + BUFFER_CYCLES
     #: The least buffer depth that keeps one word per cycle: a credit comes back ``LATENCY``
     #: cycles after its read, and one entry is kept spare.
     MIN_DEPTH = LATENCY + 1
@@ -117,9 +124,9 @@ class UbReader(wiring.Component):
         self._elements = elements
         self._depth = depth
         W = config.ub_word_bytes
-        fields = {"ub_addr": 24, "length": LINE_BYTES_BITS, "dst_off": range(W)}
+        fields = {"ub_addr": UB_ADDR_BITS, "length": LINE_BYTES_BITS, "dst_off": range(W)}
         if elements:
-            fields.update({"esz": 2, "stride": 24})
+            fields.update({"esz": ESZ_BITS, "stride": UB_ADDR_BITS})
         self.LineLayout = data.StructLayout(fields)
         self.WordLayout = data.StructLayout({"data": 8 * self._n, "be": self._n, "last": 1})
         super().__init__({
@@ -138,13 +145,13 @@ class UbReader(wiring.Component):
 
         # ---- issue: one read per output word ---------------------------------------------------------
         active = Signal()
-        ptr = Signal(24)                   # UB byte address of lane 0 of the next output word
+        ptr = Signal(UB_ADDR_BITS)                   # UB byte address of lane 0 of the next output word
         left = Signal(LINE_BYTES_BITS + 1) # output words not yet read
         first = Signal()                   # the next word is the line's first
         lo = Signal(sh)                    # first lane of the line (dst_off)
         end = Signal(sh)                   # one past the last lane of the last word, mod W (0: all W)
         ebe = Signal(W)                    # element view: the lanes of every word
-        step = Signal(24)                  # pointer increment per word
+        step = Signal(UB_ADDR_BITS)                  # pointer increment per word
         if not elements:
             m.d.comb += step.eq(W)
 

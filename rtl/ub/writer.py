@@ -5,7 +5,7 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.lib.tile import LINE_BYTES_BITS
+from rtl.lib.tile import LINE_BYTES_BITS, UB_ADDR_BITS
 from rtl.ub.buffer import UbWriteSignature
 
 __all__ = ["UbWriter"]
@@ -24,7 +24,7 @@ class UbWriter(wiring.Component):
 
     Ports
     -----
-    lines : stream in ``{ub_addr (24-bit byte address), length (bytes, non-zero)}``. A line must be
+    lines : stream in ``{ub_addr (a ``UB_ADDR_BITS`` byte address), length (bytes, non-zero)}``. A line must be
         taken before its first word: the writer holds the next line beside the active one, and takes a
         line when it holds none or as the held one becomes active.
     words : stream in, ``8 W``-bit words; ready while a line is active.
@@ -47,7 +47,7 @@ class UbWriter(wiring.Component):
     def __init__(self, config):
         self._config = config
         W = config.ub_word_bytes
-        self.LineLayout = data.StructLayout({"ub_addr": 24, "length": LINE_BYTES_BITS})
+        self.LineLayout = data.StructLayout({"ub_addr": UB_ADDR_BITS, "length": LINE_BYTES_BITS})
         super().__init__({
             "lines": In(stream.Signature(self.LineLayout)),
             "words": In(stream.Signature(8 * W)),
