@@ -15,6 +15,10 @@ from sim.driver import tile
 
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('elementwise',)
+
 NAMES = {DType.INT8: "int8", DType.INT16: "int16", DType.INT32: "int32", DType.FP16: "fp16", DType.BF16: "bf16",
          DType.FP32: "fp32"}
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR

@@ -20,6 +20,10 @@ from sim.driver import tile
 from .gemv_commands import INIT, triple_name, values
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('gemv',)
+
 O = Opcode
 F16T = (DType.FP32, DType.FP16, DType.FP16)
 

@@ -18,6 +18,10 @@ from sim.driver import tile
 from .harness import Harness
 from .test_local_gather import _image, _load_ub
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('transfer', 'local_gather')      # (the UB is loaded with a TLOAD)
+
 NAMES = {DType.INT8: "int8", DType.FP16: "fp16", DType.FP32: "fp32"}
 
 #: (dtype, nepi, offsets)

@@ -13,6 +13,10 @@ from sim.driver import gm_region, tile
 
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('transfer',)
+
 TABLE, IDX_GM = 0x100_0000, 0x20_0000
 TABLE_ROWS = 4096
 

@@ -13,6 +13,10 @@ from sim.driver import gm_region, tile
 
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('transfer',)
+
 #: (case name, rows, cols, dtype). Lines are rows (row-major), dense in GM.
 CASES = [
     ("64 B 1x16 fp32", 1, 16, DType.FP32),

@@ -11,7 +11,7 @@ Usage in a cocotb test::
     h.check_gm(0x1000, 4096)                     # a GM range, RTL vs golden
     raw = await h.ub_read(0x200, 64)             # UB bytes, read through the debug port
 
-Failures raise the ``AssertionError`` subclasses of :mod:`cocotb_tests.errors` (``HangError``,
+Failures raise the ``AssertionError`` subclasses of :mod:`sim.failures` (``HangError``,
 ``StatusMismatch``, ``UbMismatch``, ``GmMismatch``), whose attributes say what differed.
 """
 
@@ -30,7 +30,7 @@ from sim.driver import DEFAULT_TIMEOUT_CYCLES, Driver, gm_region, matrix_rows, t
 from sim.gm import ErrorRam, LatencyRam
 
 from . import coverage as _coverage
-from .errors import GmMismatch, StatusMismatch, UbMismatch
+from sim.failures import GmMismatch, StatusMismatch, UbMismatch, UnitLacksEngine
 
 __all__ = ["Harness", "Params", "params", "resolve_config", "resolve_timeout"]
 
@@ -138,9 +138,9 @@ def _pauses(rng, probability):
 class Harness:
     def __init__(self, dut, config, driver, gm, seed):
         from golden.machine import Machine
-        from rtl.top import engines_for
+        from rtl.top import supported_opcodes
         self.dut, self.config, self.driver, self.gm = dut, config, driver, gm
-        self.golden = Machine(config, supported=[op for engine in engines_for(config) for op in engine.opcodes])
+        self.golden = Machine(config, supported=supported_opcodes(config))
         self.rng = random.Random(seed)
         self.params = Params()
         self.has_debug_port = config.ub_debug_port and hasattr(dut, "ub_dbg__valid")
@@ -219,9 +219,25 @@ class Harness:
         for addr, data in matrix_rows(address, array, row_stride):
             self.gm_write(addr, data)
 
+    def _lacks_engine(self, cmd, status):
+        """An UNSUPPORTED answer because ``Config.engines`` left the opcode's engine out of the simulated
+        unit is the test's mistake, not a result: raise :class:`sim.failures.UnitLacksEngine`."""
+        if status != Status.UNSUPPORTED or self.config.engines is None:
+            return
+        from rtl.top import ENGINES
+        op = cmd["opcode"]
+        try:
+            op = op if isinstance(op, Opcode) else Opcode(int(op))
+        except ValueError:
+            return
+        owner = next((e for e in ENGINES if op in e.opcodes), None)
+        if owner is not None and owner.name not in self.config.engines and owner.available(self.config):
+            raise UnitLacksEngine(cmd, owner.name, self.config.engines)
+
     async def run(self, cmd, *, label=None):
         """Execute on the RTL and on the golden machine; the statuses must agree. Returns the response."""
         rsp = await self.driver.execute(cmd, label=label)
+        self._lacks_engine(cmd, rsp["status"])
         _coverage.sample(self, cmd, rsp["status"])     # functional coverage, before the golden executes it
         expected = self.golden.execute(cmd)
         if rsp["status"] != expected:
@@ -235,6 +251,7 @@ class Harness:
         from golden.check import gm_view, normalize, tile_view
         import numpy as np
         rsp = await self.driver.execute(cmd)
+        self._lacks_engine(cmd, rsp["status"])
         _coverage.sample(self, cmd, rsp["status"])
         if rsp["status"] != expected:
             raise StatusMismatch(cmd, expected, rsp["status"], reference=None)
@@ -256,6 +273,7 @@ class Harness:
         adopts from the RTL. Returns ``(response, number of undefined UB bytes)``."""
         import numpy as np
         rsp = await self.driver.execute(cmd, label=label)
+        self._lacks_engine(cmd, rsp["status"])
         _coverage.sample(self, cmd, rsp["status"])
         expected = self.golden.execute(cmd, on_undefined="mask")
         if rsp["status"] != expected:

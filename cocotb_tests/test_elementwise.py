@@ -20,6 +20,10 @@ from sim.driver import tile
 from .ew_commands import EW_OPS, PART_OPS, ROWEXPAND_OPS, part_command, random_command, rowexpand_command
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('elementwise',)
+
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
 
 

@@ -10,10 +10,13 @@ import cocotb
 import numpy as np
 
 from rtl.isa import DType, Layout, OobMode, Opcode, Status
-from rtl.top import engines_for
+from rtl.top import supported_opcodes
 from sim.driver import gm_region, tile
 
 from .harness import Harness, resolve_config
+
+#: The whole unit: the error tests send every family's commands (and UNSUPPORTED ones).
+UNIT_ENGINES = None
 
 SRC, DST = 0x2_0000, 0x3_0000
 
@@ -21,7 +24,7 @@ SRC, DST = 0x2_0000, 0x3_0000
 def _unsupported(config):
     """Opcodes the unit of ``config`` has no engine for (none in ``small`` and ``default``; with one UB
     read port the elementwise and GEMV engines are left out)."""
-    have = {op for engine in engines_for(config) for op in engine.opcodes}
+    have = supported_opcodes(config)
     return [op for op in Opcode if op not in have]
 
 

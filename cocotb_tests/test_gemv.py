@@ -28,11 +28,15 @@ from golden.profiles import GEMV_TRIPLES
 from rtl.isa import DType, DTYPE_BYTES, Opcode, Profile, Status, UB_ALIGN
 from sim.driver import tile
 
-from .errors import UbMismatch, format_command
+from sim.failures import UbMismatch, format_command
 from .ew_commands import place
 from .gemv_commands import (GEMV_OPS, INIT, SCENARIOS, error_cases, fill, footprint, gemv_command, lanes,
                             largest, random_pads, scenario, triple_name, triples, values)
 from .harness import Harness
+
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('gemv',)
 
 F32, F16 = DType.FP32, DType.FP16
 SLOTS = ("dst", "src0", "src1", INIT)

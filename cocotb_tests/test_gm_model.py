@@ -14,6 +14,10 @@ from sim.driver import gm_region, tile
 
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('transfer',)
+
 SRC = 0x10_0000
 
 

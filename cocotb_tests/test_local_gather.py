@@ -16,6 +16,10 @@ from sim.driver import gm_region, tile
 
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('transfer', 'local_gather')
+
 GM_IMAGE = 0x0001_0000
 NEPI_LOG2 = range(6)
 

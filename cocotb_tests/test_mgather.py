@@ -15,6 +15,10 @@ from sim.driver import gm_region, tile
 
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('transfer',)
+
 TABLE = 0x0004_0000
 IDX_GM = 0x0002_0000
 

@@ -13,6 +13,10 @@ from sim.driver import gm_region, tile
 
 from .harness import Harness
 
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('transfer',)
+
 GM_SRC = 0x0001_0000
 GM_DST = 0x0010_0000
 

@@ -21,8 +21,12 @@ from rtl.config import preset
 from rtl.isa import DType, Opcode, Status
 from sim.driver import gm_region, tile
 
-from .errors import HangError, UbMismatch
+from sim.failures import HangError, UbMismatch
 from .harness import Harness, params
+
+#: The engines of the unit these tests simulate (``Config.engines``; sim.regress builds it): a
+#: unit of only what the tests exercise simulates several times faster.
+UNIT_ENGINES = ('transfer',)
 
 GM_IMAGE = 0x0001_0000
 

@@ -129,6 +129,13 @@ class Bench:
     overrides: tuple = ()       # "field=value" on top of --config (a build of its own)
     params: tuple = ()          # ((key, value), ...) for the testcase (TILEVEC_<KEY>)
 
+    def engines(self):
+        """``["engines=..."]`` for the bench module's ``UNIT_ENGINES`` (the unit it simulates: only what
+        it measures; the cycles do not depend on the engines left out), or ``[]`` for the whole unit."""
+        import importlib
+        engines = getattr(importlib.import_module(f"cocotb_tests.{self.module}"), "UNIT_ENGINES", None)
+        return [] if engines is None else [f"engines={'+'.join(engines)}"]
+
 
 #: The benchmark's rows come from these runs.
 BENCHES = [Bench("bench_transfer", "bench_transfer", axi_bound),
@@ -157,7 +164,7 @@ def main(argv=None):
     for bench in BENCHES:
         if args.only and args.only not in bench.module:
             continue
-        spec = ",".join([args.config, *bench.overrides])
+        spec = ",".join([args.config, *bench.overrides, *bench.engines()])
         result = run(bench.module, bench.testcase, spec, args.sim,
                      params={"latency": args.latency, **dict(bench.params)}, label=f"bench-{bench.testcase}")
         bench_config = config_spec(spec)[0]

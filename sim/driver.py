@@ -85,9 +85,9 @@ class Driver:
 
         Returns the decoded response dict (``tag``, ``status`` as :class:`Status` or int, ``cycles``).
         A response that does not arrive within ``timeout_cycles`` clock cycles fails the test with
-        :class:`cocotb_tests.errors.HangError` (an ``AssertionError``).
+        :class:`sim.failures.HangError` (an ``AssertionError``).
         """
-        from cocotb_tests.errors import HangError
+        from sim.failures import HangError
         from cocotb.triggers import ClockCycles, First
         from cocotbext.axi import AxiStreamFrame
         cmd = dict(cmd)

@@ -41,13 +41,13 @@ def example_module(name):
 
 def _rtl_reason(program):
     """Why the RTL cannot run ``program`` (None if it can)."""
-    from rtl.top import engines_for
     from rtl.config import preset
+    from rtl.top import supported_opcodes
     config = getattr(program, "config", None) or "small"
     name = config.split(",")[0]
     if name not in PRESETS or "," in config:
         return f"configuration {config!r} is not a preset"
-    have = {op for e in engines_for(preset(name)) for op in e.opcodes}
+    have = supported_opcodes(preset(name))
     missing = sorted({ins.opcode.name for ins in program.instrs if ins.opcode not in have})
     return f"no engine for {', '.join(missing)} yet" if missing else None
 

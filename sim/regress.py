@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from rtl.isa import DType, INSTRUCTIONS
 
-from .runner import BUILD, build, list_testcases, run, testcase_label
+from .runner import BUILD, build, config_spec, list_testcases, run, testcase_label
 
 __all__ = ["Entry", "REGRESSION", "main"]
 
@@ -32,10 +32,29 @@ class Entry:
     testcase: str
     params: tuple = ()          # ((key, value), ...) -> TILEVEC_<KEY> in the simulation
     label: str = ""
+    #: The engines the simulated unit is built with (``Config.engines``); default: the test module's
+    #: ``UNIT_ENGINES`` (None there: the whole unit).
+    engines: tuple = None
 
     @property
     def name(self):
         return self.label or testcase_label(self.testcase)
+
+    @property
+    def unit_engines(self):
+        """The engines of the unit this entry simulates: :attr:`engines`, else the test module's
+        ``UNIT_ENGINES``, else ``None`` (every engine the configuration has)."""
+        if self.engines is not None:
+            return self.engines
+        import importlib
+        return getattr(importlib.import_module(f"cocotb_tests.{self.module}"), "UNIT_ENGINES", None)
+
+    def config_spec(self, config="small"):
+        """The configuration spec this entry runs on: ``config`` with ``engines=`` the unit's engines (a
+        unit of only what the test exercises simulates several times faster: Icarus evaluates every
+        flip-flop of every engine in every cycle)."""
+        engines = self.unit_engines
+        return config if engines is None else f"{config},engines={'+'.join(engines)}"
 
 
 def _regression():
@@ -64,8 +83,14 @@ REGRESSION = _regression()
 
 
 def run_entry(entry, config="small", sim="icarus", waves=False):
-    return run(entry.module, entry.testcase, config, sim, waves=waves, params=dict(entry.params),
-               label=entry.name)
+    """Run one entry on ``config`` with the entry's engines (:meth:`Entry.config_spec`)."""
+    return run(entry.module, entry.testcase, entry.config_spec(config), sim, waves=waves,
+               params=dict(entry.params), label=entry.name, group=f"{sim}-{config_spec(config)[1]}")
+
+
+def _build(args):
+    spec, sim, waves = args
+    build(spec, sim, waves)
 
 
 def _job(args):
@@ -142,11 +167,12 @@ def main(argv=None):
     args = p.parse_args(argv)
     waves = not args.no_waves
     entries = [e for e in REGRESSION if args.k in e.name]
-    print(f"building {args.sim} / {args.config}{' with waves' if waves else ''} ...", flush=True)
-    build(args.config, args.sim, waves)
+    specs = list(dict.fromkeys(e.config_spec(args.config) for e in entries))
+    print(f"building {args.sim}{' with waves' if waves else ''}: {', '.join(specs)} ...", flush=True)
     jobs = [(e, args.config, args.sim, waves) for e in entries]
     rows = []
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.j) as pool:
+        list(pool.map(_build, [(spec, args.sim, waves) for spec in specs]))
         for entry, result in pool.map(_job, jobs):
             print(f"  {'PASS' if result.passed else 'FAIL'}  {entry.name}", flush=True)
             rows.append((entry, result))

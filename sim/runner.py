@@ -238,16 +238,18 @@ class RunResult:
 
 
 def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=None, params=None,
-        label=None):
+        label=None, group=None):
     """Run one cocotb testcase of ``cocotb_tests/<module>.py``; returns a :class:`RunResult`.
 
     ``testcase`` is cocotb's name of the test (``list_testcases``), selected exactly (:func:`cocotb_filter`);
     ``params`` (a dict) reaches the testcase as environment variables ``TILEVEC_<KEY>``; ``label``
-    names the run directory ``build/run/<sim>-<config>/<label>`` (default: :func:`testcase_label`).
+    names the run directory ``build/run/<group>/<label>`` (default: :func:`testcase_label`), ``group``
+    defaults to ``<sim>-<config tag>`` (the regression passes its base configuration's, so that a run on
+    a unit of fewer engines lands where ``make waves`` looks).
     """
     runner, build_dir = build(config_name, sim, waves)
     label = label or testcase_label(testcase)
-    test_dir = BUILD / "run" / f"{sim}-{config_spec(config_name)[1]}" / label
+    test_dir = BUILD / "run" / (group or f"{sim}-{config_spec(config_name)[1]}") / label
     if test_dir.exists():
         shutil.rmtree(test_dir)
     test_dir.mkdir(parents=True)

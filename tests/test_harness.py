@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from cocotb_tests.errors import (GmMismatch, HangError, MemoryMismatch, StatusMismatch, UbMismatch,
+from sim.failures import (GmMismatch, HangError, MemoryMismatch, StatusMismatch, UbMismatch,
                                  format_command, status_name)
 from cocotb_tests.harness import Params, resolve_config, resolve_timeout
 from rtl.config import preset

@@ -5,6 +5,8 @@ errors) exactly as a plain ``assert`` would; a test that wants to tell them apar
 and read the attributes instead of parsing the message.
 
 - :class:`HangError`: no response within the time limit (``command``, ``cycles``).
+- :class:`UnitLacksEngine`: an instruction answered UNSUPPORTED because the simulated unit was built
+  without its engine (``Config.engines``; ``command``, ``engine``).
 - :class:`StatusMismatch`: the response's status is not the expected one (``command``, ``expected``,
   ``actual``).
 - :class:`UbMismatch`, :class:`GmMismatch`: memory contents differ (``address`` of the first differing
@@ -18,7 +20,7 @@ import enum
 
 import numpy as np
 
-__all__ = ["HangError", "StatusMismatch", "MemoryMismatch", "UbMismatch", "GmMismatch",
+__all__ = ["HangError", "UnitLacksEngine", "StatusMismatch", "MemoryMismatch", "UbMismatch", "GmMismatch",
            "format_command", "status_name"]
 
 
@@ -103,6 +105,17 @@ class HangError(AssertionError):
     def __init__(self, command, cycles):
         self.command, self.cycles = command, cycles
         super().__init__(f"no response within {cycles} cycles: the unit hangs on {format_command(command)}")
+
+
+class UnitLacksEngine(AssertionError):
+    """``command`` answered UNSUPPORTED because the simulated unit was built without ``engine`` (its
+    ``Config.engines`` leaves it out): the test uses an instruction its unit does not have. Add the engine
+    to the test module's ``UNIT_ENGINES`` (or the regression entry's ``engines``)."""
+
+    def __init__(self, command, engine, engines):
+        self.command, self.engine, self.engines = command, engine, engines
+        super().__init__(f"the simulated unit has no {engine} engine (Config.engines={engines}), needed by "
+                         f"{format_command(command)}: add {engine!r} to the test module's UNIT_ENGINES")
 
 
 class StatusMismatch(AssertionError):
