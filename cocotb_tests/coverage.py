@@ -10,16 +10,22 @@ passed the checks (status ``OK`` or one found during execution, ``EXEC_STATUSES`
 item (``tilevec_<profile>.``)    bins (goal: every bin; a bin is hit by an executed command unless noted)
 ===============================  ========================================================================
 ``opcode_dtype.legal``           ``OP/DTYPE`` for every type the table accepts (main slot; GEMV: C)
-``status.code``                  every ``Status`` code an instruction can answer, as the RTL answered it
+``status.code``                  every ``Status`` code an instruction of the unit can answer, as the RTL answered it
 ``mgather.*``                    mode (ROW/ELEM) x ``OobMode`` x index type, and each alone
 ``trowexpand.*``                 opcode x mode (1/2) x expanded operand (src0/src1), and each alone
 ``tpart.*``                      opcode x validity pattern (:data:`TPART_PATTERNS`); layout mix dst/src0/src1
-``gemv.*``                       variant x (C, A, B) triple of the profile (holes while GEMV is UNSUPPORTED)
+``gemv.*``                       variant x (C, A, B) triple of the profile
 ``float_classes.<family>``       ``DTYPE/slot/class``: a zero / subnormal / normal / inf / nan element in the
                                  slot's valid region, for the float types of the arithmetic families
 ``illegal.opcode_dtype``         every other ``OP/DTYPE`` (and ``OP/INVALID``), hit by any command that
                                  carries it: not part of the goal, listed separately by ``sim.coverage``
 ===============================  ========================================================================
+
+The goal is the unit's: the bins of an opcode whose engine the unit lacks (``Config.engines``, or an
+engine the configuration cannot have) are no goal, and UNSUPPORTED is one only on such a unit, whose
+model has a root of its own (``tilevec_<profile>_without_<families>``). A regression run on a unit of
+fewer engines (``sim.regress``) counts toward the goal of the configuration it stands for
+(``TILEVEC_COVERAGE_CONFIG``, :func:`goal_config`).
 
 At the end of the simulation (cocotb's shutdown, or ``atexit``) the database is written to
 ``coverage.yml`` in the run directory (beside ``TILEVEC_RECORDS``; the working directory otherwise);
@@ -122,23 +128,32 @@ def _layout_mixes(op, profile):
     return mixes
 
 
-def reachable_statuses(profile):
-    """The statuses some instruction can answer in ``profile`` (its checks' statuses and its declared
-    execution statuses, plus OK, UNKNOWN_OPCODE and UNSUPPORTED): a status no instruction can give (today
-    INDEX_OUT_OF_RANGE, reserved) is not a goal."""
+def reachable_statuses(profile, supported=None):
+    """The statuses some instruction can answer in ``profile`` on a unit that executes ``supported`` (the
+    opcodes of its engines, ``rtl.top.supported_opcodes``; None: every opcode): their checks' statuses
+    and declared execution statuses, OK and UNKNOWN_OPCODE, and UNSUPPORTED when the unit lacks an
+    engine. A status no instruction can give (today INDEX_OUT_OF_RANGE, reserved) is not a goal."""
     from rtl.isa import INSTRUCTIONS
-    reach = {Status.OK, Status.UNKNOWN_OPCODE, Status.UNSUPPORTED}
-    for ins in INSTRUCTIONS.values():
-        reach |= set(ins.statuses(profile)) | set(ins.exec_statuses)
+    supported = frozenset(Opcode) if supported is None else frozenset(supported)
+    reach = {Status.OK, Status.UNKNOWN_OPCODE}
+    if supported != frozenset(Opcode):
+        reach.add(Status.UNSUPPORTED)
+    for op, ins in INSTRUCTIONS.items():
+        if op in supported:
+            reach |= set(ins.statuses(profile)) | set(ins.exec_statuses)
     return [st.name for st in Status if st in reach]
 
 
-def goal_bins(profile):
-    """``{item: [bins]}`` of every coverpoint of the goal for ``profile`` (crosses: ``{cross: [tuples]}``),
-    in the order they are reported. Families without a legal type in the profile have no items."""
-    out = {"opcode_dtype.legal": [f"{op.name}/{dt.name}" for op in Opcode for dt in _sorted(legal_types(op, profile))],
-           "status.code": reachable_statuses(profile)}
-    mg = [op for op in _mgather_ops() if legal_types(op, profile)]
+def goal_bins(profile, supported=None):
+    """``{item: [bins]}`` of every coverpoint of the goal for ``profile`` on a unit that executes the
+    opcodes ``supported`` (None: all; the opcodes of an engine the unit lacks answer UNSUPPORTED, so their
+    bins are no goal), as crosses ``{cross: [tuples]}``, in the order they are reported. Families without
+    a legal type in the profile, or without an engine, have no items."""
+    has = (lambda op: True) if supported is None else (lambda op: op in supported)
+    out = {"opcode_dtype.legal": [f"{op.name}/{dt.name}" for op in Opcode if has(op)
+                                  for dt in _sorted(legal_types(op, profile))],
+           "status.code": reachable_statuses(profile, supported)}
+    mg = [op for op in _mgather_ops() if legal_types(op, profile) and has(op)]
     if mg:
         idx = sorted({d.name for op in mg for d in instruction(op).index_types}, key=lambda n: DType[n].value)
         modes = [op.name.split("_")[-1] for op in mg]
@@ -146,20 +161,20 @@ def goal_bins(profile):
         out["mgather.oob"] = [m.name for m in OobMode]
         out["mgather.index_dtype"] = idx
         out["mgather.mode_x_oob_x_index"] = [(m, o.name, i) for m in modes for o in OobMode for i in idx]
-    tr = [op for op in _trowexpand_ops() if legal_types(op, profile)]
+    tr = [op for op in _trowexpand_ops() if legal_types(op, profile) and has(op)]
     if tr:
         out["trowexpand.opcode"] = [op.name for op in tr]
         out["trowexpand.mode"] = ["mode1", "mode2"]
         out["trowexpand.expanded"] = ["src0", "src1"]
         out["trowexpand.opcode_x_mode_x_expanded"] = [(op.name, m, e) for op in tr for m in ("mode1", "mode2")
                                                       for e in ("src0", "src1")]
-    tp = [op for op in _tpart_ops() if legal_types(op, profile)]
+    tp = [op for op in _tpart_ops() if legal_types(op, profile) and has(op)]
     if tp:
         out["tpart.opcode"] = [op.name for op in tp]
         out["tpart.pattern"] = list(TPART_PATTERNS)
         out["tpart.opcode_x_pattern"] = [(op.name, p) for op in tp for p in TPART_PATTERNS]
         out["tpart.layout"] = list(dict.fromkeys(m for op in tp for m in _layout_mixes(op, profile)))
-    gv = _gemv_ops()
+    gv = [op for op in _gemv_ops() if has(op)]
     if gv:
         triples = sorted({t for op in gv for t in instruction(op).triples[profile]},
                          key=lambda t: tuple(d.value for d in t))
@@ -288,11 +303,16 @@ class CoverageModel:
     registered in cocotb-coverage's ``coverage_db`` under ``root`` (default ``tilevec_<profile>``).
     ``sample(cmd, status, machine)`` samples one command."""
 
-    def __init__(self, profile=Profile.A5, root=None):
+    def __init__(self, profile=Profile.A5, root=None, supported=None):
         from cocotb_coverage import coverage
         self.profile = Profile(profile)
-        self.root = root or f"tilevec_{self.profile.value}"
-        self.bins = goal_bins(self.profile)
+        self.supported = None if supported is None or frozenset(supported) == frozenset(Opcode) \
+            else frozenset(supported)
+        # a unit without some engines has a goal of its own: its own root, so runs never merge into another's
+        lacks = "" if self.supported is None else "_without_" + "_".join(
+            sorted({INSTRUCTIONS[op].family for op in Opcode if op not in self.supported}))
+        self.root = root or f"tilevec_{self.profile.value}{lacks}"
+        self.bins = goal_bins(self.profile, self.supported)
         self.samples = 0
         name = lambda item: f"{self.root}.{item}"
         points = []          # decorators, outermost first (crosses last: they read the points' new hits)
@@ -358,12 +378,24 @@ _models = {}
 _state = {"registered": False, "disabled": False}
 
 
-def model(profile):
-    """This process's :class:`CoverageModel` for ``profile`` (created on first use)."""
-    profile = Profile(profile)
-    if profile not in _models:
-        _models[profile] = CoverageModel(profile)
-    return _models[profile]
+def model(profile, supported=None):
+    """This process's :class:`CoverageModel` for ``profile`` and the ``supported`` opcodes (created on
+    first use)."""
+    key = (Profile(profile), None if supported is None else frozenset(supported))
+    if key not in _models:
+        _models[key] = CoverageModel(*key)
+    return _models[key]
+
+
+def goal_config(config):
+    """The configuration whose coverage goal a run counts toward: ``TILEVEC_COVERAGE_CONFIG`` when the
+    runner set it (the regression runs each test on a unit of only the engines it exercises, and counts
+    its hits toward the goal of the configuration ``make sim`` names), else the run's own ``config``."""
+    spec = os.environ.get("TILEVEC_COVERAGE_CONFIG")
+    if not spec:
+        return config
+    from sim.runner import config_spec
+    return config_spec(spec)[0]
 
 
 def output_path():
@@ -403,7 +435,9 @@ def sample(harness, cmd, status):
     if _state["disabled"] or os.environ.get("TILEVEC_NO_COVERAGE"):
         return
     try:
-        m = model(harness.config.profile)
+        from rtl.top import supported_opcodes
+        goal = goal_config(harness.config)
+        m = model(goal.profile, supported_opcodes(goal))
         _register()
         m.sample(cmd, status, harness.golden)
     except Exception as e:                  # coverage must never break a test

@@ -39,7 +39,7 @@ SCRATCH = 0x8000_0000
 
 
 #: Environment variables the runner sets for itself (not test parameters).
-_RESERVED = ("CONFIG", "RECORDS", "TEST", "TIMEOUT_CYCLES")
+_RESERVED = ("CONFIG", "COVERAGE_CONFIG", "RECORDS", "TEST", "TIMEOUT_CYCLES")
 
 
 class Params(Mapping):

@@ -85,7 +85,8 @@ REGRESSION = _regression()
 def run_entry(entry, config="small", sim="icarus", waves=False):
     """Run one entry on ``config`` with the entry's engines (:meth:`Entry.config_spec`)."""
     return run(entry.module, entry.testcase, entry.config_spec(config), sim, waves=waves,
-               params=dict(entry.params), label=entry.name, group=f"{sim}-{config_spec(config)[1]}")
+               params=dict(entry.params), label=entry.name, group=f"{sim}-{config_spec(config)[1]}",
+               coverage_config=config)
 
 
 def _build(args):

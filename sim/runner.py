@@ -238,14 +238,15 @@ class RunResult:
 
 
 def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=None, params=None,
-        label=None, group=None):
+        label=None, group=None, coverage_config=None):
     """Run one cocotb testcase of ``cocotb_tests/<module>.py``; returns a :class:`RunResult`.
 
     ``testcase`` is cocotb's name of the test (``list_testcases``), selected exactly (:func:`cocotb_filter`);
     ``params`` (a dict) reaches the testcase as environment variables ``TILEVEC_<KEY>``; ``label``
     names the run directory ``build/run/<group>/<label>`` (default: :func:`testcase_label`), ``group``
     defaults to ``<sim>-<config tag>`` (the regression passes its base configuration's, so that a run on
-    a unit of fewer engines lands where ``make waves`` looks).
+    a unit of fewer engines lands where ``make waves`` looks); ``coverage_config``, the configuration
+    whose coverage goal the run counts toward (``TILEVEC_COVERAGE_CONFIG``; default: its own).
     """
     runner, build_dir = build(config_name, sim, waves)
     label = label or testcase_label(testcase)
@@ -258,6 +259,8 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
     env = {"TILEVEC_CONFIG": config_name, "TILEVEC_RECORDS": str(records)}
     env.update({f"TILEVEC_{key.upper()}": str(value) for key, value in (params or {}).items()})
     env["TILEVEC_TEST"] = label
+    if coverage_config:
+        env["TILEVEC_COVERAGE_CONFIG"] = coverage_config
     plusargs = [f"+dumpfile_path={waves_file}"] if waves and sim == "icarus" else []
     if sim == "verilator" and waves:
         plusargs = ["--trace"]
