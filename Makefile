@@ -86,7 +86,7 @@ test-fp-exhaustive: bootstrap
 
 synth-fp: bootstrap
 	$(BIN)/python -m pip install -q -e ".[synth]"
-	$(BIN)/python -m rtl.fp.synth
+	$(BIN)/python -m flow.fp
 
 # Whole-unit synthesis (docs/synthesis.md). SYNTHFLAGS passes more options, e.g. "--seed 2 --set ub_read_ports=1".
 SYNTHFLAGS ?=
@@ -94,7 +94,7 @@ BASE    ?= small
 
 synth: bootstrap
 	$(BIN)/python -m pip install -q -e ".[synth]"
-	$(BIN)/python -m sim.synth --config $(CONFIG) $(SYNTHFLAGS)
+	$(BIN)/python -m flow.synth --config $(CONFIG) $(SYNTHFLAGS)
 
 # the placement seeds of synth-check: each configuration's worst of the seeds measured
 # (docs/synthesis.md, "Measured"); both configurations run, and the check fails if either fails
@@ -102,12 +102,12 @@ CHECK_SEED_SMALL ?= 2
 CHECK_SEED_DEFAULT ?= 3
 synth-check: bootstrap
 	$(BIN)/python -m pip install -q -e ".[synth]"
-	$(BIN)/python -m sim.synth --check --seed $(CHECK_SEED_SMALL) --config small $(SYNTHFLAGS); s=$$?; \
-	$(BIN)/python -m sim.synth --check --seed $(CHECK_SEED_DEFAULT) --config default $(SYNTHFLAGS) && exit $$s
+	$(BIN)/python -m flow.synth --check --seed $(CHECK_SEED_SMALL) --config small $(SYNTHFLAGS); s=$$?; \
+	$(BIN)/python -m flow.synth --check --seed $(CHECK_SEED_DEFAULT) --config default $(SYNTHFLAGS) && exit $$s
 
 synth-sweep: bootstrap
 	$(BIN)/python -m pip install -q -e ".[synth]"
-	$(BIN)/python -m sim.synth --sweep --base $(BASE) $(SYNTHFLAGS)
+	$(BIN)/python -m flow.synth --sweep --base $(BASE) $(SYNTHFLAGS)
 
 bench: bootstrap
 	$(BIN)/python -m sim.bench

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from rtl.isa import DType, INSTRUCTIONS
 
-from .runner import BUILD, build, config_spec, list_testcases, run, testcase_label
+from sim.runner import BUILD, build, config_spec, list_testcases, run, testcase_label
 
 __all__ = ["Entry", "REGRESSION", "main"]
 
@@ -99,7 +99,7 @@ def _job(args):
     result = run_entry(entry, config, sim, waves)
     if waves and result.waves_file.exists():
         try:
-            from .waves import write_gtkw
+            from sim.waves import write_gtkw
             write_gtkw(result.waves_file)
         except RuntimeError as e:       # no fst2vcd: waves still usable, just without a save file
             print(f"note: {e}", file=sys.stderr)

@@ -1,8 +1,8 @@
-"""sim.floorplan: the UB block RAMs' fixed sites (no tool runs)."""
+"""flow.floorplan: the UB block RAMs' fixed sites (no tool runs)."""
 
 import json
 
-from sim.floorplan import EBR_ROWS, EBR_SITES, floorplan_json, ub_bram_bels
+from flow.floorplan import EBR_ROWS, EBR_SITES, floorplan_json, ub_bram_bels
 
 
 def names(ports, slices):

@@ -13,9 +13,9 @@ from amaranth.hdl import Value
 
 from rtl.config import preset
 from rtl.top import VectorUnit
-from sim.synth import ShiftChainWrapper, block_labeller, config_from, design_modules, labeller_of, tag_of
-from sim.synth_paths import analyse, module_of, read_sdf, stem
-from sim.synth_tools import parse_congestion, parse_fmax, parse_stat
+from flow.synth import ShiftChainWrapper, block_labeller, config_from, design_modules, labeller_of, tag_of
+from flow.paths import analyse, module_of, read_sdf, stem
+from flow.tools import parse_congestion, parse_fmax, parse_stat
 
 # A hand-written SDF in nextpnr's layout: ff_a -> lut1 -> lut2 -> ff_b and ff_a -> ff_c directly.
 SDF = r"""(DELAYFILE
@@ -145,7 +145,7 @@ def test_wrapper_registers_every_port_bit(tmp_path):
 def test_wrapper_around_one_engine():
     """``--engine``: an engine alone in the wrapper (its ``cmd`` is a data.View: cast, counted by its
     width), a tag naming it, and an unknown engine named in the error."""
-    from sim.synth import design_of, tag_of
+    from flow.synth import design_of, tag_of
     cfg = preset("small")
     engine = design_of(cfg, "LocalGatherEngine")
     w = ShiftChainWrapper(engine)
@@ -189,7 +189,7 @@ def test_log_parsers():
 
 
 def test_tool_failure_is_an_error_with_the_exit_code(tmp_path):
-    from sim.synth_tools import ToolError, run
+    from flow.tools import ToolError, run
     with pytest.raises(ToolError, match="exit code 3"):
         run("sh", ["-c", "echo boom; exit 3"], str(tmp_path), "t.log")
     assert (tmp_path / "t.log").read_text() == "boom\n"
@@ -207,7 +207,7 @@ def _fake_result(tag, lut, fmax):
 
 
 def test_sweep_tables_and_plot(tmp_path):
-    from sim.synth_sweep import sweep_points, write_sweep
+    from flow.sweep import sweep_points, write_sweep
     points = sweep_points("small")
     assert [(f, v) for f, v, _ in points] == [("ub_read_ports", 1), ("ub_read_ports", 2), ("ub_read_ports", 3),
                                               ("ub_word_bytes", 16), ("ub_word_bytes", 32), ("ub_word_bytes", 64)]
@@ -223,7 +223,7 @@ def test_sweep_tables_and_plot(tmp_path):
 
 
 def test_failure_summary_names_the_error_and_the_full_resources():
-    from sim.synth_tools import failure_summary
+    from flow.tools import failure_summary
     log = ("Info: Device utilisation:\nInfo: \t        TRELLIS_COMB:  109294/  83640   130%\n"
            "Info: \t          DP16KD:       0/    208     0%\n"
            "ERROR: Unable to find legal placement for all cells, design is probably at utilisation limit.\n")
@@ -239,7 +239,7 @@ def test_array_element_names_do_not_clash_with_their_array():
     from amaranth.lib import data, wiring
     from amaranth.lib.wiring import In, Out
 
-    from sim.synth import disambiguate_bit_names
+    from flow.synth import disambiguate_bit_names
 
     class Arr(wiring.Component):
         i: In(data.StructLayout({"offs": data.ArrayLayout(4, 2), "k": 3}))
@@ -267,7 +267,7 @@ def test_area_by_block_counts_each_cell_in_its_block(tmp_path):
     their hdlname, the shift-chain wrapper's cells nowhere; the depth-2 table adds the submodules up."""
     import json
 
-    from sim.synth import area_by_block, area_table
+    from flow.synth import area_by_block, area_table
     cells = {
         "unit.ew.lanes.s0_add0.x_LUT4_Z": {"type": "LUT4"},
         "unit.ew.lanes.y_LUT4_Z": {"type": "LUT4"},

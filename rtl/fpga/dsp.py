@@ -6,7 +6,7 @@ side in a design the size of the unit, so a fabric register -> DSP -> fabric reg
 11-12 ns (docs/synthesis.md). The block has registers of its own on its inputs and on its output;
 with them the routing into the block, the multiply and the routing out are three register-to-register
 paths. Yosys does not move fabric registers into the ECP5's DSP blocks, so :func:`product` instantiates
-the block with its registers when it elaborates for :data:`ECP5` (the platform ``sim.synth`` and
+the block with its registers when it elaborates for :data:`ECP5` (the platform ``flow.synth`` and
 ``tilevec-export --target ecp5`` pass), and writes the registers and the multiply in plain Amaranth
 otherwise (simulation, the generic Verilog export, any other FPGA or ASIC flow). Both forms compute
 the same thing with the same latency:

@@ -1,7 +1,7 @@
 """FPGA primitives the unit uses when it is built for an ECP5, and their portable equivalents.
 
 Elaboration sees the target through ``platform``: :data:`ECP5` (an :class:`Ecp5Platform`) is what the
-ECP5 flows pass (``sim.synth``, ``sim.synth_area``, ``tilevec-export --target ecp5``); anything else
+ECP5 flows pass (``flow.synth``, ``flow.area``, ``tilevec-export --target ecp5``); anything else
 (``None`` in simulation and the generic Verilog export) gets plain logic with the same behaviour.
 """
 

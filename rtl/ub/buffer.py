@@ -115,7 +115,7 @@ class UnifiedBuffer(wiring.Component):
 
     Collisions: the simulated and exported model returns the old word when a word is read at the clock
     edge it is written (a read issued in the cycle of the write). The ECP5 synthesis flow
-    (``sim/synth.py``) declares that case undefined with :func:`relax_ub_collisions`, so that the block
+    (``flow/synth.py``) declares that case undefined with :func:`relax_ub_collisions`, so that the block
     RAMs need no "read old data" emulation (bypass registers and multiplexers in front of every bank).
     That is safe because no engine reads a word in the cycle it writes it except in the operand
     overlaps the golden model already calls undefined; it is not applied to the exported Verilog (where

@@ -422,12 +422,12 @@ class ElementwiseLanes(wiring.Component):
 def _synth_main(argv=None):
     import argparse
 
-    from rtl.fp.synth import Bare, synth_component
-    from sim.synth_tools import ToolError
+    from flow.fp import Bare, synth_component
+    from flow.tools import ToolError
 
     ap = argparse.ArgumentParser(
         description="ECP5 synthesis of ElementwiseLanes (ports registered, platform rtl.fpga.dsp.ECP5, the "
-                    "whole unit's yosys / nextpnr flow: rtl.fp.synth.synth_component)")
+                    "whole unit's yosys / nextpnr flow: flow.fp.synth_component)")
     ap.add_argument("--out", default="build/ew/pnr")
     ap.add_argument("--word-bytes", type=int, default=4)
     ap.add_argument("--what", default="lanes",

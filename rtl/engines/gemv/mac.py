@@ -391,13 +391,13 @@ def _synth_main(argv=None):
     import argparse
 
     from rtl.engines.gemv.reduce import Reducer
-    from rtl.fp.synth import synth_component
-    from sim.synth import config_from
-    from sim.synth_tools import ToolError
+    from flow.fp import synth_component
+    from flow.synth import config_from
+    from flow.tools import ToolError
 
     ap = argparse.ArgumentParser(
         description="ECP5 synthesis of the GEMV MAC array and reducer alone (ports registered, platform "
-                    "rtl.fpga.dsp.ECP5, the whole unit's yosys / nextpnr flow: rtl.fp.synth.synth_component)")
+                    "rtl.fpga.dsp.ECP5, the whole unit's yosys / nextpnr flow: flow.fp.synth_component)")
     ap.add_argument("--config", default="small")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     ap.add_argument("--what", default="both", choices=("both", "mac", "reduce"))

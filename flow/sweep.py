@@ -1,8 +1,8 @@
 """How area and Fmax grow with ``ub_word_bytes`` (16, 32, 64) and ``ub_read_ports`` (1, 2, 3).
 
-``python -m sim.synth --sweep [--base small] [--reuse]`` (``make synth-sweep``): two one-dimensional
+``python -m flow.synth --sweep [--base small] [--reuse]`` (``make synth-sweep``): two one-dimensional
 sweeps around the base preset (the other field keeps the base's value; ``axi_data_bits`` follows
-``ub_word_bytes``), each point a full synthesis (``sim.synth.run_all``: all points elaborated first, from
+``ub_word_bytes``), each point a full synthesis (``flow.synth.run_all``: all points elaborated first, from
 one source tree). Writes ``sweep.json``, ``sweep.md`` (tables) and ``sweep.png`` (plot) to the output
 directory. A point that fails (elaboration, or a tool: e.g. a design too big for the device) is recorded
 with its error and the sweep goes on; the exit code is then 1.
@@ -11,8 +11,8 @@ with its error and the sweep goes on; the exit code is then 1.
 import json
 import os
 
-from .synth import FMAX_BAR_MHZ, config_from
-from .synth_tools import parse_stat
+from flow.synth import FMAX_BAR_MHZ, config_from
+from flow.tools import parse_stat
 
 __all__ = ["sweep_points", "write_sweep", "SWEEPS"]
 

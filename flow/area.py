@@ -1,11 +1,11 @@
 """ECP5 area of one engine (yosys ``synth_ecp5`` only, no place and route): what an engine costs.
 
-    python -m sim.synth_area GemvEngine [--config default] [--set gemv_lanes=8] [--out build/synth/area]
+    python -m flow.area GemvEngine [--config default] [--set gemv_lanes=8] [--out build/synth/area]
 
 Elaborates the engine (a class of ``rtl.top.ENGINES``) for the configuration on its own, its ports left
 as they are (area does not need them registered; for Fmax use ``make synth``, the whole unit), runs the
-same ``synth_ecp5`` as ``sim.synth`` and prints the cells: LUT4, CCU2C, FF, MULT18X18D, DP16KD, LUT RAM,
-in total and by block of the engine (``sim.synth.area_by_block``: its submodules, e.g. ``rd_a``,
+same ``synth_ecp5`` as ``flow.synth`` and prints the cells: LUT4, CCU2C, FF, MULT18X18D, DP16KD, LUT RAM,
+in total and by block of the engine (``flow.synth.area_by_block``: its submodules, e.g. ``rd_a``,
 ``lanes``; the engine's own logic under its class name). Writes ``<out>/<Engine>-<config tag>.json``.
 Exit codes of the tools are checked.
 """
@@ -16,8 +16,8 @@ import os
 import sys
 import time
 
-from sim.synth import area_by_block, area_table, config_from, git_state, labeller_of
-from sim.synth_tools import ToolError, parse_stat, run, versions
+from flow.synth import area_by_block, area_table, config_from, git_state, labeller_of
+from flow.tools import ToolError, parse_stat, run, versions
 
 __all__ = ["engine_area"]
 

