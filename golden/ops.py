@@ -13,9 +13,8 @@ Descriptor-level constraints (UB alignment and range, GM alignment and range) ar
 
 import numpy as np
 
-from rtl.isa import (DType, DTYPE_BYTES, EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, Layout, LOCAL_GATHER_GROUP,
+from rtl.isa import (DType, DTYPE_BYTES, EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, GEMV_PARTIAL_SUMS, Layout, LOCAL_GATHER_GROUP,
     LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2, OobMode, Opcode, Profile, Status)
-from rtl.config import Config
 
 from .errors import IsaError, UndefinedResult
 from .numerics import add, bits, from_bits, mul, widening_product, dtype_of, is_float, np_dtype
@@ -481,8 +480,9 @@ TPART_FUNCTIONS = {Opcode.TPARTADD: tpartadd, Opcode.TPARTMUL: tpartmul, Opcode.
 
 # ------------------------------------------------------------------------------------------------ TGEMV
 
-#: ``partial_sums`` when not given: the configuration's default ``gemv_partial_sums`` (rtl/config.py).
-DEFAULT_PARTIAL_SUMS = Config.gemv_partial_sums
+#: ``partial_sums`` when not given: the ISA's reference P (``rtl.isa.GEMV_PARTIAL_SUMS``, also the default
+#: of a configuration's ``gemv_partial_sums``).
+DEFAULT_PARTIAL_SUMS = GEMV_PARTIAL_SUMS
 
 def gemv_reduce(products, init, partial_sums):
     """The defined fp32 accumulation order (see docs/semantics.md, "TGEMV accumulation order").

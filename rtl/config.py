@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, fields, replace
 
-from rtl.isa import UB_ALIGN, Profile
+from rtl.isa import GEMV_PARTIAL_SUMS, UB_ALIGN, Profile
 
 __all__ = ["Config", "PRESETS", "preset", "parse_overrides"]
 
@@ -39,10 +39,10 @@ class Config:
     #: Interleaved partial sums per output column in the GEMV MAC array (a power of two): product k goes
     #: to partial sum ``k mod gemv_partial_sums``. Fixes the float accumulation order; see docs/semantics.md.
     #: It is also the length of the MAC array's accumulation loop: a lane adds one product per cycle only
-    #: while ``gemv_partial_sums`` >= the fp32 adder's latency (``rtl.engines.gemv.mac.ADD_DEPTH`` = 5), so the
+    #: while ``gemv_partial_sums`` >= the fp32 adder's latency (``rtl.engines.gemv.mac.ADD_DEPTH`` = 6), so the
     #: reference value 8 keeps full rate with an adder pipelined for 100 MHz; 1, 2 and 4 are exact but
-    #: slower (``P / 5`` of the rate).
-    gemv_partial_sums: int = 8
+    #: slower (``P / ADD_DEPTH`` of the rate).
+    gemv_partial_sums: int = GEMV_PARTIAL_SUMS
     #: MAC lanes of the GEMV array (a power of two, 1 .. ``ub_word_bytes``): it computes
     #: ``min(ub_word_bytes / size(B), gemv_lanes)`` products per cycle, one output column each. Each lane
     #: is an fp32 multiplier and two fp32 adders (~2k LUT4 and 5 MULT18X18D on ECP5, see

@@ -145,7 +145,7 @@ BENCHES = [Bench("bench_transfer", "bench_transfer", axi_bound),
            Bench("bench_elementwise", "bench_elementwise", lane_bound, goal=0.95, gm_latency=False),
            Bench("bench_gemv", "bench_gemv", gemv_bound, goal=0.97, gm_latency=False, extra=gemv_extra,
                  cycles_bound=gemv_cycles_bound, pipeline=gemv_pipeline),
-           # P below the adder's depth: P / 5 of the rate (rtl.config.Config.gemv_partial_sums)
+           # P below the adder's depth: P / ADD_DEPTH of the rate (rtl.engines.gemv.mac; Config.gemv_partial_sums)
            Bench("bench_gemv", "bench_gemv", gemv_bound, goal=0.97, gm_latency=False, extra=gemv_extra,
                  cycles_bound=gemv_cycles_bound, pipeline=gemv_pipeline, overrides=("gemv_partial_sums=2",),
                  params=(("subset", "p"),))]

@@ -26,7 +26,7 @@ from rtl.isa import DType, Opcode, Profile, Status
 
 __all__ = ["CHECK_ORDER", "EXEC_STATUSES", "Slot", "Instruction", "INSTRUCTIONS", "TILE_SLOTS", "instruction",
            "main_slot", "LOCAL_GATHER_GROUP", "LOCAL_GATHER_MAX_INDICES", "LOCAL_GATHER_MAX_NEPI_LOG2",
-           "GEMV_MAX_DIM", "EXPAND_BLOCK_BYTES"]
+           "GEMV_MAX_DIM", "GEMV_PARTIAL_SUMS", "EXPAND_BLOCK_BYTES"]
 
 #: When several constraints fail, the first in this order wins (docs/semantics.md, "Checking order").
 CHECK_ORDER = (
@@ -47,6 +47,9 @@ LOCAL_GATHER_GROUP = 16             #: local_gather: rows (partitions) per group
 LOCAL_GATHER_MAX_INDICES = 4096     #: local_gather: indices per group (num_valid_indices and 16 x index cols)
 LOCAL_GATHER_MAX_NEPI_LOG2 = 5      #: local_gather: num_elem_per_idx in 1, 2, 4, ..., 32
 GEMV_MAX_DIM = 4095                 #: TGEMV*: K and N in [1, 4095]
+#: TGEMV*: the reference number of interleaved partial sums P, which fixes the float accumulation order
+#: (docs/semantics.md; a unit's own P is ``Config.gemv_partial_sums``, by default this one).
+GEMV_PARTIAL_SUMS = 8
 EXPAND_BLOCK_BYTES = 32             #: TROWEXPAND* mode 2: one 32-byte block per row
 
 _ALL = frozenset(DType)
