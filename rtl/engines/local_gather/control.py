@@ -18,9 +18,10 @@ def control_registers(m, eng, sz, geo):
     """The control state (reset-less: loaded while idle or at a block's or row's start before any use;
     the state machine, the slots' valid bits, ``stall`` and the pending byte enables have resets): the
     group, block and row pointers, the index-read counters, the running byte offsets of a row's block,
-    and the per-block values derived continuously from ``kcnt`` and ``n_left`` (registered: a block's
-    first row is begun ``BLOCK_VALUES_DELAY`` cycles after they change at the earliest, checked by
-    :class:`LocalGatherEngine`). Returns them as a namespace."""
+    and the per-block values derived continuously from ``kcnt``, ``n_left`` and the geometry (a
+    register, ``BLOCK_VALUES_DELAY``: they must be valid when a block's first row is begun, in its last
+    index cycle; checked here for the first block, whose geometry comes ``GEOMETRY_DELAY`` cycles after
+    ``start``). Returns them as a namespace."""
     UA, WA = sz.UA, sz.WA
     rstep = 2 if sz.two else 1       # indices read per index cycle (one per read port)
     rstep_log2 = rstep.bit_length() - 1

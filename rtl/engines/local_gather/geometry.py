@@ -53,10 +53,10 @@ K_BITS = GROUP.bit_length()
 #: Bits of a chunk's number in its block, of ``K - 1`` and of a row's number in its group (0 .. GROUP - 1).
 K_INDEX_BITS = (GROUP - 1).bit_length()
 #: Bits of a byte offset in a row's block (``QW``): it holds the block's length, up to ``GROUP`` chunks
-#: of the largest ``B`` (16 x 128 = 2048).
+#: of the largest ``B`` (16 x 128 = 2048; the offsets stay below it: one bit spare, as built).
 QW = (GROUP << B_LOG2_MAX).bit_length()
 #: Bits of the count of slots of a row's block: it holds up to ``GROUP`` chunks of the most pieces
-#: (16 x 8 = 128, 16-byte words).
+#: (16 x 8 = 128, 16-byte words; the counters hold that count - 1: one bit spare, as built).
 SLOT_BITS = (GROUP << NPC_LOG2_MAX).bit_length()
 
 #: Bits one more than the largest value needs, as built (the netlist, whose timing is measured, keeps them).
