@@ -215,7 +215,9 @@ def slot_issue(m, eng, sz, geo, c, pl):
                 m.next = "RUN"
 
         with m.State("RUN"):
-            _run(m, sz, geo, c, pl, pair, lo, lane_end, spill, final, emit_flush, begin_block, begin_row)
+            _run(m, sz, geo, c, pl, SimpleNamespace(
+                pair=pair, lo=lo, lane_end=lane_end, spill=spill, final=final,
+                emit_flush=emit_flush, begin_block=begin_block, begin_row=begin_row))
 
         with m.State("DRAIN"):   # until the last write (or the flush after it) reaches stage 3
             with m.If(c.stall):
@@ -228,11 +230,14 @@ def slot_issue(m, eng, sz, geo, c, pl):
     m.d.comb += geo.idle.eq(fsm.ongoing("IDLE"))
 
 
-def _run(m, sz, geo, c, pl, pair, lo, lane_end, spill, final, emit_flush, begin_block, begin_row):
+def _run(m, sz, geo, c, pl, slot):
     """The ``RUN`` state: a piece slot (or a flush), the row's block's running offsets, and at the end of
-    a row's block the next row, the next block or the next group (back to ``INDEX``), or ``DRAIN``."""
+    a row's block the next row, the next block or the next group (back to ``INDEX``), or ``DRAIN``.
+    ``slot``: the piece slot's values and :func:`slot_issue`'s actions."""
     W, sh = sz.W, sz.sh
     d = pl.d
+    pair, lo, lane_end, spill, final = slot.pair, slot.lo, slot.lane_end, slot.spill, slot.final
+    emit_flush, begin_block, begin_row = slot.emit_flush, slot.begin_block, slot.begin_row
     with m.If(c.stall):
         emit_flush(0)
     with m.Else():
