@@ -1,7 +1,9 @@
 """LocalGatherEngine in Amaranth's simulator against the golden machine: random legal commands
 (every type, every num_elem_per_idx, odd static shapes, out-of-range offsets), 1 or 2 read ports,
 16- and 32-byte words. The engine runs on the real UB (rtl_engine_bench); the whole UB is compared after
-every command, except the bytes the golden model calls undefined."""
+every command, except the bytes the golden model calls undefined. Every command's cycles are checked
+against the engine's cycle model (``LocalGatherEngine.cycles``); the timing contract's couplings are
+checked to fail elaboration when broken."""
 
 import random
 
@@ -9,8 +11,10 @@ import numpy as np
 import pytest
 
 from rtl.config import preset
-from rtl.isa import DType, DTYPE_BYTES, Opcode, Status, UB_ALIGN
+from rtl.isa import Command, DType, DTYPE_BYTES, Opcode, Status, UB_ALIGN, decode, encode
+from rtl.engines.local_gather import control, geometry
 from rtl.engines.local_gather.engine import LocalGatherEngine
+from rtl.lib.contract import ContractError
 
 from rtl_engine_bench import EngineBench
 
@@ -57,9 +61,15 @@ def random_command(rng, ub_bytes, *, undefined=0.1):
     return cmd, idx
 
 
+def _model(config, cmd, **kwargs):
+    """The cycle model's count for a test's command (a dict as the bench takes it)."""
+    return LocalGatherEngine.cycles(config, decode(Command, encode(Command, cmd)), **kwargs)
+
+
 def _run_gathers(config, commands, seed, go_delay=2):
     """Run ``commands`` [(cmd, index array)] on the engine with a random UB, each index array written
-    into its ``src1`` tile just before its command; compared with golden. Returns the cycles of each."""
+    into its ``src1`` tile just before its command; compared with golden. Returns the cycles of each,
+    each checked against the cycle model (and the bound)."""
     rng = random.Random(seed)
     bench = EngineBench(config, LocalGatherEngine, timeout=100_000, on_undefined="mask", go_delay=go_delay)
     bench.ub_write(0, rng.randbytes(config.ub_bytes))
@@ -69,7 +79,11 @@ def _run_gathers(config, commands, seed, go_delay=2):
             b.ub_write(cmd["src1"]["base"], idx.tobytes())
             assert (await b.execute(cmd)).status == Status.OK
 
-    return [r.cycles for r in bench.run(stimulus)]
+    cycles = [r.cycles for r in bench.run(stimulus)]
+    for (cmd, _), measured in zip(commands, cycles):
+        assert measured == _model(config, cmd, go_delay=go_delay), (measured, cmd)
+        assert LocalGatherEngine.bound(config, decode(Command, encode(Command, cmd))) <= measured, cmd
+    return cycles
 
 
 @pytest.mark.parametrize("ports", [1, 2])
@@ -89,7 +103,7 @@ def test_local_gather_engine_random(preset_name, ports, seed):
 def _fp32_gather(config, B, offsets, seed):
     """16 rows of fp32 chunks of ``B`` bytes, word-aligned dst and src rows; ``offsets``: "random",
     "straddle" (every chunk crosses a source word boundary) or "inside" (none does). Returns
-    (destination words, cycles)."""
+    (destination words, cycles, the command)."""
     W = config.ub_word_bytes
     rng = random.Random(seed)
     R, X, C = (16, 2, 200) if config.ub_bytes >= 64 * 1024 else (16, 1, 16)
@@ -109,12 +123,12 @@ def _fp32_gather(config, B, offsets, seed):
            "src0": _tile(dst_bytes, R, C, DType.FP32, (R, C)),
            "src1": _tile(dst_bytes + R * C * 4, R, X, DType.UINT16, (R, X))}
     (cycles,) = _run_gathers(config, [(cmd, idx)], seed)
-    return dst_bytes // W, cycles
+    return dst_bytes // W, cycles, cmd
 
 
 def _expected_cycles(config, ports, B, n):
     """Cycles from start to done of one group of 16 rows with word-aligned destination rows (no spill
-    flushes), as LocalGatherEngine documents them: per block of K chunks max(INDEX_MIN_CYCLES, ceil(K / 2))
+    flushes), as LocalGatherEngine documents them for the regular cases (the cycle model must agree): per block of K chunks max(INDEX_MIN_CYCLES, ceil(K / 2))
     index cycles (max(INDEX_MIN_CYCLES, K) with one port) and 16 rows of slots (a slot: one piece, or
     two paired when 2 P <= W and two ports), then PIPELINE - 1 cycles to the last write."""
     W = config.ub_word_bytes
@@ -132,9 +146,9 @@ def _expected_cycles(config, ports, B, n):
 def test_local_gather_engine_throughput():
     """Aligned destination rows, chunks of W bytes at random offsets, 2 ports: > 90% of a word per cycle."""
     config = preset("default")
-    words, cycles = _fp32_gather(config, config.ub_word_bytes, "random", 5)
+    words, cycles, cmd = _fp32_gather(config, config.ub_word_bytes, "random", 5)
     assert words / cycles > 0.9, cycles
-    assert cycles == _expected_cycles(config, 2, config.ub_word_bytes, 32), cycles
+    assert cycles == _model(config, cmd) == _expected_cycles(config, 2, config.ub_word_bytes, 32), cycles
 
 
 @pytest.mark.parametrize("ports", [1, 2])
@@ -146,13 +160,98 @@ def test_local_gather_engine_straddle_free(preset_name, ports):
     pipeline is full), with 1 port one."""
     config = preset(preset_name, ub_read_ports=ports)
     B = config.ub_word_bytes // 2
-    words, straddle = _fp32_gather(config, B, "straddle", 6)
-    _, inside = _fp32_gather(config, B, "inside", 7)
+    words, straddle, cmd = _fp32_gather(config, B, "straddle", 6)
+    _, inside, _ = _fp32_gather(config, B, "inside", 7)
     assert straddle == inside, (straddle, inside)
     n = 32 if config.ub_bytes >= 64 * 1024 else 16          # _fp32_gather's shape: 16 rows, n chunks
-    assert straddle == _expected_cycles(config, ports, B, n), (straddle, _expected_cycles(config, ports, B, n))
+    assert straddle == _model(config, cmd) == _expected_cycles(config, ports, B, n), \
+        (straddle, _model(config, cmd), _expected_cycles(config, ports, B, n))
+    if ports == 2 and n == 16:        # the documented example: 16 rows of 16 chunks of W / 2 bytes
+        assert straddle == 8 + 128 + 7 == 143
     moving = straddle - (LocalGatherEngine.PIPELINE - 1)    # the rate, without the pipeline's fill
     if ports == 2:
         assert words / moving > 0.9, straddle
     else:
         assert 0.45 < words / moving <= 0.5, straddle
+
+
+def test_local_gather_cycle_model_empty():
+    """No source rows, or no indices: done the cycle after start."""
+    config = preset("small")
+    rng = random.Random(3)
+    while (c := random_command(rng, config.ub_bytes)) is None:
+        pass
+    cmd, _ = c
+    empty = dict(cmd, num_valid=0, src1=dict(cmd["src1"], valid_cols=0))
+    assert _model(config, empty) == LocalGatherEngine.EMPTY_CYCLES == 1
+    assert _model(config, dict(cmd, src0=dict(cmd["src0"], valid_rows=15))) == 1
+
+
+# ---- the timing contract: each coupling fails elaboration when broken ------------------------------------
+
+# (an elaboration that stops at a broken coupling leaves its module and memories unused)
+_partial = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+
+
+def _elaborate(config, **constants):
+    """Elaborate a LocalGatherEngine whose timing constants are replaced by ``constants`` (only its own
+    module: the couplings are checked there)."""
+    engine = type("Broken", (LocalGatherEngine,), dict(constants))(config)
+    engine.elaborate(None)
+
+
+@_partial
+def test_local_gather_contract_holds():
+    for name in ("small", "default"):
+        for ports in (1, 2):
+            _elaborate(preset(name, ub_read_ports=ports))
+
+
+@_partial
+def test_local_gather_contract_index_min_cycles():
+    """The first piece slot of a block reads its index from the bank: not before the index is there."""
+    with pytest.raises(ContractError, match="only if the index is there"):
+        _elaborate(preset("small"), INDEX_MIN_CYCLES=LocalGatherEngine.INDEX_MIN_CYCLES - 1)
+
+
+@_partial
+def test_local_gather_contract_index_banks():
+    """Index reads padded to INDEX_MIN_CYCLES must not wrap around the banks' 16 entries."""
+    with pytest.raises(ContractError, match="wrap onto the block's first indices"):
+        _elaborate(preset("small"), INDEX_MIN_CYCLES=9)
+    _elaborate(preset("small", ub_read_ports=1), INDEX_MIN_CYCLES=9)     # 9 reads of one index fit
+
+
+@_partial
+def test_local_gather_contract_pipeline():
+    """``done`` waits PIPELINE cycles after the last slot: the write stage."""
+    with pytest.raises(ContractError, match="must be PIPELINE"):
+        _elaborate(preset("small"), PIPELINE=LocalGatherEngine.PIPELINE + 1)
+
+
+@_partial
+def test_local_gather_contract_stage_1():
+    """Stage 1 reads the input registers when read_window has loaded them."""
+    E = LocalGatherEngine
+    with pytest.raises(ContractError, match="read_window's register"):
+        _elaborate(preset("small"), STAGE_1=E.STAGE_1 + 1, PIPELINE=E.PIPELINE + 1,
+                   INDEX_MIN_CYCLES=E.INDEX_MIN_CYCLES + 1)
+
+
+@_partial
+def test_local_gather_contract_geometry_ready():
+    """The first block's first row is begun from per-block values derived from the geometry."""
+    with pytest.raises(ContractError, match="per-block values"):
+        _elaborate(preset("small"), GEOMETRY_DELAY=LocalGatherEngine.INDEX_MIN_CYCLES - 1)
+
+
+@_partial
+def test_local_gather_contract_widths(monkeypatch):
+    """The geometry registers and the slot counters hold their largest legal values."""
+    monkeypatch.setitem(geometry.GEOMETRY_WIDTHS, "psize", 5)       # P = 32 needs 6 bits
+    with pytest.raises(ContractError, match="geometry field psize"):
+        _elaborate(preset("default"))
+    monkeypatch.undo()
+    monkeypatch.setattr(control, "SLOT_BITS", 6)                    # 16-byte words: 128 slots
+    with pytest.raises(ContractError, match="slot counters"):
+        _elaborate(preset("small"))
