@@ -76,8 +76,9 @@ class Engine(wiring.Component):
         The cycle model's lower bound: the cycles its narrowest resource needs for a command (the bench
         reports measured cycles against it).
     :meth:`cycles`
-        The cycle model: cycles from ``start`` to ``done`` of a command, or ``None`` where they depend
-        on something outside the engine (global memory's latency).
+        The cycle model: cycles from ``start`` to ``done`` of a command when ``go`` comes ``go_delay``
+        cycles after ``start`` (0 in an engine's block test; ``VectorUnit.GO_DELAY`` in the unit), or
+        ``None`` where they depend on something outside the engine (global memory's latency).
 
     The cycle model takes the command as :func:`rtl.isa.decode` gives it (a nested dict).
     """
@@ -134,9 +135,9 @@ class Engine(wiring.Component):
         raise NotImplementedError
 
     @classmethod
-    def cycles(cls, config, cmd):
-        """Cycles from ``start`` to ``done`` for ``cmd`` (decoded), or ``None`` when they are not the
-        engine's alone to decide (default)."""
+    def cycles(cls, config, cmd, *, go_delay=0):
+        """Cycles from ``start`` to ``done`` for ``cmd`` (decoded) when ``go`` comes ``go_delay`` cycles
+        after ``start``, or ``None`` when they are not the engine's alone to decide (default)."""
         return None
 
     def __init__(self, config):

@@ -10,7 +10,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.lib.fanout import held_copies
 
 __all__ = ["UnifiedBuffer", "UbReadSignature", "UbWriteSignature", "ordered_window", "read_window",
-           "relax_ub_collisions"]
+           "relax_ub_collisions", "WINDOW_CYCLES"]
 
 
 class UbReadSignature(wiring.Signature):
@@ -33,6 +33,11 @@ class UbReadSignature(wiring.Signature):
             "even": In(8 * config.ub_word_bytes),
             "odd": In(8 * config.ub_word_bytes),
         })
+
+
+#: Cycles from a read's words on the port (``READ_LATENCY`` after its ``en``) to the engine's own window
+#: register (:func:`ordered_window`, :func:`read_window`).
+WINDOW_CYCLES = 1
 
 
 def ordered_window(m, port, odd, enables, name):
@@ -61,8 +66,8 @@ def read_window(m, port, parity, arrive, copies, name):
     """:func:`ordered_window` for an engine's reads: ``parity`` is a read's ``addr[0]`` in the cycle of
     its ``en``, ``arrive`` is high ``READ_LATENCY - 1`` cycles after the engine's own read's ``en`` (a
     register of its pipeline). Both are delayed / copied here (``copies`` of each, one per slice of the
-    window); returns the window register, ``Cat(data, next)`` of the read from ``READ_LATENCY + 1``
-    cycles after its ``en``."""
+    window); returns the window register, ``Cat(data, next)`` of the read from ``READ_LATENCY +
+    WINDOW_CYCLES`` cycles after its ``en``."""
     for k in range(UnifiedBuffer.READ_LATENCY - 1):
         r = Signal(name=f"{name}_odd_d{k}")
         m.d.sync += r.eq(parity)

@@ -13,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.lib.flag_fifo import FlagFifo
 from rtl.lib.tile import ESZ_BITS, LINE_BYTES_BITS, UB_ADDR_BITS
-from rtl.ub.buffer import UbReadSignature, UnifiedBuffer, read_window
+from rtl.ub.buffer import WINDOW_CYCLES, UbReadSignature, UnifiedBuffer, read_window
 from rtl.ub.byteshift import SELECT_LATENCY, select_bytes
 
 __all__ = ["UbReader"]
@@ -95,7 +95,7 @@ class UbReader(wiring.Component):
     #: registered first).
     ISSUE_CYCLES = 1
     #: The reader's own register of the UB's two words (loaded only when its read arrives).
-    INPUT_CYCLES = 1
+    INPUT_CYCLES = WINDOW_CYCLES
     #: Cycles from a word written into the output buffer to the same word on ``words`` (its output is a
     #: register).
     BUFFER_CYCLES = 1

@@ -14,7 +14,7 @@ from rtl.engines.local_gather.geometry import GROUP, GROUP_LOG2, MAX_INDICES, MA
 from rtl.engines.local_gather.placement import pack, place
 from rtl.engines.local_gather.reads import input_registers, read_addresses
 from rtl.isa import DTYPE_BYTES, DType, Opcode, Status, TileDesc
-from rtl.ub.buffer import UnifiedBuffer
+from rtl.ub.buffer import WINDOW_CYCLES, UnifiedBuffer
 
 __all__ = ["LocalGatherEngine"]
 
@@ -129,7 +129,7 @@ class LocalGatherEngine(Engine):
     MAX_READ_PORTS = 2
     #: Cycles from the UB's read data to the engine's input register (the window register of
     #: :func:`rtl.ub.buffer.read_window`: stage 1 works on registers of its own, not on the UB's read data).
-    INPUT_REGISTER = 1
+    INPUT_REGISTER = WINDOW_CYCLES
     #: Cycles from a UB read's ``en`` to its words in the engine's input register.
     IN_LATENCY = UnifiedBuffer.READ_LATENCY + INPUT_REGISTER
     #: Cycles from a slot's issue to its D stage, where its chunk's index is read from LUT RAM and added
