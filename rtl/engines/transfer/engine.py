@@ -3,9 +3,9 @@
 from amaranth import *
 from amaranth.lib import fifo
 
-from rtl.checker.stages import exceeds, stage, stage_product
 from rtl.engines.base import Engine, words_of
-from rtl.engines.transfer.mgather import IndexLines, mgather_checks
+from rtl.engines.transfer.checks import mgather_checks, transfer_checks
+from rtl.engines.transfer.mgather import IndexLines
 from rtl.engines.transfer.placer import ElementPlacer
 from rtl.engines.transfer.realign import Realigner
 from rtl.engines.transfer.walker import BurstLine, BurstWalker, LineWalker
@@ -13,18 +13,13 @@ from rtl.isa import DTYPE_BYTES, DType, Layout, Opcode, Status
 from rtl.lib.axi import Burst, Resp
 from rtl.lib.fanout import held_copies
 from rtl.lib.fifo import BeatBuffer, LineQueue
-from rtl.lib.tile import LINE_BYTES_BITS, elem_log2, tile_geometry
+from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
 from rtl.ub.reader import UbReader
 
 __all__ = ["TransferEngine"]
 
 #: AxCACHE "normal non-cacheable bufferable": the unit never relies on GM caching.
 _AXCACHE = 0b0011
-
-
-def _transfer_tile(cmd):
-    """The tile a TLOAD / TSTORE moves: ``src0`` for TSTORE, ``dst`` otherwise."""
-    return cmd.dst.shape()(Mux(cmd.opcode == Opcode.TSTORE, cmd.src0.as_value(), cmd.dst.as_value()))
 
 
 class TransferEngine(Engine):
@@ -111,34 +106,9 @@ class TransferEngine(Engine):
 
     @staticmethod
     def add_checks(m, config, cmd, fail):
-        """TLOAD / TSTORE constraints beyond the common ones (``rtl.checker``): the tile (dst or src0)
-        against the GM descriptor; then MGATHER's (``rtl.engines.transfer.mgather.mgather_checks``)."""
-        enable = (cmd.opcode == Opcode.TLOAD) | (cmd.opcode == Opcode.TSTORE)
-        gm = cmd.gm
-        tile = _transfer_tile(cmd)
-        esz = elem_log2(m, tile.dtype)
-        fail[Status.SHAPE_MISMATCH].append(
-            enable & ((gm.rows != tile.valid_rows) | (gm.cols != tile.valid_cols)))
-        mask = Signal(2)
-        m.d.comb += mask.eq((1 << esz) - 1)
-        fail[Status.GM_MISALIGNED].append(enable & (((gm.base | gm.row_stride) & mask) != 0))
-        lines, line_elems, _ = tile_geometry(m, tile, esz)
-        # one past the last byte touched: base + (lines - 1) * stride + line bytes > 2**gm_addr_bits
-        # (lines - 1) * stride as registered partial products, one DSP block each, for both layouts:
-        # a line is a GM row of a row-major tile and a GM column of a column-major one. The shape check
-        # (earlier in CHECK_ORDER) has made the GM shape the tile's valid shape, so the factors come
-        # straight from the command's GM fields and the layout selects after the register (no decode in
-        # front of the DSP blocks).
-        col = stage(m, tile.layout == Layout.COL_MAJOR, "transfer_col")
-        # (the factors are functions of the command: the checker takes them as the command arrives)
-        by_rows = stage_product(m, lambda c: (c.gm.rows[:16] - 1)[:16], lambda c: c.gm.row_stride,
-                                "transfer_span_r")
-        by_cols = stage_product(m, lambda c: (c.gm.cols[:16] - 1)[:16], lambda c: c.gm.row_stride,
-                                "transfer_span_c")
-        span = [Mux(col, c, r) for r, c in zip(by_rows, by_cols)]
-        touches = (lines != 0) & (line_elems != 0)
-        beyond = exceeds(m, [gm.base, *span, line_elems << esz], 1 << config.gm_addr_bits, "transfer_end")
-        fail[Status.GM_OUT_OF_RANGE].append(stage(m, enable & touches, "transfer_range_en") & beyond)
+        """TLOAD / TSTORE's rules (:func:`rtl.engines.transfer.checks.transfer_checks`), then MGATHER's
+        (:func:`rtl.engines.transfer.checks.mgather_checks`)."""
+        transfer_checks(m, config, cmd, fail)
         mgather_checks(m, config, cmd, fail)
 
     def elaborate(self, platform):

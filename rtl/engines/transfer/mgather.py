@@ -5,16 +5,15 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.checker.stages import exceeds, stage, stage_product
 from rtl.engines.transfer.modulo import ModuloPipeline
 from rtl.engines.transfer.walker import BurstLine, burst_chunk_beats, span_bits
 from rtl.fpga.dsp import product
-from rtl.isa import UB_ALIGN, Command, OobMode, Opcode, Status
+from rtl.isa import UB_ALIGN, Command, OobMode, Opcode
 from rtl.lib.fifo import LutFifo, RegFifo
 from rtl.lib.tile import elem_log2
 from rtl.ub.buffer import UbReadSignature, UnifiedBuffer, read_window
 
-__all__ = ["GatherLine", "GatherRead", "IndexLines", "mgather_checks"]
+__all__ = ["GatherLine", "GatherRead", "IndexLines"]
 
 
 def GatherLine(config):
@@ -48,42 +47,6 @@ def GatherRead(config):
     """What the address side needs of a line (:func:`rtl.engines.transfer.walker.BurstLine`): the bytes to read; ``skip``
     for a zero or reuse run; element runs are ``single`` (one beat)."""
     return BurstLine(config)
-
-
-def mgather_checks(m, config, cmd, fail):
-    """MGATHER_ROW / MGATHER_ELEM constraints beyond the common ones (``rtl.checker``), as
-    ``golden.check._rules_mgather`` (docs/semantics.md, MGATHER)."""
-    op = cmd.opcode
-    row = op == Opcode.MGATHER_ROW
-    enable = row | (op == Opcode.MGATHER_ELEM)
-    dst, idx, gm = cmd.dst, cmd.src0, cmd.gm
-    esz = elem_log2(m, dst.dtype)
-    row_shape = ((idx.rows != dst.rows) | (idx.cols != 1) | (idx.valid_rows != dst.valid_rows) |
-                 (idx.valid_cols != 1) | (gm.cols != dst.valid_cols))
-    elem_shape = ((idx.rows != dst.rows) | (idx.cols != dst.cols) | (idx.valid_rows != dst.valid_rows) |
-                  (idx.valid_cols != dst.valid_cols))
-    fail[Status.SHAPE_MISMATCH].append(enable & Mux(row, row_shape, elem_shape))
-    # table entries: rows (row mode) or rows * cols (element mode), zero when a factor is zero
-    no_entries = (gm.rows == 0) | (~row & (gm.cols == 0))
-    nonempty = (dst.valid_rows != 0) & (dst.valid_cols != 0)
-    fail[Status.DIM_OUT_OF_RANGE].append(enable & nonempty & no_entries)
-    mask = Signal(2)
-    m.d.comb += mask.eq((1 << esz) - 1)
-    fail[Status.GM_MISALIGNED].append(enable & (((gm.base & mask) != 0) | (row & ((gm.row_stride & mask) != 0))))
-    # one past the last table byte > 2**gm_addr_bits; row: base + (rows - 1) * stride + cols * size,
-    # element: base + entries * size (saturating adds: short carry chains)
-    # The 32 x 32 multiplies are registered partial products of one DSP block each (stage_product);
-    # the element size is a shift of the command's field, so it goes on the second factor.
-    limit = 1 << config.gm_addr_bits
-    # (the factors are functions of the command: the checker takes them as the command arrives)
-    span = stage_product(m, lambda c: (c.gm.rows - 1)[:32], lambda c: c.gm.row_stride, "mgather_span")
-    entry_bytes = stage_product(m, lambda c: c.gm.rows, lambda c: c.gm.cols << elem_log2(m, c.dst.dtype),
-                                "mgather_entries")
-    row_end = exceeds(m, [gm.base, *span, gm.cols << esz], limit, "mgather_row_end")
-    elem_end = exceeds(m, [gm.base, *entry_bytes], limit, "mgather_elem_end")
-    # (enable and mode registered: the range sums' carry chains are the only logic of the last stage)
-    fail[Status.GM_OUT_OF_RANGE].append(stage(m, enable & ~no_entries, "mgather_range_en") &
-                                        Mux(stage(m, row, "mgather_row_r"), row_end, elem_end))
 
 
 def _less(a, b, chunk=8):
