@@ -13,7 +13,10 @@ from rtl.lib.fifo import LutFifo, RegFifo
 from rtl.lib.tile import elem_log2
 from rtl.ub.buffer import UbReadSignature, UnifiedBuffer, read_window
 
-__all__ = ["GatherLine", "GatherRead", "IndexLines"]
+__all__ = ["GATHER_OPCODES", "GatherLine", "GatherRead", "IndexLines"]
+
+#: The opcodes IndexLines runs for (the transfer engine's others leave it idle).
+GATHER_OPCODES = (Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
 
 
 def GatherLine(config):

@@ -4,7 +4,7 @@ encoding instead of restating it."""
 
 from rtl.isa import DTYPE_BYTES, DType, GmDesc, TileDesc
 
-__all__ = ["UB_ADDR_BITS", "TILE_DIM_BITS", "ESZ_BITS", "SIZE_MASK_BITS", "GM_STRIDE_BITS", "TABLE_SIZE_BITS",
+__all__ = ["UB_ADDR_BITS", "TILE_DIM_BITS", "ESZ_BITS", "SIZE_BITS", "SIZE_MASK_BITS", "GM_STRIDE_BITS", "TABLE_SIZE_BITS",
            "INDEX_BITS", "INDEX_BYTES_LOG2", "AXLEN_BITS"]
 
 #: A UB byte address (a tile's ``base``); a UB word address is this less log2 of the word's bytes.
@@ -15,6 +15,8 @@ UB_ADDR_BITS = TileDesc["base"].width
 TILE_DIM_BITS = max(TileDesc[f].width for f in ("rows", "cols", "valid_rows", "valid_cols"))
 #: log2 of an element's bytes (:func:`rtl.lib.tile.elem_log2`).
 ESZ_BITS = (max(DTYPE_BYTES.values()).bit_length() - 1).bit_length()
+#: An element's bytes.
+SIZE_BITS = max(DTYPE_BYTES.values()).bit_length()
 #: An element's bytes - 1 (an alignment mask).
 SIZE_MASK_BITS = (max(DTYPE_BYTES.values()) - 1).bit_length()
 #: A GM stride (``GmDesc.row_stride``).
