@@ -218,7 +218,7 @@ class TransferEngine(Engine):
         """MGATHER's lines: :class:`IndexLines` (its own decode and geometry from the held command; it
         reads the index tile from ``start`` on and idles for TLOAD / TSTORE), whose ``ar`` queue feeds the
         address side and whose ``data`` queue the realigner (row mode) or the element placer."""
-        m.submodules.index = index = IndexLines(self._config)
+        m.submodules.index = index = IndexLines(self._config, self.opcodes)
         m.d.comb += [index.cmd.eq(self.cmd), index.start.eq(self.start)]
         return index
 

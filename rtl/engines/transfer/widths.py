@@ -5,7 +5,8 @@ encoding instead of restating it."""
 from rtl.isa import DTYPE_BYTES, DType, GmDesc, TileDesc
 
 __all__ = ["UB_ADDR_BITS", "TILE_DIM_BITS", "ESZ_BITS", "SIZE_BITS", "SIZE_MASK_BITS", "GM_STRIDE_BITS", "TABLE_SIZE_BITS",
-           "INDEX_BITS", "INDEX_BYTES_LOG2", "AXLEN_BITS"]
+           "INDEX_BITS", "INDEX_BYTES_LOG2", "PIECE_BITS",
+           "AXLEN_BITS"]
 
 #: A UB byte address (a tile's ``base``); a UB word address is this less log2 of the word's bytes.
 UB_ADDR_BITS = TileDesc["base"].width
@@ -27,5 +28,8 @@ TABLE_SIZE_BITS = GmDesc["rows"].width
 INDEX_BITS = 8 * DTYPE_BYTES[DType.UINT32]
 #: log2 of an index's bytes.
 INDEX_BYTES_LOG2 = (INDEX_BITS // 8).bit_length() - 1
+#: A factor piece of a multiply in DSP blocks (:func:`rtl.fpga.dsp.product` takes at most
+#: ``rtl.fpga.dsp.MAX_WIDTH`` bits): a 32-bit factor is two pieces.
+PIECE_BITS = 16
 #: AXI4's AxLEN (a burst's beats - 1).
 AXLEN_BITS = 8
