@@ -71,7 +71,8 @@ class Realigner(wiring.Component):
     i : stream in of ``8 * width``-bit words. ``i.ready`` depends only on registers (not on ``i.valid``).
         With ``buffered=True`` instead: ``i_avail`` in (a word can be taken now), ``i_take`` out (it is
         taken: from registers and ``i_avail``), ``i_last`` / ``i_before`` in (the word taken last and the
-        one before it, from the cycle after the take: a :class:`rtl.lib.fifo.BeatBuffer`'s outputs).
+        one before it, ``TAKE_TO_WORD`` = 1 cycle after the take: a :class:`rtl.lib.fifo.BeatBuffer`'s
+        outputs).
     o : stream out ``{data, be, addr, index, line_last, last}``, always ready (no backpressure): a word
         is valid for exactly the cycle ``o.valid`` is high.
 
@@ -83,6 +84,9 @@ class Realigner(wiring.Component):
     #: Cycles from taking an input word to the output word it completes: the data step's registers, then
     #: the output register.
     LATENCY = 2
+    #: ``buffered``: cycles from ``i_take`` to the word taken on ``i_last`` (and the one before on
+    #: ``i_before``), as a :class:`rtl.lib.fifo.BeatBuffer` gives them.
+    TAKE_TO_WORD = 1
     #: Cycles from offering a line to the first cycle it can take an input word (or form a zero word):
     #: the input register, then its slot.
     LINE_CYCLES = 2
