@@ -84,7 +84,7 @@ class TransferEngine(Engine):
       ``start`` and leaves with ``go`` (in the unit it waits for ``go``).
     - MGATHER: the first line leaves :class:`IndexLines` ``IndexLines.FIRST_LINE_CYCLES`` = 11 cycles
       after ``start``, its AR is in the burst register ``GATHER_FIRST_BURST_CYCLES`` = 12 cycles after
-      ``start`` (``READ_LATENCY + 9``; ``+ IndexLines.WRAP_CYCLES`` = 33 with WRAP). That is after ``go`` in
+      ``start`` (``READ_LATENCY + 9``; WRAP adds ``IndexLines.WRAP_CYCLES`` = 33). That is after ``go`` in
       the unit, so the gates that hold MGATHER's AR and its zero lines and runs until ``go`` never
       delay it: the checker's latency is hidden behind the index path.
     - An R beat taken in cycle ``t`` is written to the UB in ``t + LOAD_WRITE_CYCLES`` = ``t + 3``
@@ -96,8 +96,9 @@ class TransferEngine(Engine):
       after the last B response.
     - An empty region is ``done`` ``EMPTY_CYCLES`` = 1 cycle after ``start`` (:meth:`cycles`).
     - Fixed overhead (:meth:`fixed_overhead`): the cycles a read takes beyond its beats and the memory's
-      latency; in the unit (README, "Performance") TLOAD's is ``VectorUnit.GO_DELAY`` +
-      ``LOAD_WRITE_CYCLES`` = 7 and MGATHER_ROW's ``GATHER_FIRST_BURST_CYCLES`` + ``LOAD_WRITE_CYCLES`` = 15.
+      latency; in the unit (README, "Performance") TLOAD's is 7 (``VectorUnit.GO_DELAY`` plus
+      ``LOAD_WRITE_CYCLES``) and MGATHER_ROW's 15 (``GATHER_FIRST_BURST_CYCLES`` plus
+      ``LOAD_WRITE_CYCLES``).
 
     Throughput
     ----------

@@ -90,7 +90,7 @@ class IndexLines(wiring.Component):
       reach from registers only; ``OUTPUT_STAGES`` = 2 for 3 and 4, the queue's head ``QUEUE_HEAD`` = 1).
 
     Latency: the first line is on ``ar`` and ``data`` ``FIRST_LINE_CYCLES`` = 11 cycles after ``start``
-    (``READ_LATENCY`` + 8; ``+ WRAP_CYCLES`` with WRAP).
+    (``READ_LATENCY`` + 8; WRAP adds ``WRAP_CYCLES``).
 
     Flow control: stages 1 to 2b never stall: a read is issued only when the segment queue has room for
     it and for every segment in flight (``credit``: ``CREDIT_MARGIN`` = 2 entries for the reads it does not

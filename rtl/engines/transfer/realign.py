@@ -76,9 +76,10 @@ class Realigner(wiring.Component):
     o : stream out ``{data, be, addr, index, line_last, last}``, always ready (no backpressure): a word
         is valid for exactly the cycle ``o.valid`` is high.
 
-    Latency: :attr:`LATENCY` = 2: a word leaves two cycles after the input word that completes it is
-    taken (for a ``zero`` line, after the cycle it is formed in). A line offered in cycle ``t`` can
-    give its first word in ``t + 2`` at the earliest (its input register, then its slot).
+    Latency: ``LATENCY`` = 2: a word leaves two cycles after the input word that completes it is
+    taken (for a ``zero`` line, after the cycle it is formed in). A line offered in cycle ``t`` takes
+    its first input word (or forms its first zero word) in ``t + LINE_CYCLES`` = ``t + 2`` at the
+    earliest (its input register, then its slot), so its first word leaves in ``t + 4``.
     """
 
     #: Cycles from taking an input word to the output word it completes: the data step's registers, then
