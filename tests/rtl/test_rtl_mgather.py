@@ -11,7 +11,10 @@ import pytest
 
 from rtl.config import preset
 from rtl.engines.transfer.engine import TransferEngine
+from rtl.engines.transfer.mgather import IndexLines
 from rtl.isa import DType, DTYPE_BYTES, OobMode, Opcode, Status
+from rtl.lib.contract import ContractError
+from rtl.ub.buffer import UnifiedBuffer
 
 from test_rtl_transfer import ProtocolBench
 
@@ -233,3 +236,25 @@ def test_modulo_pipeline():
     sim.add_testbench(collect, background=True)
     sim.run()
     assert got == expected
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_index_lines_contract(monkeypatch):
+    """The couplings IndexLines checks when it is built: output and segment queues deep enough for their
+    credit margins, the first segment's fields joining its read in the UB's read pipeline, and the table
+    size ready a cycle before the first index word reaches the modulo pipeline (SIZE_CYCLES against
+    READ_LATENCY + INDEX_WORD_CYCLES)."""
+    cfg = preset("small")
+    ops = TransferEngine.opcodes
+    for built in (IndexLines(cfg, ops),
+                  IndexLines(cfg, ops, depth=IndexLines.WRAP_CREDIT_MARGIN, seg_depth=IndexLines.CREDIT_MARGIN)):
+        built._MustUse__silence = True      # built only to see it build
+    with pytest.raises(ContractError, match="WRAP_CREDIT_MARGIN"):
+        IndexLines(cfg, ops, depth=IndexLines.WRAP_CREDIT_MARGIN - 1)
+    with pytest.raises(ContractError, match="seg_depth"):
+        IndexLines(cfg, ops, seg_depth=IndexLines.CREDIT_MARGIN - 1)
+    for latency, what in ((2, "table size"), (1, "rd1_meta")):
+        with monkeypatch.context() as mp:
+            mp.setattr(UnifiedBuffer, "READ_LATENCY", latency)
+            with pytest.raises(ContractError, match=what):
+                IndexLines(cfg, ops)

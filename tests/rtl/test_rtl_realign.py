@@ -102,9 +102,10 @@ def test_realigner_random_lines(width, stall):
 
 @pytest.mark.parametrize("width", [16, 32])
 def test_realigner_rate(width):
-    """No stalls: after the first line, the input is taken every cycle except the one flush cycle of each
-    line with more output than input words, and every output word leaves LATENCY cycles after its last
-    input word (so back-to-back lines have no bubble)."""
+    """No stalls: the first line takes its first word LINE_CYCLES after it is offered; after it, the input
+    is taken every cycle except the one flush cycle of each line with more output than input words, and
+    every output word leaves LATENCY cycles after its last input word (so back-to-back lines have no
+    bubble)."""
     rng = random.Random(width)
     lines = _lines(rng, width, 80, zeros=False)
     outs, out_cycles, in_cycles = _run(width, lines, rng, 0.0)
@@ -115,6 +116,7 @@ def test_realigner_rate(width):
         lead = dst_off < src_off
         flushes.append(n_out + lead > n_in and not (lead and n_in == 1))
     flushes = sum(flushes[:-1])         # the last line's flush comes after its last input word
+    assert in_cycles[0] == Realigner.LINE_CYCLES        # the first line, offered in cycle 0, takes its first word
     span = in_cycles[-1] - in_cycles[0] + 1
     assert span == len(in_cycles) + flushes, f"{span} cycles for {len(in_cycles)} input words, {flushes} flushes"
     assert out_cycles[-1] - in_cycles[-1] in (Realigner.LATENCY, Realigner.LATENCY + 1)   # + a flush word

@@ -10,7 +10,12 @@ import pytest
 
 from rtl.config import preset
 from rtl.engines.transfer.engine import TransferEngine
-from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Status
+from rtl.engines.transfer.mgather import IndexLines
+from rtl.engines.transfer.placer import ElementPlacer
+from rtl.engines.transfer.realign import Realigner
+from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Status, decode, encode, Command
+from rtl.lib.contract import ContractError
+from rtl.top import VectorUnit
 
 import rtl_engine_bench
 from rtl_engine_bench import EngineBench
@@ -162,3 +167,77 @@ def test_transfer_long_lines_block():
                 assert len(bursts) == (end - 1) // chunk - first // chunk + 1
 
     bench.run(stimulus)
+
+
+def _decoded(cmd):
+    """``cmd`` as the cycle model takes it: every field, as :func:`rtl.isa.decode` gives it."""
+    return decode(Command, encode(Command, cmd))
+
+
+@pytest.mark.parametrize("go_delay", [VectorUnit.GO_DELAY, 1])
+def test_transfer_cycle_model(go_delay):
+    """The cycle model against the RTL, GM answering without stalls: an empty region of every opcode is
+    ``done`` ``TransferEngine.cycles`` cycles after ``start`` (and no other command has an exact figure);
+    a one-burst TLOAD, MGATHER_ROW (CLAMP and WRAP) and a one-element MGATHER_ELEM take
+    ``fixed_overhead`` + the memory's latency + the beats - 1 (so the named latencies FIRST_BURST_CYCLES,
+    GATHER_FIRST_BURST_CYCLES, IndexLines.WRAP_CYCLES, LOAD_WRITE_CYCLES and ELEM_WRITE_CYCLES hold), with
+    ``go`` at the unit's delay and before the first burst is ready. In the unit the fixed overheads are
+    the README's (TLOAD 7, MGATHER_ROW 15), and MGATHER's index path hides the checker's delay."""
+    cfg = preset("small")
+    W = cfg.axi_data_bytes
+    latency = 20                        # the AXI model's: a burst's first beat ``latency + 1`` cycles after its AR
+    bench = ProtocolBench(cfg, TransferEngine, stall=0.0, latency=latency, go_delay=go_delay,
+                          gm_windows=[(0x80000, 4096)])
+    rng = random.Random(4)
+    bench.gm_write(0x1000, bytes(rng.randrange(256) for _ in range(1024)))
+    bench.ub_write(0xC00, np.array([3, 1 << 20, 2, 0], np.uint32).tobytes())
+    t = {"base": 0, "rows": 1, "cols": 8, "valid_rows": 1, "valid_cols": 8, "dtype": DType.FP32}
+    gm = {"base": 0x1000, "rows": 1, "cols": 8, "row_stride": 32, "dtype": DType.FP32}
+    t_idx = {"base": 0xC00, "rows": 1, "cols": 1, "valid_rows": 1, "valid_cols": 1, "dtype": DType.UINT32}
+    table = {"base": 0x1000, "rows": 4, "cols": 8, "row_stride": 32, "dtype": DType.FP32}
+    empty_t, empty_idx = dict(t, valid_rows=0), dict(t_idx, valid_rows=0)
+    empty = [{"opcode": Opcode.TLOAD, "dst": empty_t, "gm": dict(gm, rows=0)},
+             {"opcode": Opcode.TSTORE, "src0": empty_t, "gm": dict(gm, rows=0)},
+             {"opcode": Opcode.MGATHER_ROW, "oob": OobMode.CLAMP, "dst": dict(t, rows=1, valid_rows=0),
+              "src0": empty_idx, "gm": table},
+             {"opcode": Opcode.MGATHER_ELEM, "oob": OobMode.CLAMP, "dst": dict(t, cols=1, valid_rows=0, valid_cols=1),
+              "src0": empty_idx, "gm": table}]
+    reads = [({"opcode": Opcode.TLOAD, "dst": t, "gm": gm}, 32 // W),
+             ({"opcode": Opcode.MGATHER_ROW, "oob": OobMode.CLAMP, "dst": t, "src0": t_idx, "gm": table}, 32 // W),
+             ({"opcode": Opcode.MGATHER_ROW, "oob": OobMode.WRAP, "dst": t, "src0": t_idx, "gm": table}, 32 // W),
+             ({"opcode": Opcode.MGATHER_ELEM, "oob": OobMode.CLAMP, "dst": dict(t, cols=1, valid_cols=1),
+               "src0": t_idx, "gm": table}, 1)]
+
+    async def stimulus(b):
+        for cmd in empty:
+            r = await b.execute(cmd)
+            assert r.status == Status.OK and r.cycles == TransferEngine.cycles(cfg, _decoded(cmd)), cmd["opcode"]
+        for cmd, beats in reads:
+            r = await b.execute(cmd)
+            assert TransferEngine.cycles(cfg, _decoded(cmd)) is None
+            assert r.status == Status.OK and len(r.reads) == 1 and r.reads[0][1] == beats, (cmd["opcode"], r.reads)
+            want = TransferEngine.fixed_overhead(cfg, _decoded(cmd), go_delay) + (latency + 1) + beats - 1
+            assert r.cycles == want, (cmd["opcode"], cmd.get("oob"), r.cycles, want)
+
+    bench.run(stimulus)
+    tload, row = _decoded(reads[0][0]), _decoded(reads[1][0])
+    assert TransferEngine.fixed_overhead(cfg, tload, VectorUnit.GO_DELAY) == 7          # README, "Performance"
+    assert TransferEngine.fixed_overhead(cfg, row, VectorUnit.GO_DELAY) == 15
+    # MGATHER's first line (and its zero lines and runs, which wait for ``go`` too) comes after ``go``
+    assert IndexLines.FIRST_LINE_CYCLES >= VectorUnit.GO_DELAY
+
+
+@pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
+def test_transfer_contract(monkeypatch):
+    """The couplings TransferEngine checks when it is built: the realigner and the element placer read the
+    beat buffer's ``last`` the cycle after a pop, as the buffer gives it."""
+    cfg = preset("small")
+    TransferEngine(cfg)._MustUse__silence = True      # built only to see it build
+    with monkeypatch.context() as mp:
+        mp.setattr(Realigner, "TAKE_TO_WORD", 2)
+        with pytest.raises(ContractError, match="TAKE_TO_WORD"):
+            TransferEngine(cfg)
+    with monkeypatch.context() as mp:
+        mp.setattr(ElementPlacer, "BEAT_DELAY", 2)
+        with pytest.raises(ContractError, match="BEAT_DELAY"):
+            TransferEngine(cfg)

@@ -1,10 +1,19 @@
 """TLOAD, TSTORE and MGATHER: the engine that moves tiles between global memory (AXI4) and the UB.
 
-* :mod:`.engine`: :class:`TransferEngine` (setup, the AR / AW side, R beats -> UB, UB -> W, completion);
-* :mod:`.walker`: the lines of a tile and the AXI bursts of a line;
-* :mod:`.realign`: bytes shifted from their GM offset to their UB offset (TLOAD, MGATHER row mode);
-* :mod:`.mgather`: MGATHER's index tile turned into GM lines and element runs (``IndexLines``) and its checks;
-* :mod:`.placer`: MGATHER element mode's byte crossbar; :mod:`.modulo`: WRAP's ``u mod s`` pipeline.
+* :mod:`.engine`: :class:`TransferEngine`: its timing constants, cycle model and checks, and the sections of
+  its elaborate: setup, the line walkers, MGATHER's index lines, then
+* :mod:`.address_side`: lines -> bursts -> the AR / AW register, bursts in flight;
+* :mod:`.load_path`: GM -> UB: the R beat buffer, the realigner or the element placer, the UB write port;
+* :mod:`.store_path`: UB -> GM: the UB reader on the engine's read port, W, B;
+* :mod:`.walker`: the lines of a tile (``LineWalker``) and the AXI bursts of a line (``BurstWalker``);
+* :mod:`.realign`: bytes shifted from their GM offset to their UB offset (``Realigner``: TLOAD, MGATHER row mode);
+* :mod:`.mgather`: MGATHER's index tile turned into GM lines and element runs (``IndexLines``: its decode,
+  geometry, walk and flow control); :mod:`.mgather_runs`: its stages 2a-4 (indices resolved, table
+  addresses, the segment queue and its runs, the lines' registers) and the line layouts;
+* :mod:`.placer`: MGATHER element mode's byte crossbar (``ElementPlacer``); :mod:`.modulo`: WRAP's
+  ``u mod s`` pipeline (``ModuloPipeline``);
+* :mod:`.checks`: the checker's TLOAD / TSTORE and MGATHER rules; :mod:`.widths`: widths from the
+  descriptor layouts.
 """
 
 from rtl.engines.transfer.engine import TransferEngine

@@ -1,117 +1,35 @@
-"""MGATHER: index tiles in the UB turned into GM lines for the transfer engine's read path.
+"""MGATHER: the index tile in the UB turned into GM lines and element runs for the transfer engine's read
+path (:class:`IndexLines`: its decode, geometry, walk and flow control here; the resolution of the indices
+into runs and lines in :mod:`rtl.engines.transfer.mgather_runs`).
 """
+
+from types import SimpleNamespace
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.checker.stages import exceeds, stage, stage_product
+from rtl.engines.transfer import mgather_runs
+from rtl.engines.transfer.mgather_runs import GatherLine, GatherRead
 from rtl.engines.transfer.modulo import ModuloPipeline
-from rtl.engines.transfer.walker import BurstLine, burst_chunk_beats, span_bits
-from rtl.fpga.dsp import product
-from rtl.isa import UB_ALIGN, Command, OobMode, Opcode, Status
-from rtl.lib.fifo import LutFifo, RegFifo
+from rtl.engines.transfer.widths import (ESZ_BITS, INDEX_BITS, INDEX_BYTES_LOG2, PIECE_BITS, TABLE_SIZE_BITS,
+                                         TILE_DIM_BITS, UB_ADDR_BITS)
+from rtl.fpga.dsp import MAX_WIDTH, product
+from rtl.isa import UB_ALIGN, Command, OobMode, Opcode
+from rtl.lib.contract import require
+from rtl.lib.decode import opcode_bit
 from rtl.lib.tile import elem_log2
 from rtl.ub.buffer import UbReadSignature, UnifiedBuffer, read_window
 
-__all__ = ["GatherLine", "GatherRead", "IndexLines", "mgather_checks"]
+__all__ = ["GATHER_OPCODES", "GatherLine", "GatherRead", "IndexLines"]
 
+#: The opcodes IndexLines runs for (the transfer engine's others leave it idle).
+GATHER_OPCODES = (Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
 
-def GatherLine(config):
-    """What the data side gets per line (row mode) or *run* (element mode: up to one index word's worth of
-    consecutive destination elements of one segment whose table elements share one bus beat, or are all
-    ``zero``; one UB write).
-
-    ``ub_addr``: row mode, the line's UB byte address; element mode, a UB byte address in the run's UB
-    word (that of the segment's first element). ``delta`` (element mode): the lane of that word where
-    index lane 0's element would go, so lane ``k``'s element goes to bytes ``delta + k * size`` (mod
-    ``W``) on. ``src_off`` (row mode): the line's byte offset in its first beat.
-    ``mask`` (element mode): the run's index lanes; ``offs[k]``: the byte offset in the beat of lane
-    ``k``'s element. ``zero``: read nothing, write zeros; ``reuse``: take the previous non-zero run's beat
-    again (no AR was issued); ``last``: the instruction's last line or run.
-    """
-    W = config.ub_word_bytes
-    L = W // 4
-    return data.StructLayout({
-        "ub_addr": 24,
-        "src_off": range(W),
-        "delta":   range(W),
-        "mask":    L,
-        "offs":    data.ArrayLayout(range(W), L),
-        "zero":    1,
-        "reuse":   1,
-        "last":    1,
-    })
-
-
-def GatherRead(config):
-    """What the address side needs of a line (:func:`rtl.engines.transfer.walker.BurstLine`): the bytes to read; ``skip``
-    for a zero or reuse run; element runs are ``single`` (one beat)."""
-    return BurstLine(config)
-
-
-def mgather_checks(m, config, cmd, fail):
-    """MGATHER_ROW / MGATHER_ELEM constraints beyond the common ones (``rtl.checker``), as
-    ``golden.check._rules_mgather`` (docs/semantics.md, MGATHER)."""
-    op = cmd.opcode
-    row = op == Opcode.MGATHER_ROW
-    enable = row | (op == Opcode.MGATHER_ELEM)
-    dst, idx, gm = cmd.dst, cmd.src0, cmd.gm
-    esz = elem_log2(m, dst.dtype)
-    row_shape = ((idx.rows != dst.rows) | (idx.cols != 1) | (idx.valid_rows != dst.valid_rows) |
-                 (idx.valid_cols != 1) | (gm.cols != dst.valid_cols))
-    elem_shape = ((idx.rows != dst.rows) | (idx.cols != dst.cols) | (idx.valid_rows != dst.valid_rows) |
-                  (idx.valid_cols != dst.valid_cols))
-    fail[Status.SHAPE_MISMATCH].append(enable & Mux(row, row_shape, elem_shape))
-    # table entries: rows (row mode) or rows * cols (element mode), zero when a factor is zero
-    no_entries = (gm.rows == 0) | (~row & (gm.cols == 0))
-    nonempty = (dst.valid_rows != 0) & (dst.valid_cols != 0)
-    fail[Status.DIM_OUT_OF_RANGE].append(enable & nonempty & no_entries)
-    mask = Signal(2)
-    m.d.comb += mask.eq((1 << esz) - 1)
-    fail[Status.GM_MISALIGNED].append(enable & (((gm.base & mask) != 0) | (row & ((gm.row_stride & mask) != 0))))
-    # one past the last table byte > 2**gm_addr_bits; row: base + (rows - 1) * stride + cols * size,
-    # element: base + entries * size (saturating adds: short carry chains)
-    # The 32 x 32 multiplies are registered partial products of one DSP block each (stage_product);
-    # the element size is a shift of the command's field, so it goes on the second factor.
-    limit = 1 << config.gm_addr_bits
-    # (the factors are functions of the command: the checker takes them as the command arrives)
-    span = stage_product(m, lambda c: (c.gm.rows - 1)[:32], lambda c: c.gm.row_stride, "mgather_span")
-    entry_bytes = stage_product(m, lambda c: c.gm.rows, lambda c: c.gm.cols << elem_log2(m, c.dst.dtype),
-                                "mgather_entries")
-    row_end = exceeds(m, [gm.base, *span, gm.cols << esz], limit, "mgather_row_end")
-    elem_end = exceeds(m, [gm.base, *entry_bytes], limit, "mgather_elem_end")
-    # (enable and mode registered: the range sums' carry chains are the only logic of the last stage)
-    fail[Status.GM_OUT_OF_RANGE].append(stage(m, enable & ~no_entries, "mgather_range_en") &
-                                        Mux(stage(m, row, "mgather_row_r"), row_end, elem_end))
-
-
-def _less(a, b, chunk=8):
-    """``a < b`` for unsigned values of one width, as compares of ``chunk``-bit pieces combined by a
-    priority over the pieces (short carry chains side by side instead of one long one)."""
-    pieces = [(a[i:i + chunk] < b[i:i + chunk], a[i:i + chunk] == b[i:i + chunk])
-              for i in range(0, len(a), chunk)]                  # (less, equal), low piece first
-    while len(pieces) > 1:                                       # a balanced tree of pairs
-        pairs = [pieces[i:i + 2] for i in range(0, len(pieces), 2)]
-        pieces = [((hi[0] | (hi[1] & lo[0])), hi[1] & lo[1]) if len(p) == 2 else p[0]
-                  for p in pairs for lo, hi in [p if len(p) == 2 else (p[0], p[0])]]
-    return pieces[0][0]
-
-
-def _lowest(x):
-    """The lowest set bit of ``x``, one-hot (zero if none)."""
-    return Cat(x[k] & ~x[:k].any() if k else x[0] for k in range(len(x)))
-
-
-def _at_most_one(x):
-    """``x`` has at most one bit set (pairwise: no pair of bits is set together)."""
-    return ~Cat(x[i] & x[j] for i in range(len(x)) for j in range(i + 1, len(x))).any()
-
-
-def _product_pieces(width):
-    """The 16 x 16-bit pieces ``(i, j)`` of a 32 x 32-bit product that reach its low ``width`` bits: bits
-    ``i`` of one factor times bits ``j`` of the other, shifted by ``i + j``; each is one DSP block."""
-    return [(i, j) for i in range(0, 32, 16) for j in range(0, 32, 16) if i + j < width]
+#: The name Amaranth gives a signal whose variable its tracer cannot find (e.g. the first targets of a
+#: tuple assignment). Given explicitly to the signals that had it in the netlist measured at 100 MHz
+#: and would be named now, so that the RTLIL stays byte-identical.
+_UNNAMED = "$signal"
 
 
 class IndexLines(wiring.Component):
@@ -131,39 +49,57 @@ class IndexLines(wiring.Component):
     ZERO -> a ``zero`` line; UNDEFINED -> treated as CLAMP (the result is undefined; clamping keeps every
     read inside the table).
 
-    Ports: ``cmd`` (held), ``start`` (pulse; the walk runs if ``cmd`` is an MGATHER with a non-empty
-    destination), ``ub_rd`` (a UB read port, used from the ``start`` cycle until the walk ends), ``ar`` /
-    ``data`` (streams out; ``valid`` and the payload are registers).
+    Parameters
+    ----------
+    config : :class:`rtl.config.Config`
+    opcodes : the opcodes ``start`` may come with (the transfer engine's); the walk runs for
+        :data:`GATHER_OPCODES`, told apart from the others by one opcode bit.
+    depth : entries of each output queue (at least ``WRAP_CREDIT_MARGIN`` = 7).
+    seg_depth : entries of the segment queue (at least ``CREDIT_MARGIN`` = 2).
+
+    Ports
+    -----
+    cmd : in, held from ``start`` on.
+    start : in, a pulse; the walk runs if ``cmd`` is an MGATHER with a non-empty destination.
+    ub_rd : a UB read port, used from the ``start`` cycle until the walk ends.
+    ar, data : streams out; ``valid`` and the payload are registers.
 
     Pipeline (every stage a register, so that the unit keeps its clock; ``t`` = ``start``):
 
     - setup (``t``): the command's fields the walk needs, registered; the first index word is read in
-      ``t`` (its segment's fields are formed in ``t + 1`` and join the read on the way);
+      ``t`` (its segment's fields are formed in ``t + 1`` and join the read on the way); the table size
+      ``S`` from DSP blocks, ``SIZE_CYCLES`` = 3 after ``start``;
     - 0, the walk (from ``t + 2`` one segment and one read per cycle): running pointers, no multiply;
       "the row ends in this segment" is a register, computed with the walk state it belongs to;
-    - 1, the index word (``READ_LATENCY`` + 1 cycles after its read: the UB's read data registered
-      again in the engine);
+    - 1, the index word (``READ_LATENCY`` + ``INDEX_WORD_CYCLES`` cycles after its read: the UB's read
+      data registered again in the engine, :func:`rtl.ub.buffer.read_window`);
     - 2a, the resolved index of every lane (out of bounds, compares of 8-bit pieces; WRAP through the
-      modulo pipeline, 33 cycles);
-    - 2b, every lane's table address (element mode) or the row index (row mode); the run control's
-      fields (which lanes share a beat) one register later, into the control queue;
+      modulo pipeline instead, ``WRAP_CYCLES`` = 33);
+    - 2b, every lane's table address (element mode) or the row index (row mode); 2b', the run control's
+      fields (which lanes share a beat) one register later, into the control queue
+      (``ADDRESS_CYCLES`` = 2);
     - 2c, the segment queue (``seg_depth`` entries of LUT RAM; the data half read asynchronously, so
       that taking the next segment only moves a pointer): every lane's beat and offset, the lanes that
       begin a run, the row index x row stride partial products (DSPs, on the way in); the head's run
-      control is loaded into registers (straight from stage 2b' when the queue is empty) and runs are
-      taken from it one per cycle (the next run's first lane: a one-hot lowest bit; "last run" a
-      register);
+      control is loaded into registers (``RUN_PICK_CYCLES`` = 1; straight from stage 2b' when the queue is
+      empty) and runs are taken from it one per cycle (the next run's first lane: a one-hot lowest bit;
+      "last run" a register);
     - 3, the run, registered: there ``reuse`` (its beat against the last non-zero run's, a register) and
       the row's address (base + the partial products: one add) are formed;
     - 4, the read and the line, registered, into both output queues (whose LUT RAMs the lines' fields
-      reach from registers only).
+      reach from registers only; ``OUTPUT_STAGES`` = 2 for 3 and 4, the queue's head ``QUEUE_HEAD`` = 1).
 
-    So the first line is on ``ar`` ``READ_LATENCY + 8`` cycles after ``start`` (``+ 33`` with WRAP).
-    Stages 1 to 2b never stall: a read is issued only when the segment queue has room for it and for
-    every segment in flight (counted a cycle late; WRAP: when both output queues have room for every
-    index in flight, because the modulo pipeline cannot stall; the segment queue then drains one WRAP
-    segment per cycle). A run leaves the segment queue only when both output queues have room for it and
-    for the ones in stages 3 and 4 (a register, from their levels a cycle late).
+    Latency: the first line is on ``ar`` and ``data`` ``FIRST_LINE_CYCLES`` = 11 cycles after ``start``
+    (``READ_LATENCY`` + 8; WRAP adds ``WRAP_CYCLES``).
+
+    Flow control: stages 1 to 2b never stall: a read is issued only when the segment queue has room for
+    it and for every segment in flight (``credit``: ``CREDIT_MARGIN`` = 2 entries for the reads it does not
+    see yet; WRAP: when both output queues have room for every index in flight and ``room``'s margin,
+    ``WRAP_CREDIT_MARGIN`` = 7, because the modulo pipeline cannot stall; the segment queue then drains
+    one WRAP segment per cycle). A run leaves the segment queue only when both output queues have room
+    for it and for the ones in stages 3 and 4 (``room``, a register, from their levels a cycle late:
+    ``ROOM_MARGIN`` = 5).
+
     Throughput: one segment per cycle into the queue, one line or run per cycle out of it.
     """
 
@@ -174,11 +110,67 @@ class IndexLines(wiring.Component):
     #: 2-word window (the second word, unused, is removed by synthesis).
     WORD_EN_COPIES = 8
 
-    def __init__(self, config, depth=64, seg_depth=16):
+    #: Cycles from ``start`` to the table size register (element mode): the DSP blocks' operand
+    #: registers (loaded at the edge that ends ``start``), their product registers
+    #: (:func:`rtl.fpga.dsp.product`: 2 edges with operand registers), then the sum of the pieces.
+    SIZE_CYCLES = 2 + 1
+    #: Cycles from the index word's arrival (``UnifiedBuffer.READ_LATENCY`` after its read) to stage 1:
+    #: the window register of :func:`rtl.ub.buffer.read_window`.
+    INDEX_WORD_CYCLES = 1
+    #: Stage 1 -> 2a: every lane's resolved index, registered (WRAP: ``WRAP_CYCLES`` instead).
+    RESOLVE_CYCLES = 1
+    #: Stage 2a -> 2b': the lanes' table addresses (row mode: the row's partial products), then the run
+    #: control fields.
+    ADDRESS_CYCLES = 2
+    #: Stage 2b' -> 2c: the head segment's run control register (``cur``), loaded straight from stage 2b'
+    #: when the control queue is empty.
+    RUN_PICK_CYCLES = 1
+    #: Stages 3 and 4: the run, then the read and the line, registered in front of the output queues.
+    OUTPUT_STAGES = 2
+    #: An output queue's head register (:class:`rtl.lib.fifo.RegFifo`: an entry written into an empty
+    #: queue is at the head a cycle later; ``mem_level`` counts the entries behind it).
+    QUEUE_HEAD = 1
+    #: Cycles from ``start`` to the first line on ``ar`` and ``data`` (its index word read in the
+    #: ``start`` cycle), without WRAP.
+    FIRST_LINE_CYCLES = (UnifiedBuffer.READ_LATENCY + INDEX_WORD_CYCLES + RESOLVE_CYCLES + ADDRESS_CYCLES
+                         + RUN_PICK_CYCLES + OUTPUT_STAGES + QUEUE_HEAD)
+    #: What WRAP adds to a line's way (stage 1 -> 2a): the modulo pipeline's latency for 32-bit indices.
+    WRAP_CYCLES = ModuloPipeline.latency_of(INDEX_BITS)
+    #: Cycles ``room`` and ``credit`` lag the levels they count: each is a register computed from a
+    #: level register.
+    LEVEL_LAG = 1
+    #: ``room``'s margin: the entries each output queue must have free beyond ``mem_level`` for a run to
+    #: leave the segment queue: the run, the runs in stages 3 and 4, the one written while ``room`` was
+    #: computed (``LEVEL_LAG``), and the head register ``mem_level`` does not count.
+    ROOM_MARGIN = 1 + OUTPUT_STAGES + LEVEL_LAG + QUEUE_HEAD
+    #: ``credit``'s margin (the segment queue against the segments in flight): the read it admits, and
+    #: the one in the cycle the credit was computed (``LEVEL_LAG``).
+    CREDIT_MARGIN = 1 + LEVEL_LAG
+    #: WRAP's credit margin (the output queues against every index in flight): ``room``'s margin plus the
+    #: reads the credit does not see yet, so that a WRAP segment that was read finds ``room`` in the
+    #: output queues when it reaches ``cur`` (the modulo pipeline cannot stall).
+    WRAP_CREDIT_MARGIN = ROOM_MARGIN + CREDIT_MARGIN
+
+    def __init__(self, config, opcodes, depth=64, seg_depth=16):
         self._config = config
+        self._opcodes = tuple(opcodes)
         self._depth = depth
         self._seg_depth = seg_depth
-        assert UnifiedBuffer.READ_LATENCY >= 2        # the first segment's fields join its read at stage 1
+        RL = UnifiedBuffer.READ_LATENCY
+        require(RL >= 2, f"IndexLines: the first segment's fields (formed the cycle after start) join its "
+                         f"read at rd1_meta: UnifiedBuffer.READ_LATENCY = {RL} must be >= 2")
+        require(self.SIZE_CYCLES + ModuloPipeline.DIVISOR_LEAD <= RL + self.INDEX_WORD_CYCLES,
+                f"IndexLines: the table size (SIZE_CYCLES = {self.SIZE_CYCLES} after start) must be ready "
+                f"ModuloPipeline.DIVISOR_LEAD = {ModuloPipeline.DIVISOR_LEAD} cycle before the first index "
+                f"word (stage 1, READ_LATENCY + INDEX_WORD_CYCLES = {RL + self.INDEX_WORD_CYCLES} after start)")
+        require(depth >= self.WRAP_CREDIT_MARGIN,
+                f"IndexLines: an output queue of depth={depth} never has room for a WRAP read "
+                f"(WRAP_CREDIT_MARGIN = {self.WRAP_CREDIT_MARGIN} entries)")
+        require(seg_depth >= self.CREDIT_MARGIN,
+                f"IndexLines: a segment queue of seg_depth={seg_depth} never has room for a read "
+                f"(CREDIT_MARGIN = {self.CREDIT_MARGIN} entries)")
+        require(PIECE_BITS <= MAX_WIDTH, f"IndexLines: product pieces of PIECE_BITS = {PIECE_BITS} bits must "
+                                         f"fit a DSP block (rtl.fpga.dsp.MAX_WIDTH = {MAX_WIDTH})")
         super().__init__({
             "cmd": In(Command), "start": In(1),
             "ub_rd": Out(UbReadSignature(config)),
@@ -189,65 +181,98 @@ class IndexLines(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
+        g = self._setup(m, platform)
+        w = self._walk(m, g)
+        s1 = self._index_word(m, g, w)
+        r2a = mgather_runs.resolve(m, g, s1)
+        e = mgather_runs.addresses(m, platform, g, s1, r2a)
+        q = mgather_runs.segment_queue(m, cfg, g, e, self._seg_depth, self._depth,
+                                       (self.Q_AR_GROUPS, self.Q_DATA_GROUPS))
+        s3 = mgather_runs.run_register(m, cfg, g, q, self.start)
+        mgather_runs.line_register(m, cfg, s3, q, self.ar, self.data)
+        self._credits(m, g, w, q)
+        return m
+
+    # ---- setup: registered at ``start`` (at most a few LUT levels from the held command) ------------------
+
+    def _setup(self, m, platform):
+        """MGATHER's own decode and geometry, registered at ``start``: the mode (``row``), the OOB mode
+        (``wrap``, ``zmode``), ``esz``, the index and destination row strides, the elements per row; the
+        table size ``size`` and ``size - 1`` from DSP blocks; the table's last byte of row 0 and the row's
+        bytes - 1 (row mode). Returns them with the word geometry (``W``, ``sh``, ``L`` lanes, ``A``) as
+        the namespace every stage reads."""
+        cfg = self._config
         W = cfg.ub_word_bytes
         sh = W.bit_length() - 1
-        L = W // 4                     # indices per UB word
+        L = W >> INDEX_BYTES_LOG2       # indices per UB word
         Lb = L.bit_length() - 1
         A = cfg.gm_addr_bits
-        RL = UnifiedBuffer.READ_LATENCY
         cmd = self.cmd
         dst, idx, gm = cmd.dst, cmd.src0, cmd.gm
         op = cmd.opcode.as_value()
-
-        # ---- setup: registered at ``start`` (at most a few LUT levels from the held command) -----------
-        row, wrap, zmode = Signal(), Signal(), Signal()
-        esz = Signal(2)
-        istride, dstride = Signal(24), Signal(24)
-        ncols = Signal(16)
-        line_bytes = Signal(24)         # row mode: bytes per row
+        row, wrap, zmode = Signal(), Signal(), Signal(name=_UNNAMED)
+        esz = Signal(ESZ_BITS)
+        istride, dstride = Signal(UB_ADDR_BITS), Signal(UB_ADDR_BITS)
+        ncols = Signal(TILE_DIM_BITS)
+        line_bytes = Signal(UB_ADDR_BITS)       # row mode: bytes per row
         esz_c = elem_log2(m, dst.dtype)
-        row_c = ~op[0]                  # MGATHER_ROW = 0x10, MGATHER_ELEM = 0x11
+        row_c = ~op[opcode_bit(GATHER_OPCODES, [Opcode.MGATHER_ELEM])]
         nonempty_c = (dst.valid_rows != 0) & (dst.valid_cols != 0)
         with m.If(self.start):
             m.d.sync += [
                 row.eq(row_c), wrap.eq(cmd.oob == OobMode.WRAP), zmode.eq(cmd.oob == OobMode.ZERO),
-                esz.eq(esz_c), istride.eq(idx.cols << 2), dstride.eq(dst.cols << esz_c),
+                esz.eq(esz_c), istride.eq(idx.cols << INDEX_BYTES_LOG2), dstride.eq(dst.cols << esz_c),
                 ncols.eq(Mux(row_c, 1, dst.valid_cols)), line_bytes.eq(dst.valid_cols << esz_c),
             ]
         # Table entries (row mode: rows; element mode: rows x cols, low 32 bits) from the held command:
         # the partial products in DSP blocks whose operand registers take the command at the edge that
         # ends ``start`` (the held command's register drives only their inputs: a wire across the die,
         # then the multiply from a register next to it), products after the next edge, their sum after
-        # one more: ``size`` is ready when the first index word arrives (``start + READ_LATENCY``).
-        # ``size - 1``: row mode's (the clamp row, the row products' other factor) from the command a
-        # cycle after ``start``; element mode's a cycle after ``size`` (first used in stage 2a -> 2b).
-        assert RL >= 3
-        size, size_m1 = Signal(32), Signal(32)
-        parts = [product(m, gm.rows[i:i + 16], gm.cols[j:j + 16], platform=platform, in_en=self.start,
-                         name=f"size_p{k}") for k, (i, j) in enumerate(((0, 0), (16, 0), (0, 16)))]
-        m.d.sync += [size.eq(Mux(row, gm.rows, parts[0] + ((parts[1][:16] + parts[2][:16]) << 16))),
+        # one more (SIZE_CYCLES): ``size`` is ready a cycle before the first index word reaches the
+        # modulo pipeline. ``size - 1``: row mode's (the clamp row, the row products' other factor) from
+        # the command a cycle after ``start``; element mode's a cycle after ``size`` (first used in
+        # stage 2a -> 2b).
+        P = PIECE_BITS
+        size, size_m1 = Signal(TABLE_SIZE_BITS), Signal(TABLE_SIZE_BITS, name=_UNNAMED)
+        parts = [product(m, gm.rows[i:i + P], gm.cols[j:j + P], platform=platform, in_en=self.start,
+                         name=f"size_p{k}") for k, (i, j) in enumerate(((0, 0), (P, 0), (0, P)))]
+        m.d.sync += [size.eq(Mux(row, gm.rows, parts[0] + ((parts[1][:P] + parts[2][:P]) << P))),
                      size_m1.eq(Mux(row, gm.rows - 1, size - 1))]
         base_m1 = Signal(A)             # the table base - 1 and (row mode) + row bytes: a row's last byte
         gm_last0 = Signal(A)            # is gm_last0 + row index x row stride
-        line_m1 = Signal(24)
+        line_m1 = Signal(UB_ADDR_BITS)
         m.d.sync += [base_m1.eq(gm.base - 1), gm_last0.eq(base_m1 + line_bytes), line_m1.eq(line_bytes - 1)]
+        return SimpleNamespace(
+            W=W, sh=sh, L=L, Lb=Lb, A=A, cmd=cmd, dst=dst, idx=idx, gm=gm,
+            gath=op[opcode_bit(self._opcodes, GATHER_OPCODES)], row_c=row_c, nonempty_c=nonempty_c,
+            row=row, wrap=wrap, zmode=zmode, esz=esz, istride=istride, dstride=dstride, ncols=ncols,
+            size=size, size_m1=size_m1, gm_last0=gm_last0, line_m1=line_m1)
 
-        # ---- stage 0: walk segments and read their index words ---------------------------------------
-        # A segment is lanes lo .. lo + n - 1 of index word ``iw``; its first element goes to UB byte
-        # ``dptr``; ``rem`` elements are left in the row (``irow`` / ``drow``: the row's start in the index
-        # tile and in dst). Only W > UB_ALIGN lets a destination word end inside an index word's lanes.
+    # ---- stage 0: walk segments and read their index words ------------------------------------------------
+
+    def _walk(self, m, g):
+        """Stage 0: the walk over the index tile, one segment and one index word read per cycle while
+        ``credit`` allows (the first read with ``start``, its segment formed a cycle later, ``fix``). A
+        segment is lanes ``lo .. lo + n - 1`` of index word ``iw``; its first element goes to UB byte
+        ``dptr``; ``rem`` elements are left in the row (``irow`` / ``drow``: the row's start in the index
+        tile and in dst). Returns the segment's fields, ``read``, ``fix`` and the credit's registers."""
+        W, sh, L, Lb = g.W, g.sh, g.L, g.Lb
+        cmd, dst, idx = g.cmd, g.dst, g.idx
+        esz, wrap, ncols, row_c, nonempty_c = g.esz, g.wrap, g.ncols, g.row_c, g.nonempty_c
+        # (Only W > UB_ALIGN lets a destination word end inside an index word's lanes.)
         busy = Signal()
         fix = Signal()                  # the first segment: its read went out with ``start``
         lo = Signal(Lb)
-        iw = Signal(24 - sh)
-        dptr, irow, drow = Signal(24), Signal(24), Signal(24)
-        rem = Signal(16)
-        rows_left = Signal(16)
+        iw = Signal(UB_ADDR_BITS - sh)
+        dptr, irow, drow = Signal(UB_ADDR_BITS), Signal(UB_ADDR_BITS), Signal(UB_ADDR_BITS)
+        rem = Signal(TILE_DIM_BITS)
+        rows_left = Signal(TILE_DIM_BITS)
         last_row = Signal()
+        ib = INDEX_BYTES_LOG2
         with m.If(self.start):
             m.d.sync += [
-                busy.eq(op[4] & nonempty_c), fix.eq(op[4] & nonempty_c),
-                lo.eq(idx.base[2:sh]), iw.eq(idx.base[sh:]), dptr.eq(dst.base), irow.eq(idx.base),
+                busy.eq(g.gath & nonempty_c), fix.eq(g.gath & nonempty_c),
+                lo.eq(idx.base[ib:sh]), iw.eq(idx.base[sh:]), dptr.eq(dst.base), irow.eq(idx.base),
                 drow.eq(dst.base), rem.eq(Mux(row_c, 1, dst.valid_cols)), rows_left.eq(dst.valid_rows),
                 last_row.eq(dst.valid_rows == 1),
             ]
@@ -271,34 +296,36 @@ class IndexLines(wiring.Component):
             ncols_le1 = Signal()        # ncols <= 1
             with m.If(self.start):
                 m.d.sync += [ncols_le.eq(ncols_c <= L), ncols_le1.eq(ncols_c <= 1),
-                             rowend_r.eq(Mux(cmd.oob == OobMode.WRAP, ncols_c <= 1, ncols_c <= L - idx.base[2:sh]))]
+                             rowend_r.eq(Mux(cmd.oob == OobMode.WRAP, ncols_c <= 1, ncols_c <= L - idx.base[ib:sh]))]
         m.d.comb += n.eq(Mux(rowend, rem_lo, fit))
 
         # credits: segments in flight from their read until their last run has left the segment queue
-        # (counted down a cycle late: a credit comes back one cycle later than it could)
-        seg_inflight = Signal(range(64 + self._depth))
-        # a segment may be read: seg_inflight + 2 <= seg_depth (WRAP: the output queues have room for
-        # everything in flight), a cycle late; one register, so that ``step`` is one LUT of registers
+        # (counted down a cycle late: a credit comes back one cycle later than it could); at most the
+        # output queues' depth with WRAP, the segment queue's otherwise (see _credits)
+        seg_inflight = Signal(range(max(self._depth, self._seg_depth) + 1))
+        # a segment may be read: seg_inflight + CREDIT_MARGIN <= seg_depth (WRAP: the output queues have
+        # room for everything in flight), a cycle late; one register, so that ``step`` is one LUT of
+        # registers
         credit = Signal()
         read = Signal()                 # a read with a segment (the first one's segment follows in fix)
         step = Signal()                 # the walk forms a segment
         m.d.comb += [
             step.eq(busy & (fix | credit)),
-            read.eq((self.start & op[4] & nonempty_c) | (busy & ~fix & credit)),
+            read.eq((self.start & g.gath & nonempty_c) | (busy & ~fix & credit)),
             self.ub_rd.en.eq(self.start | (busy & ~fix & credit)),
             self.ub_rd.addr.eq(Mux(self.start, idx.base[sh:], iw)),
         ]
         with m.If(step):
             m.d.sync += fix.eq(0)
             with m.If(rowend):
-                nrow_i, nrow_d = irow + istride, drow + dstride
-                m.d.sync += [irow.eq(nrow_i), drow.eq(nrow_d), iw.eq(nrow_i[sh:]), lo.eq(nrow_i[2:sh]),
+                nrow_i, nrow_d = irow + g.istride, drow + g.dstride
+                m.d.sync += [irow.eq(nrow_i), drow.eq(nrow_d), iw.eq(nrow_i[sh:]), lo.eq(nrow_i[ib:sh]),
                              dptr.eq(nrow_d), rem.eq(ncols), rows_left.eq(rows_left - 1),
                              last_row.eq(rows_left == 2)]
                 with m.If(last_row):
                     m.d.sync += busy.eq(0)
                 if W <= UB_ALIGN:       # the next row's first segment ends it: ncols <= L - its lo
-                    nlo = (irow[:sh] + istride[:sh])[2:sh]
+                    nlo = (irow[:sh] + g.istride[:sh])[ib:sh]
                     m.d.sync += rowend_r.eq(Mux(wrap, ncols_le1, ncols_le & (ncols[:Lb + 1] + nlo <= L)))
             with m.Else():
                 m.d.sync += rem.eq(rem - fit)            # (n = fit)
@@ -310,17 +337,26 @@ class IndexLines(wiring.Component):
                     m.d.sync += [lo.eq(Mux(wrap, lo + 1, 0)), iw.eq(iw + Mux(wrap, lo == L - 1, 1)),
                                  dptr.eq(dptr + (fit << esz)),
                                  rowend_r.eq(Mux(wrap, rem <= 2, rem <= 2 * L - lo))]
+        return SimpleNamespace(lo=lo, n=n, dptr=dptr, rowend=rowend, last_row=last_row, fix=fix, read=read,
+                               seg_inflight=seg_inflight, credit=credit)
 
-        # ---- stage 1: the index word, READ_LATENCY cycles after its read -------------------------------
-        Meta = data.StructLayout({"lo": range(L), "n": range(L + 1), "dptr": 24, "last": 1})
+    # ---- stage 1: the index word, READ_LATENCY + INDEX_WORD_CYCLES cycles after its read ------------------
+
+    def _index_word(self, m, g, w):
+        """Stage 1: each segment's fields (``Meta``: ``lo``, ``n``, ``dptr``, ``last``) delayed along with
+        its read (the first segment's join at ``rd1``), and the index word, registered in the engine
+        (:func:`rtl.ub.buffer.read_window`), as lanes ``u`` of 32 bits; ``seg1``, the segment's lanes."""
+        L = g.L
+        RL = UnifiedBuffer.READ_LATENCY
+        Meta = data.StructLayout({"lo": range(L), "n": range(L + 1), "dptr": UB_ADDR_BITS, "last": 1})
         meta = Signal(Meta)
-        m.d.comb += [meta.lo.eq(lo), meta.n.eq(n), meta.dptr.eq(dptr), meta.last.eq(rowend & last_row)]
-        a_valid, a_meta = read, meta
-        valids = [read]                 # valids[k + 1]: rd{k}_valid
-        for k in range(RL + 1):         # the UB's latency, then the index word's register (below)
+        m.d.comb += [meta.lo.eq(w.lo), meta.n.eq(w.n), meta.dptr.eq(w.dptr), meta.last.eq(w.rowend & w.last_row)]
+        a_valid, a_meta = w.read, meta
+        valids = [w.read]               # valids[k + 1]: rd{k}_valid
+        for k in range(RL + self.INDEX_WORD_CYCLES):    # the UB's latency, then the index word's register
             nv = Signal(name=f"rd{k}_valid")
             nm = Signal(Meta, name=f"rd{k}_meta", reset_less=True)
-            m.d.sync += [nv.eq(a_valid), nm.eq(Mux(fix, meta, a_meta) if k == 1 else a_meta)]
+            m.d.sync += [nv.eq(a_valid), nm.eq(Mux(w.fix, meta, a_meta) if k == 1 else a_meta)]
             a_valid, a_meta = nv, nm
             valids.append(nv)
         s1_valid, s1 = a_valid, a_meta
@@ -332,204 +368,24 @@ class IndexLines(wiring.Component):
         # see rtl.ub.buffer.ordered_window)
         word = read_window(m, self.ub_rd, self.ub_rd.addr[0], valids[RL - 1], self.WORD_EN_COPIES,
                            "window")[:len(self.ub_rd.data)]
-        u = [word.word_select(k, 32) for k in range(L)]
+        u = [word.word_select(k, INDEX_BITS) for k in range(L)]
         seg1 = Signal(L)
         m.d.comb += seg1.eq(((C(1, L + 1) << s1.n) - 1) << s1.lo)
+        return SimpleNamespace(Meta=Meta, valid=s1_valid, meta=s1, word=word, u=u, seg=seg1)
 
-        # ---- stage 2a: out-of-bounds resolution of every lane (WRAP: one lane, through the pipeline) --
-        m.submodules.mod = mod = ModuloPipeline(32, Meta.size)
-        m.d.comb += [mod.i_valid.eq(s1_valid & wrap), mod.i_u.eq(word.word_select(s1.lo, 32)),
-                     mod.i_s.eq(size), mod.i_tag.eq(s1)]
-        # (the index and whether it is inside the table are registered; the clamp to S - 1 is applied on
-        # the way into 2b)
-        v2a = Signal()
-        u2a = [Signal(32, name=f"u{k}", reset_less=True) for k in range(L)]
-        inside = [Signal(name=f"inside{k}", reset_less=True) for k in range(L)]
-        meta2a = Signal(Meta, reset_less=True)
-        seg2a = Signal(L, reset_less=True)
-        wmeta = Signal(Meta)
-        m.d.comb += wmeta.eq(mod.o_tag)
-        m.d.sync += v2a.eq(Mux(wrap, mod.o_valid, s1_valid))
-        with m.If(wrap):
-            m.d.sync += [meta2a.eq(wmeta), seg2a.eq(C(1, L) << wmeta.lo)]
-            m.d.sync += [x.eq(mod.o_r) for x in u2a] + [x.eq(1) for x in inside]
-        with m.Else():
-            m.d.sync += [meta2a.eq(s1), seg2a.eq(seg1)]
-            m.d.sync += [u2a[k].eq(u[k]) for k in range(L)] + [inside[k].eq(_less(u[k], size)) for k in range(L)]
-        r = [Mux(inside[k], u2a[k], size_m1) for k in range(L)]      # resolved table entry per lane
+    # ---- credits ------------------------------------------------------------------------------------------
 
-        # ---- stage 2b: every lane's table address (element mode), the row index (row mode) ----------
-        v2b = Signal()
-        ea = [Signal(A, name=f"ea{k}", reset_less=True) for k in range(L)]
-        zero_b = [Signal(name=f"zero_b{k}", reset_less=True) for k in range(L)]
-        meta2b = Signal(Meta, reset_less=True)
-        seg2b = Signal(L, reset_less=True)
-        m.d.sync += [v2b.eq(v2a), meta2b.eq(meta2a), seg2b.eq(seg2a)]
-        m.d.sync += [ea[k].eq(gm.base + (r[k] << esz)) for k in range(L)]
-        m.d.sync += [zero_b[k].eq(zmode & ~inside[k]) for k in range(L)]
-
-        # Row mode: the row index x the row stride, in 16 x 16-bit pieces, each a DSP block
-        # (rtl.fpga.dsp.product) between registers: the index as read (stage 1; WRAP: the modulo pipeline's
-        # result, which takes its place) is registered with stage 2a (in the fabric, below) and the
-        # product is ready in stage 2b; the clamped row S - 1 has its own pieces (a constant of the
-        # instruction, with the blocks' operand registers), chosen in stage 2b.
-        # (The stride through a local register: the command is held from ``start``.)
-        stride_r = Signal(32, reset_less=True)
-        m.d.sync += stride_r.eq(gm.row_stride)
-        # (the index through a fabric register beside stage 2a's, the DSP blocks' operand registers
-        # unused: the UB's read data -> lane select -> register stays next to the UB)
-        u_row = Signal(32, reset_less=True)
-        m.d.sync += u_row.eq(Mux(wrap, mod.o_r, word.word_select(s1.lo, 32)))
-        pieces = _product_pieces(A)
-        terms = [(product(m, u_row[i:i + 16], stride_r[j:j + 16], platform=platform, in_reg=False,
-                          name=f"row_prod{n}"),
-                  product(m, size_m1[i:i + 16], stride_r[j:j + 16], platform=platform, name=f"last_prod{n}"),
-                  i + j) for n, (i, j) in enumerate(pieces)]
-        row_in = Signal(reset_less=True)   # stage 2b: the row index is inside the table
-        m.d.sync += row_in.eq(Array(inside)[meta2a.lo])
-        lane_bits = max(L * (A - sh), 32 * len(terms))
-        Seg = data.StructLayout({
-            "lanes": lane_bits,         # element mode: every lane's beat; row mode: the partial products
-            "offs": data.ArrayLayout(range(W), L), "zero": L,
-            "same": L,                  # lane k shares lane k - 1's run (same beat, or both zero)
-            "seg": L, "meta": Meta,
-        })
-        entry = Signal(Seg)
-        m.d.comb += [entry.seg.eq(seg2b), entry.meta.eq(meta2b),
-                     entry.lanes.eq(Mux(row, Cat(Mux(row_in, pu, pl) for pu, pl, _ in terms), Cat(x[sh:] for x in ea)))]
-        for k in range(L):
-            # (a zero lane's offset is 0: a zero run then needs no select on its way to stage 3)
-            m.d.comb += [entry.offs[k].eq(Mux(zero_b[k], 0, ea[k][:sh])), entry.zero[k].eq(zero_b[k])]
-            if k:
-                m.d.comb += entry.same[k].eq((zero_b[k] & zero_b[k - 1]) |
-                                             (~zero_b[k] & ~zero_b[k - 1] & (ea[k][sh:] == ea[k - 1][sh:])))
-        # Two queues, read together. The run control in a narrow one (``seg``, ``zero``, and the segment's
-        # run starts: ``first``, its first lane, and ``rest``, the lanes after it that begin a run of their
-        # own, ``seg & ~same & ~first``) whose head is loaded into registers (``cur``) that the runs then consume:
-        # each run starts at ``cur.h`` and ends before the lowest lane of ``cur.rest``, and whether it is
-        # the segment's last (``cur.last``: ``rest`` empty) is a register, so that the pop decision is a
-        # gate of registers, not the queue's LUT RAM read through the run logic (10.8 ns at `default`).
-        # The rest (lanes, offsets, meta) in a wide queue of its own, read asynchronously at its head,
-        # which is the control head's segment (it is popped with that segment's last run). The control
-        # fields go through one more register (stage 2b'), so that ``same``'s beat compares end in a
-        # register, not in the LUT RAM's write port; the data queue is written a cycle earlier and its
-        # entry is always there when the control entry reaches ``cur`` (the credit bounds both). An empty
-        # control queue passes stage 2b' straight into ``cur``, so the queue costs no cycle.
-        Ctl = data.StructLayout({"seg": L, "zero": L, "h": L, "rest": L, "last": 1})
-        data_fields = ("lanes", "offs", "meta")
-        m.submodules.q_seg = q_seg = LutFifo(Ctl.size, self._seg_depth)
-        m.submodules.q_seg_data = q_seg_data = LutFifo(Seg.size - 3 * L, self._seg_depth)
-        v2c = Signal()
-        seg2c, zero2c, same2c, first2c = (Signal(L, name=f"{n}2c", reset_less=True)
-                                          for n in ("seg", "zero", "same", "first"))
-        m.d.sync += [v2c.eq(v2b), seg2c.eq(entry.seg), zero2c.eq(entry.zero), same2c.eq(entry.same),
-                     first2c.eq(_lowest(entry.seg))]
-        ctl_in = Signal(Ctl)
-        m.d.comb += [ctl_in.seg.eq(seg2c), ctl_in.zero.eq(zero2c), ctl_in.h.eq(first2c),
-                     ctl_in.rest.eq(seg2c & ~same2c & ~first2c), ctl_in.last.eq(~ctl_in.rest.any())]
-        head = Signal(Seg)              # (the data fields: the data queue's head)
-        m.d.comb += [Cat(*(getattr(head, f) for f in data_fields)).eq(q_seg_data.r_data),
-                     q_seg_data.w_data.eq(Cat(*(getattr(entry, f) for f in data_fields))),
-                     q_seg_data.w_en.eq(v2b)]
-        beats = [head.lanes.word_select(k, A - sh) for k in range(L)]
-        prods = [head.lanes.word_select(k, 32) << s for k, (_, _, s) in enumerate(terms)]
-
-        cur = Signal(Ctl, reset_less=True)      # the head segment's control: its current run from ``h``
-        cur_valid = Signal()
-        q_ar = RegFifo(GatherRead(cfg).size, self._depth, direct_on_pop=False, groups=self.Q_AR_GROUPS)
-        q_data = RegFifo(GatherLine(cfg).size, self._depth, direct_on_pop=False, groups=self.Q_DATA_GROUPS)
-        m.submodules.q_ar, m.submodules.q_data = q_ar, q_data
-        room = Signal()                 # both output queues have room for a run in stage 3 and one more
-        emit, done, load, bypass = Signal(), Signal(), Signal(), Signal()
-        m.d.comb += [
-            emit.eq(cur_valid & room), done.eq(emit & cur.last), load.eq(~cur_valid | done),
-            bypass.eq(load & ~q_seg.r_rdy & v2c),
-            q_seg.w_data.eq(ctl_in), q_seg.w_en.eq(v2c & ~bypass), q_seg.r_en.eq(load),
-            q_seg_data.r_en.eq(done),
-        ]
-        nxt = _lowest(cur.rest)         # the next run's first lane
-        with m.If(load):
-            m.d.sync += [cur.eq(Mux(q_seg.r_rdy, q_seg.r_data, ctl_in)), cur_valid.eq(q_seg.r_rdy | v2c)]
-        with m.Elif(emit):
-            m.d.sync += [cur.h.eq(nxt), cur.rest.eq(cur.rest & ~nxt), cur.last.eq(_at_most_one(cur.rest))]
-        h = cur.h
-        # the run: the segment's lanes from ``h`` up to the next run's first lane
-        run = Signal(L)
-        m.d.comb += run.eq(Cat(cur.seg[k] & cur.h[:k + 1].any() & ~cur.rest[:k + 1].any() for k in range(L)))
-        last_run = cur.last
-
-        def pick(values):               # the value of the run's first lane (an AND-OR of the lanes)
-            out = 0
-            for k, v in enumerate(values):
-                out = out | (Value.cast(v) & h[k].replicate(len(Value.cast(v))))
-            return out
-
-        # ---- stage 3: the run, registered; reuse, the row's address; into the output queues -------------
-        s3_valid = Signal()
-        s3_beat = Signal(A - sh, reset_less=True)
-        s3_zero = Signal(reset_less=True)
-        s3_mask = Signal(L, reset_less=True)
-        s3_offs = Signal(data.ArrayLayout(range(W), L), reset_less=True)
-        s3_meta = Signal(Meta, reset_less=True)
-        # row mode: base + row index x row stride, and the row's last byte, as (base + the unshifted
-        # partial product) + (the others' sum): one add left for stage 3
-        s3_lo, s3_last_lo, s3_rest = Signal(A, reset_less=True), Signal(A, reset_less=True), Signal(A, reset_less=True)
-        m.d.sync += [
-            s3_valid.eq(emit), s3_beat.eq(pick(beats)), s3_zero.eq((h & cur.zero).any()), s3_mask.eq(run),
-            s3_offs.eq(head.offs), s3_meta.eq(head.meta), s3_meta.last.eq(head.meta.last & last_run),
-            s3_lo.eq(gm.base + prods[0]), s3_last_lo.eq(gm_last0 + prods[0]),
-            s3_rest.eq(sum(prods[1:]) if len(prods) > 1 else 0),
-        ]
-        last_beat = Signal(A - sh, reset_less=True)      # the beat of the last non-zero run
-        have_beat = Signal()
-        reuse = Signal()
-        m.d.comb += reuse.eq(~row & ~s3_zero & have_beat & (s3_beat == last_beat))
-        with m.If(s3_valid & ~s3_zero):
-            m.d.sync += [last_beat.eq(s3_beat), have_beat.eq(1)]
-        with m.If(self.start):
-            m.d.sync += have_beat.eq(0)
-        row_addr = Signal(A)
-        row_last = Signal(A)
-        m.d.comb += [row_addr.eq(s3_lo + s3_rest), row_last.eq(s3_last_lo + s3_rest)]
-        # the chunks the row touches - 1: (its offset in the chunk + bytes - 1) / chunk (the offset from
-        # the low bits only: the other partial products are shifted by 16 or more)
-        kc = (W * burst_chunk_beats(cfg)).bit_length() - 1
-        assert terms[0][2] == 0 and all(t[2] >= kc for t in terms[1:])
-        row_span = Signal(span_bits(cfg))
-        m.d.comb += row_span.eq((s3_lo[:kc] + line_m1) >> kc)
-
-        rd = Signal(GatherRead(cfg))
-        m.d.comb += [
-            rd.gm_addr.eq(Mux(row, row_addr, s3_beat << sh)), rd.gm_last.eq(row_last),
-            rd.span.eq(row_span), rd.one_chunk.eq(row_span == 0), rd.single.eq(~row), rd.skip.eq(s3_zero | reuse), rd.last.eq(s3_meta.last),
-        ]
-        line = Signal(GatherLine(cfg))
-        m.d.comb += [
-            line.ub_addr.eq(s3_meta.dptr), line.src_off.eq(row_addr[:sh]),
-            line.delta.eq(s3_meta.dptr[:sh] - (s3_meta.lo << esz)),
-            line.mask.eq(s3_mask), line.offs.eq(s3_offs), line.zero.eq(s3_zero), line.reuse.eq(reuse),
-            line.last.eq(s3_meta.last),
-        ]
-        # ---- stage 4: the read and the line, registered, into the output queues -------------------------
-        s4_valid = Signal()
-        s4_rd = Signal(GatherRead(cfg), reset_less=True)
-        s4_line = Signal(GatherLine(cfg), reset_less=True)
-        m.d.sync += [s4_valid.eq(s3_valid), s4_rd.eq(rd), s4_line.eq(line)]
-        m.d.comb += [
-            q_ar.w_data.eq(s4_rd), q_ar.w_en.eq(s4_valid), q_data.w_data.eq(s4_line), q_data.w_en.eq(s4_valid),
-            self.ar.valid.eq(q_ar.r_rdy), self.ar.payload.eq(q_ar.r_data), q_ar.r_en.eq(self.ar.ready),
-            self.data.valid.eq(q_data.r_rdy), self.data.payload.eq(q_data.r_data), q_data.r_en.eq(self.data.ready),
-        ]
-
-        # ---- credits ------------------------------------------------------------------------------------
-        # (from the queues' levels one cycle late: the margins cover what enters meanwhile)
-        # (``mem_level``: the entries behind the head, at most one less than the level)
+    def _credits(self, m, g, w, q):
+        """The flow control's registers, from the queues' levels one cycle late (the margins cover what
+        enters meanwhile; ``mem_level``: the entries behind the head): ``room`` (both output queues can
+        take a run, ``ROOM_MARGIN``) and ``credit`` (the walk may read: ``CREDIT_MARGIN`` in the segment
+        queue; WRAP: ``WRAP_CREDIT_MARGIN`` in both output queues, counting every segment in flight)."""
         popped = Signal()
-        m.d.sync += [popped.eq(done), seg_inflight.eq(seg_inflight + read - popped)]
+        m.d.sync += [popped.eq(q.done), w.seg_inflight.eq(w.seg_inflight + w.read - popped)]
         m.d.sync += [
-            room.eq((q_ar.mem_level + 5 <= self._depth) & (q_data.mem_level + 5 <= self._depth)),
-            credit.eq(Mux(wrap, (q_ar.mem_level + seg_inflight + 7 <= self._depth) &
-                                (q_data.mem_level + seg_inflight + 7 <= self._depth),
-                          seg_inflight + 2 <= self._seg_depth)),
+            q.room.eq((q.q_ar.mem_level + self.ROOM_MARGIN <= self._depth) &
+                      (q.q_data.mem_level + self.ROOM_MARGIN <= self._depth)),
+            w.credit.eq(Mux(g.wrap, (q.q_ar.mem_level + w.seg_inflight + self.WRAP_CREDIT_MARGIN <= self._depth) &
+                                    (q.q_data.mem_level + w.seg_inflight + self.WRAP_CREDIT_MARGIN <= self._depth),
+                            w.seg_inflight + self.CREDIT_MARGIN <= self._seg_depth)),
         ]
-        return m

@@ -28,11 +28,23 @@ class ModuloPipeline(wiring.Component):
 
     #: Stages that share one copy of the divisor.
     GROUP = 4
+    #: The input register, in front of the ``width`` division stages.
+    INPUT_CYCLES = 1
+    #: Cycles ``i_s`` must hold its value before the first input (copy ``j`` of the divisor, which stage
+    #: ``k`` of an input taken in cycle ``t`` sees in cycle ``t + 1 + k``, is ``s(t + k - j)``: at least
+    #: ``s(t - 1)``).
+    DIVISOR_LEAD = 1
+
+    @classmethod
+    def latency_of(cls, width):
+        """Cycles from an input to its result for ``width``-bit operands: the input register and one
+        stage per bit."""
+        return cls.INPUT_CYCLES + width
 
     def __init__(self, width, tag_width):
         self._w = width
-        #: cycles from an input to its result
-        self.latency = width + 1
+        #: cycles from an input to its result (:meth:`latency_of`)
+        self.latency = self.latency_of(width)
         super().__init__({
             "i_valid": In(1), "i_u": In(width), "i_s": In(width), "i_tag": In(tag_width),
             "o_valid": Out(1), "o_r": Out(width), "o_tag": Out(tag_width),

@@ -6,6 +6,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.engines.transfer.mgather import GatherLine
+from rtl.engines.transfer.widths import ESZ_BITS
 from rtl.lib.fanout import select_copies
 
 __all__ = ["ElementPlacer"]
@@ -30,19 +31,22 @@ class ElementPlacer(wiring.Component):
     - each lane's replicated element (a 4:1 byte multiplexer), registered; then each UB byte picks its
       lane (a ``W / 4``:1 multiplexer per bit) on the way out.
 
-    Ports: ``fire``, ``line`` (:func:`GatherLine`), ``esz`` (log2 element bytes) in; ``beat`` in, the
-    cycle after ``fire`` (a :class:`rtl.lib.fifo.BeatBuffer`'s ``last``); ``valid``, ``addr`` (UB word),
-    ``data``, ``be``, ``last`` out, :attr:`LATENCY` cycles after ``fire`` (``data`` one multiplexer after
-    registers, the others registers).
+    Ports: ``fire``, ``line`` (:func:`GatherLine`), ``esz`` (log2 element bytes) in; ``beat`` in,
+    ``BEAT_DELAY`` = 1 cycle after ``fire`` (a :class:`rtl.lib.fifo.BeatBuffer`'s ``last``); ``valid``,
+    ``addr`` (UB word), ``data``, ``be``, ``last`` out, ``LATENCY`` = 3 cycles after ``fire`` (``data`` one
+    multiplexer after registers, the others registers).
     """
 
+    #: Cycles from ``fire`` to the word on the outputs: the run's register, step A's, step B's.
     LATENCY = 3
+    #: Cycles from ``fire`` to the beat on ``beat`` (step A takes it with the registered run).
+    BEAT_DELAY = 1
 
     def __init__(self, config):
         self._config = config
         W = config.ub_word_bytes
         super().__init__({
-            "fire": In(1), "line": In(GatherLine(config)), "esz": In(2), "beat": In(8 * W),
+            "fire": In(1), "line": In(GatherLine(config)), "esz": In(ESZ_BITS), "beat": In(8 * W),
             "valid": Out(1), "addr": Out(range(config.ub_words)), "data": Out(8 * W), "be": Out(W),
             "last": Out(1),
         })

@@ -1,9 +1,12 @@
 """Byte realignment of a line between two word-aligned address spaces."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.engines.transfer.widths import UB_ADDR_BITS
 from rtl.lib.fanout import select_copies
 from rtl.lib.tile import LINE_BYTES_BITS
 
@@ -68,19 +71,32 @@ class Realigner(wiring.Component):
     i : stream in of ``8 * width``-bit words. ``i.ready`` depends only on registers (not on ``i.valid``).
         With ``buffered=True`` instead: ``i_avail`` in (a word can be taken now), ``i_take`` out (it is
         taken: from registers and ``i_avail``), ``i_last`` / ``i_before`` in (the word taken last and the
-        one before it, from the cycle after the take: a :class:`rtl.lib.fifo.BeatBuffer`'s outputs).
+        one before it, ``TAKE_TO_WORD`` = 1 cycle after the take: a :class:`rtl.lib.fifo.BeatBuffer`'s
+        outputs).
     o : stream out ``{data, be, addr, index, line_last, last}``, always ready (no backpressure): a word
         is valid for exactly the cycle ``o.valid`` is high.
 
-    Latency: :attr:`LATENCY` = 2: a word leaves two cycles after the input word that completes it is
-    taken (for a ``zero`` line, after the cycle it is formed in). A line offered in cycle ``t`` can
-    give its first word in ``t + 2`` at the earliest (its input register, then its slot).
+    Latency: ``LATENCY`` = 2: a word leaves two cycles after the input word that completes it is
+    taken (for a ``zero`` line, after the cycle it is formed in). A line offered in cycle ``t`` takes
+    its first input word (or forms its first zero word) in ``t + LINE_CYCLES`` = ``t + 2`` at the
+    earliest (its input register, then its slot), so its first word leaves in ``t + 4``.
     """
 
-    #: Cycles from taking an input word to the output word it completes.
+    #: Cycles from taking an input word to the output word it completes: the data step's registers, then
+    #: the output register.
     LATENCY = 2
+    #: ``buffered``: cycles from ``i_take`` to the word taken on ``i_last`` (and the one before on
+    #: ``i_before``), as a :class:`rtl.lib.fifo.BeatBuffer` gives them.
+    TAKE_TO_WORD = 1
+    #: Cycles from offering a line to the first cycle it can take an input word (or form a zero word):
+    #: the input register, then its slot.
+    LINE_CYCLES = 2
+    #: Copies of the active slot's select that load the lane registers, each for a group of lanes.
+    SLOT_SELECT_COPIES = 4
+    #: Bits of the shift rotated after the output register (a 4:1 multiplexer per bit).
+    FINE_ROTATE_BITS = 2
 
-    def __init__(self, width, addr_bits=24, buffered=False):
+    def __init__(self, width, addr_bits=UB_ADDR_BITS, buffered=False):
         self._w = width
         self._buffered = buffered
         off = range(width)
@@ -104,10 +120,20 @@ class Realigner(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        sl = self._slots(m)
+        c = self._control(m, sl)
+        d = self._step_registers(m, sl, c)
+        s1 = self._data(m, d)
+        self._output(m, s1)
+        return m
+
+    def _slots(self, m):
+        """The line's input register (``pre``: the line with the short adds done, the carries of its
+        offsets into its words, so that the decode has one carry chain), then its decode (``Dec``) into
+        one of two slots, each with its own counters (``State``), loaded when the line moves in."""
         W = self._w
         sh = W.bit_length() - 1
         lanes = range(W)
-        fine_bits = min(2, sh)               # the rotation after the output register: a 4:1 multiplexer
         addr_shape = self.LineLayout["addr"].shape
 
         # ---- the line's input register, then its decode into a slot ---------------------------------
@@ -188,10 +214,16 @@ class Realigner(wiring.Component):
                              st[k].first_out.eq(1), st[k].flushing.eq(0)]
         with m.If(move):
             m.d.sync += wp.eq(~wp)
+        return SimpleNamespace(Dec=Dec, State=State, slot=slot, sv=sv, st=st, rp=rp, wp=wp, move=move, dec=dec)
 
+    def _control(self, m, sl):
+        """The active line (slot ``rp``): whether an input word is taken now (``take``, one LUT of
+        registers: ``wants`` per slot), whether an output word is formed (``emit``), whether it is the
+        line's last (``out_last``, ``line_done``); the slots' counters and the flip of ``rp``."""
+        slot, sv, st, rp, wp, move, dec = sl.slot, sl.sv, sl.st, sl.rp, sl.wp, sl.move, sl.dec
         # ---- control: the active line; take input words, decide the output word ----------------------
-        cur = Signal(Dec)                    # the line being worked on
-        cs = Signal(State)
+        cur = Signal(sl.Dec)                 # the line being worked on
+        cs = Signal(sl.State)
         active = Signal()
         m.d.comb += [cur.eq(Mux(rp, slot[1], slot[0])), cs.eq(Mux(rp, st[1], st[0])),
                      active.eq(Mux(rp, sv[1], sv[0]))]
@@ -235,7 +267,19 @@ class Realigner(wiring.Component):
                 m.d.sync += [sv[k].eq(0), st[k].flushing.eq(0), wants[k].eq(0)]
         with m.If(line_done):
             m.d.sync += rp.eq(~rp)
+        return SimpleNamespace(cur=cur, take=take, emit=emit, first_out=first_out, out_last=out_last,
+                               line_done=line_done)
 
+    def _step_registers(self, m, sl, c):
+        """The input words (the current one and the one before: registers loaded when a word is taken, or
+        the caller's buffer), and what the data step needs of the word formed now, registered (no
+        enable): per lane current / previous / zero and the byte enables (through ``SLOT_SELECT_COPIES``
+        copies of ``rp``), the rotations' selects (``d_coarse`` copies, ``d_fine``), the address's source."""
+        W = self._w
+        sh = W.bit_length() - 1
+        fine_bits = min(self.FINE_ROTATE_BITS, sh)   # the rotation after the output register: a 4:1 multiplexer
+        addr_shape = self.LineLayout["addr"].shape
+        slot, sv, st, cur = sl.slot, sl.sv, sl.st, c.cur
         # The input words: the current one and the one before (registers loaded when a word is taken,
         # or the caller's buffer), valid in the cycle after the take.
         if self._buffered:
@@ -243,7 +287,7 @@ class Realigner(wiring.Component):
         else:
             last = Signal(8 * W, reset_less=True)
             before = Signal(8 * W, reset_less=True)
-            with m.If(take):
+            with m.If(c.take):
                 m.d.sync += [last.eq(self.i.payload), before.eq(last)]
 
         # What the word needs in the data step, registered (no enable): valid, the lanes taken from the
@@ -262,12 +306,12 @@ class Realigner(wiring.Component):
         # selecting its own copy of the few shared flags (flushing, solo, zero, first / last word): one
         # select of the whole state drove all 3 W lane registers (11.7 ns in ``default`` seed 3 at
         # 283f27f). The copies toggle on their own outputs, so synthesis keeps them apart.
-        NG = min(4, W)
+        NG = min(self.SLOT_SELECT_COPIES, W)
         rp_c = [Signal(name=f"rp_c{g}") for g in range(NG)]
-        with m.If(line_done):
+        with m.If(c.line_done):
             m.d.sync += [r.eq(~r) for r in rp_c]
         for g in range(NG):
-            cg, sg = Signal(Dec, name=f"cur_g{g}"), Signal(State, name=f"cs_g{g}")
+            cg, sg = Signal(sl.Dec, name=f"cur_g{g}"), Signal(sl.State, name=f"cs_g{g}")
             m.d.comb += [cg.eq(Mux(rp_c[g], slot[1], slot[0])), sg.eq(Mux(rp_c[g], st[1], st[0]))]
             flushing_g = sg.flushing & Mux(rp_c[g], sv[1], sv[0])
             out_last_g = flushing_g | (sg.in_last & ~cg.flush)
@@ -278,26 +322,36 @@ class Realigner(wiring.Component):
                     d_be[j].eq((~sg.first_out | cg.lo[j]) & (~out_last_g | cg.hi[j])),
                 ]
         m.d.sync += [
-            d_valid.eq(emit), d_first.eq(first_out), d_addr.eq(cur.addr),
-            d_line_last.eq(out_last), d_last.eq(out_last & cur.last),
+            d_valid.eq(c.emit), d_first.eq(c.first_out), d_addr.eq(cur.addr),
+            d_line_last.eq(c.out_last), d_last.eq(c.out_last & cur.last),
         ]
         coarse_sel = select_copies(m, cur.shift[fine_bits:], W // 4, "d_coarse") if sh > fine_bits else []
         fine_next = Signal(max(1, fine_bits))
         m.d.comb += fine_next.eq(cur.shift[:fine_bits] if fine_bits else 0)
         d_fine = Signal(max(1, fine_bits), reset_less=True)
         m.d.sync += d_fine.eq(fine_next)
+        return SimpleNamespace(last=last, before=before, d_valid=d_valid, d_cur=d_cur, d_prev=d_prev, d_be=d_be,
+                               d_first=d_first, d_addr=d_addr, d_line_last=d_line_last, d_last=d_last,
+                               coarse_sel=coarse_sel, d_fine=d_fine, fine_bits=fine_bits)
 
+    def _data(self, m, d):
+        """The data step: the current and previous words merged lane by lane, rotated by the multiple of
+        ``2 ** FINE_ROTATE_BITS`` bytes in the shift, into the output register (``s1``) with the word's
+        address and index (running counters from the line's first word)."""
+        W = self._w
+        addr_shape = self.LineLayout["addr"].shape
+        fine_bits = d.fine_bits
         # ---- data: merge, the coarse rotation, into the output register --------------------------------
-        merged = Cat((d_cur[j].replicate(8) & last.word_select(j, 8))
-                     | (d_prev[j].replicate(8) & before.word_select(j, 8)) for j in lanes)
-        coarse = _rotate(m, merged, coarse_sel, 1 << fine_bits, "coarse") if coarse_sel else merged
+        merged = Cat((d.d_cur[j].replicate(8) & d.last.word_select(j, 8))
+                     | (d.d_prev[j].replicate(8) & d.before.word_select(j, 8)) for j in range(W))
+        coarse = _rotate(m, merged, d.coarse_sel, 1 << fine_bits, "coarse") if d.coarse_sel else merged
         # the word's address and index: the line's first, or one more than the line's previous word
         a_next = Signal(addr_shape)          # the next word's address within the active line
         i_next = Signal(LINE_BYTES_BITS)
         w_addr = Signal(addr_shape)
         w_index = Signal(LINE_BYTES_BITS)
-        m.d.comb += [w_addr.eq(Mux(d_first, d_addr, a_next)), w_index.eq(Mux(d_first, 0, i_next))]
-        with m.If(d_valid):
+        m.d.comb += [w_addr.eq(Mux(d.d_first, d.d_addr, a_next)), w_index.eq(Mux(d.d_first, 0, i_next))]
+        with m.If(d.d_valid):
             m.d.sync += [a_next.eq(w_addr + 1), i_next.eq(w_index + 1)]
 
         s1_valid = Signal()
@@ -306,18 +360,22 @@ class Realigner(wiring.Component):
         s1_meta = Signal(data.StructLayout({"addr": addr_shape, "index": LINE_BYTES_BITS,
                                             "line_last": 1, "last": 1}), reset_less=True)
         m.d.sync += [
-            s1_valid.eq(d_valid), s1_word.eq(coarse), s1_be.eq(d_be),
-            s1_meta.addr.eq(w_addr), s1_meta.index.eq(w_index), s1_meta.line_last.eq(d_line_last),
-            s1_meta.last.eq(d_last),
+            s1_valid.eq(d.d_valid), s1_word.eq(coarse), s1_be.eq(d.d_be),
+            s1_meta.addr.eq(w_addr), s1_meta.index.eq(w_index), s1_meta.line_last.eq(d.d_line_last),
+            s1_meta.last.eq(d.d_last),
         ]
-        fine_sel = select_copies(m, d_fine, W // 8, "s1_fine") if fine_bits else []
+        fine_sel = select_copies(m, d.d_fine, W // 8, "s1_fine") if fine_bits else []
+        return SimpleNamespace(valid=s1_valid, word=s1_word, be=s1_be, meta=s1_meta, fine_sel=fine_sel,
+                               fine_bits=fine_bits)
 
+    def _output(self, m, s1):
+        """The output: the rotation by the shift's low ``FINE_ROTATE_BITS`` bits (a 4:1 multiplexer per
+        bit, one LUT level with the slice's multiplexer) after the output register."""
         # ---- output: the fine rotation ----------------------------------------------------------------
-        out = _rotate(m, s1_word, fine_sel, 1, "fine") if fine_bits else s1_word
+        out = _rotate(m, s1.word, s1.fine_sel, 1, "fine") if s1.fine_bits else s1.word
         m.d.comb += [
-            self.o.valid.eq(s1_valid),
-            self.o.payload.data.eq(out), self.o.payload.be.eq(s1_be),
-            self.o.payload.addr.eq(s1_meta.addr), self.o.payload.index.eq(s1_meta.index),
-            self.o.payload.line_last.eq(s1_meta.line_last), self.o.payload.last.eq(s1_meta.last),
+            self.o.valid.eq(s1.valid),
+            self.o.payload.data.eq(out), self.o.payload.be.eq(s1.be),
+            self.o.payload.addr.eq(s1.meta.addr), self.o.payload.index.eq(s1.meta.index),
+            self.o.payload.line_last.eq(s1.meta.line_last), self.o.payload.last.eq(s1.meta.last),
         ]
-        return m

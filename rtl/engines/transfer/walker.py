@@ -9,6 +9,7 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.engines.transfer.widths import AXLEN_BITS, GM_STRIDE_BITS, TILE_DIM_BITS, UB_ADDR_BITS
 from rtl.lib.tile import LINE_BYTES_BITS
 
 __all__ = ["LineInit", "LineStep", "LineDesc", "LineWalker", "BurstLine", "BurstDesc", "BurstWalker", "burst_chunk_beats"]
@@ -19,10 +20,10 @@ def LineInit(config):
     is the GM address of the first line's last byte (``gm_addr + line_bytes - 1``); ``run`` is zero for an
     empty transfer (the walker then stays idle)."""
     return data.StructLayout({
-        "ub_addr": 24,
+        "ub_addr": UB_ADDR_BITS,
         "gm_addr": config.gm_addr_bits,
         "gm_last": config.gm_addr_bits,
-        "lines":   16,
+        "lines":   TILE_DIM_BITS,
         "run":     1,
     })
 
@@ -31,8 +32,8 @@ def LineStep(config):
     """What a :class:`LineWalker` adds per line, and the line length (``line_m1`` = ``line_bytes - 1``):
     stable from the cycle after ``start`` until the last line is taken."""
     return data.StructLayout({
-        "ub_stride":  24,
-        "gm_stride":  32,
+        "ub_stride":  UB_ADDR_BITS,
+        "gm_stride":  GM_STRIDE_BITS,
         "line_bytes": LINE_BYTES_BITS,
         "line_m1":    LINE_BYTES_BITS,
     })
@@ -45,8 +46,10 @@ def span_bits(config):
 
 
 def LineDesc(config):
+    """A line as a :class:`LineWalker` emits it: its UB and GM addresses, its last GM byte, its chunks
+    (for :class:`BurstWalker`), its length and whether it is the transfer's last."""
     return data.StructLayout({
-        "ub_addr":   24,
+        "ub_addr":   UB_ADDR_BITS,
         "gm_addr":   config.gm_addr_bits,
         "gm_last":   config.gm_addr_bits,   # the line's last GM byte
         "one_chunk": 1,        # the line lies in one chunk of :func:`burst_chunk_beats` beats
@@ -63,11 +66,14 @@ class LineWalker(wiring.Component):
     cycle after ``start``; for ``one_chunk`` and ``span``, ``step.line_m1`` from the ``start`` cycle), ``start``
     (pulse; it restarts the walk), ``lines`` (stream out), ``busy``.
 
-    Latency: the first line is valid the cycle after ``start``. Everything on ``lines`` is a register
+    Latency: the first line is valid the cycle after ``start`` (:attr:`LATENCY`). Everything on ``lines`` is a register
     except ``last`` (``lines left == 1``, a compare of a register) and ``length`` (``step.line_bytes``);
     ``span`` and ``one_chunk`` (for :class:`BurstWalker`) are computed with each line's addresses (from
     the low bits only: (chunk offset + line bytes - 1) / chunk) and registered.
     """
+
+    #: Cycles from ``start`` to the first line on ``lines``.
+    LATENCY = 1
 
     def __init__(self, config):
         self._config = config
@@ -84,12 +90,12 @@ class LineWalker(wiring.Component):
         cfg = self._config
         k = (cfg.axi_data_bytes * burst_chunk_beats(cfg)).bit_length() - 1     # chunk bytes, log2
         p = self.step
-        ub = Signal(24)
+        ub = Signal(UB_ADDR_BITS)
         gm = Signal(cfg.gm_addr_bits)
         gl = Signal(cfg.gm_addr_bits)
         one = Signal()
         span = Signal(span_bits(cfg))
-        left = Signal(16)
+        left = Signal(TILE_DIM_BITS)
         m.d.comb += [
             self.lines.valid.eq(self.busy),
             self.lines.payload.ub_addr.eq(ub),
@@ -131,9 +137,11 @@ def BurstLine(config):
 
 
 def BurstDesc(config):
+    """A burst as :class:`BurstWalker` gives it: AR / AW's address and length, and whether it ends a line
+    marked ``last``."""
     return data.StructLayout({
         "addr": config.gm_addr_bits,   # aligned to the bus width
-        "len":  8,                     # AXI encoding: beats - 1
+        "len":  AXLEN_BITS,            # AXI encoding: beats - 1
         "last": 1,                     # the burst of a line marked ``last`` that ends it
     })
 
@@ -160,11 +168,14 @@ class BurstWalker(wiring.Component):
     burst enters the queue in this cycle; for outstanding-transaction counters). Lines marked ``skip``
     are taken without a burst.
 
-    Latency: a burst is on ``bursts`` the cycle after its line is offered. Timing: whether the burst
+    Latency: a burst is on ``bursts`` the cycle after its line is offered (:attr:`LATENCY`). Timing: whether the burst
     ends the line is a register (``one_chunk`` of the line, or for a later burst of a long line, "one
     chunk left", from a down-counter of the line's chunks loaded with its ``span``), so taking a line
     is two LUT levels deep; the length is a subtraction of ``log2(chunk)`` bits.
     """
+
+    #: Cycles from a line offered on ``lines`` to its first burst on ``bursts`` (the output register).
+    LATENCY = 1
 
     def __init__(self, config):
         self._config = config
@@ -193,7 +204,7 @@ class BurstWalker(wiring.Component):
         last_beat = line.gm_last[sh:]
         ends = Signal()                      # the line ends in this beat's chunk
         m.d.comb += ends.eq(line.single | Mux(mid, cur_last, line.one_chunk))
-        length = Signal(8)
+        length = Signal(AXLEN_BITS)
         if cb:
             with m.If(line.single):
                 m.d.comb += length.eq(0)
