@@ -7,7 +7,10 @@ cocotbext-axi binds with ``from_prefix(dut, "m_axi", bus_separator="__")``.
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Axi4Signature", "AxiStreamSignature", "Burst", "Resp"]
+__all__ = ["AXLEN_BITS", "Axi4Signature", "AxiStreamSignature", "Burst", "Resp"]
+
+#: AXI4's AxLEN: a burst's beats - 1 (up to 256 beats).
+AXLEN_BITS = 8
 
 
 class Burst:
@@ -26,7 +29,7 @@ class Axi4Signature(wiring.Signature):
         members = {}
         for ch in ("aw", "ar"):
             members.update({
-                f"{ch}id": Out(id_width), f"{ch}addr": Out(addr_width), f"{ch}len": Out(8),
+                f"{ch}id": Out(id_width), f"{ch}addr": Out(addr_width), f"{ch}len": Out(AXLEN_BITS),
                 f"{ch}size": Out(3), f"{ch}burst": Out(2), f"{ch}lock": Out(1), f"{ch}cache": Out(4),
                 f"{ch}prot": Out(3), f"{ch}valid": Out(1), f"{ch}ready": In(1),
             })

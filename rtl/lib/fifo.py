@@ -168,6 +168,11 @@ class BeatBuffer(wiring.Component):
     moves the pointer: ``w_en`` drives no write enable.
     """
 
+    #: Cycles from a write (``w_en``) to ``avail`` showing the entry (the count is a register).
+    AVAIL_CYCLES = 1
+    #: Cycles from a ``pop`` to the popped entry on ``last`` (a register loaded on the pop).
+    LAST_CYCLES = 1
+
     def __init__(self, width, depth, groups=1):
         assert depth >= 4 and depth & (depth - 1) == 0
         self.width, self.depth, self.groups = width, depth, min(groups, width)

@@ -17,6 +17,7 @@ from rtl.engines.transfer.walker import BurstWalker, LineWalker
 from rtl.engines.transfer.widths import ESZ_BITS, SIZE_BITS, TILE_DIM_BITS, UB_ADDR_BITS
 from rtl.isa import DTYPE_BYTES, DType, Layout, OobMode, Opcode, Status
 from rtl.lib.contract import require
+from rtl.lib.fifo import BeatBuffer
 from rtl.lib.decode import opcode_bit
 from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
 from rtl.ub.reader import UbReader
@@ -137,10 +138,10 @@ class TransferEngine(Engine):
     #: line, then the burst walker's register.
     GATHER_FIRST_BURST_CYCLES = IndexLines.FIRST_LINE_CYCLES + BurstWalker.LATENCY
     #: Cycles from an R beat's handshake to the cycle it can be popped (the beat buffer's ``avail`` is a
-    #: register; :class:`rtl.lib.fifo.BeatBuffer`'s, restated: it has no constant).
-    RBUF_AVAIL_CYCLES = 1
-    #: Cycles from a pop to the popped beat on the beat buffer's ``last`` (BeatBuffer's, restated).
-    RBUF_READ_CYCLES = 1
+    #: register: ``BeatBuffer.AVAIL_CYCLES``).
+    RBUF_AVAIL_CYCLES = BeatBuffer.AVAIL_CYCLES
+    #: Cycles from a pop to the popped beat on the beat buffer's ``last`` (``BeatBuffer.LAST_CYCLES``).
+    RBUF_READ_CYCLES = BeatBuffer.LAST_CYCLES
     #: Cycles from an R beat's handshake to its UB write (TLOAD, MGATHER_ROW): the beat buffer, then the
     #: realigner (which takes the beat in the cycle it is popped).
     LOAD_WRITE_CYCLES = RBUF_AVAIL_CYCLES + Realigner.LATENCY

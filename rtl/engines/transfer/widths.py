@@ -3,19 +3,17 @@
 encoding instead of restating it."""
 
 from rtl.isa import DTYPE_BYTES, DType, GmDesc, TileDesc
+from rtl.lib.axi import AXLEN_BITS
+from rtl.lib.tile import DIM_BITS, ESZ_BITS, UB_ADDR_BITS
 
 __all__ = ["UB_ADDR_BITS", "TILE_DIM_BITS", "ESZ_BITS", "SIZE_BITS", "SIZE_MASK_BITS", "GM_STRIDE_BITS", "TABLE_SIZE_BITS",
            "INDEX_BITS", "INDEX_BYTES_LOG2", "PIECE_BITS",
            "AXLEN_BITS"]
 
-#: A UB byte address (a tile's ``base``); a UB word address is this less log2 of the word's bytes.
-UB_ADDR_BITS = TileDesc["base"].width
-#: A count of lines, or of elements in a line: a row or column count of a tile (the ``TileDesc`` shape
-#: fields). TLOAD / TSTORE's GM shape equals the tile's valid shape (the checker's ``SHAPE_MISMATCH``),
-#: so ``gm.rows`` / ``gm.cols`` are cut to this width.
-TILE_DIM_BITS = max(TileDesc[f].width for f in ("rows", "cols", "valid_rows", "valid_cols"))
-#: log2 of an element's bytes (:func:`rtl.lib.tile.elem_log2`).
-ESZ_BITS = (max(DTYPE_BYTES.values()).bit_length() - 1).bit_length()
+#: A count of lines, or of elements in a line: a row or column count of a tile (``rtl.lib.tile.DIM_BITS``).
+#: TLOAD / TSTORE's GM shape equals the tile's valid shape (the checker's ``SHAPE_MISMATCH``), so
+#: ``gm.rows`` / ``gm.cols`` are cut to this width.
+TILE_DIM_BITS = DIM_BITS
 #: An element's bytes.
 SIZE_BITS = max(DTYPE_BYTES.values()).bit_length()
 #: An element's bytes - 1 (an alignment mask).
@@ -31,5 +29,3 @@ INDEX_BYTES_LOG2 = (INDEX_BITS // 8).bit_length() - 1
 #: A factor piece of a multiply in DSP blocks (:func:`rtl.fpga.dsp.product` takes at most
 #: ``rtl.fpga.dsp.MAX_WIDTH`` bits): a 32-bit factor is two pieces.
 PIECE_BITS = 16
-#: AXI4's AxLEN (a burst's beats - 1).
-AXLEN_BITS = 8
