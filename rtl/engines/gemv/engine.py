@@ -4,7 +4,8 @@ from amaranth import *
 from amaranth.lib import data, fifo, wiring
 
 from rtl.engines.base import Engine
-from rtl.engines.gemv.mac import MacArray, MacTag, mac_latency, operand_kind, ring_length
+from rtl.engines.gemv.mac import MacArray, MacTag, mac_latency, ring_length
+from rtl.engines.gemv.operands import operand_kind
 from rtl.engines.gemv.reduce import Reducer, schedule, turnaround
 from rtl.isa import DTYPE_BYTES, GEMV_MAX_DIM, INSTRUCTIONS, UB_ALIGN, DType, Opcode, Status
 from rtl.lib.fanout import variant_copies

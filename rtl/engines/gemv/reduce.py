@@ -48,7 +48,9 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.engines.gemv.mac import ADD_DEPTH
+from rtl.engines.gemv.mac import MacArray
+
+ADD_DEPTH = MacArray.ADD_DEPTH
 from rtl.fp import FP32, FPAdd
 
 __all__ = ["Reducer", "schedule", "turnaround", "ADD_LATENCY"]
