@@ -12,7 +12,7 @@ import pytest
 
 from rtl.config import preset
 from rtl.engines.gemv.engine import GemvEngine
-from rtl.engines.gemv.reduce import ADD_LATENCY, schedule
+from rtl.engines.gemv.reduce import Reducer, schedule
 from rtl.engines.gemv.mac import mac_latency
 from rtl.isa import DType, DTYPE_BYTES, Opcode, Status
 
@@ -153,8 +153,8 @@ def test_cycles(P):
 def test_reducer_schedule(P):
     """``rtl.engines.gemv.reduce.schedule`` run symbolically, the way the reducer's registers run it: every add's
     operands as expressions (a bank entry, the sum leaving the adder in that cycle, a hold register), a
-    sum leaving ``ADD_LATENCY`` cycles after its add; the result leaving in the last cycle must be
-    docs/semantics.md's ``init + tree`` with the tree's pairs in order, the holds captured before they are
+    sum leaving ``Reducer.ADD_LATENCY`` cycles after its add; the result leaving the adder
+    ``Reducer.RESULT_CYCLES`` before the schedule's ``cycles`` must be docs/semantics.md's ``init + tree`` with the tree's pairs in order, the holds captured before they are
     read and not overwritten while their sum waits, and one add per cycle (``issues`` is keyed by cycle)."""
     issues, cycles, captures, holds = schedule(P)
     leaving, hold, pending = {}, {}, {}          # cycle -> expression; hold h -> expression; h -> reads left
@@ -178,10 +178,10 @@ def test_reducer_schedule(P):
                 return "init"
             a, b, level1 = issues[t]
             assert level1 == (a[0] == "bank" or b[0] == "bank")
-            leaving[t + ADD_LATENCY] = f"({value(a)} + {value(b)})"
+            leaving[t + Reducer.ADD_LATENCY] = f"({value(a)} + {value(b)})"
         assert not [c for c in leaving if c < t], f"a sum leaving before cycle {t} was neither used nor held"
     tree = [f"s{q}" for q in range(P)]
     while len(tree) > 1:
         tree = [f"({tree[2 * i]} + {tree[2 * i + 1]})" for i in range(len(tree) // 2)]
-    assert leaving == {cycles - 1: f"(init + {tree[0]})"}
+    assert leaving == {cycles - Reducer.RESULT_CYCLES: f"(init + {tree[0]})"}
     assert not any(pending.values())
