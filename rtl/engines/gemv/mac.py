@@ -76,18 +76,15 @@ from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.engines.gemv.operands import OperandKind, e4m3_to_fp16, operand_kind, unpack
+from rtl.engines.gemv.operands import ELEM_BITS, OperandKind, e4m3_to_fp16, operand_kind, unpack
 from rtl.fp import FP32, FPAdd, FPMul
 from rtl.fpga.dsp import product
-from rtl.isa import DTYPE_BYTES
 from rtl.lib.contract import require
 from rtl.lib.fanout import variant_copies
 
 __all__ = ["MacArray", "MacTag", "OperandKind", "operand_kind", "e4m3_to_fp16", "ring_length", "mac_latency",
-           "ELEM_BITS", "SUM_BITS", "MAX_PARTIAL_SUMS", "Q_BITS", "NEG_ZERO"]
+           "SUM_BITS", "MAX_PARTIAL_SUMS", "Q_BITS", "NEG_ZERO"]
 
-#: Width of the widest operand element (fp32): ``a``, and the A element the engine serializes.
-ELEM_BITS = 8 * max(DTYPE_BYTES.values())
 #: Width of a partial sum and of a lane's result: fp32 or int32.
 SUM_BITS = FP32.width
 #: The largest ``gemv_partial_sums`` (:class:`rtl.config.Config` accepts powers of two up to it).
