@@ -93,8 +93,8 @@ class GemvEngine(Engine):
     A_WORD_CYCLES = 1
     #: ``nxt`` -> ``cur``, whose low element fires with the B word (every A word passes ``nxt``).
     SERIALIZER_CYCLES = 1
-    #: ``start`` -> the first product fires, when ``go`` and the B word are there before: the A word's way
-    #: (the B word's is shorter by ``A_WORD_CYCLES + SERIALIZER_CYCLES``).
+    #: ``start`` -> the first product fires (given ``go`` and a reducer bank): the A element's way; the
+    #: B word's is shorter (it waits in port 0's reader).
     FIRST_STEP = SETUP_CYCLES + LINE_QUEUE_CYCLES + UbReader.LATENCY + A_WORD_CYCLES + SERIALIZER_CYCLES
     #: ``go`` -> its local copies, which the fire logic uses (:func:`rtl.lib.fanout.variant_copies`).
     GO_COPY_CYCLES = 1
@@ -108,7 +108,9 @@ class GemvEngine(Engine):
     #: the reduction's start cycle (it starts in the cycle the block's last partial sum is written), and
     #: the writer (taking the result's word in the cycle it comes) to ``done``.
     FIXED = FIRST_STEP - 1 + Reducer.START_CYCLES + DONE_CYCLES
-    #: Depth of the B line FIFO (walker -> port 0's reader).
+    #: Depth of the B line FIFO (walker -> port 0's reader). It keeps the walker ahead across a block's
+    #: first line (which waits for room in the pair and C FIFOs): with 3, blocks lose a cycle each
+    #: (measured, ``default``, P = 8; ``test_cycles`` catches it).
     B_QUEUE_DEPTH = 4
     #: Depth of the (A line, init line) pair FIFO, a pair per block (walker -> port 1's reader).
     PAIR_QUEUE_DEPTH = 2

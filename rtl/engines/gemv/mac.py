@@ -34,7 +34,7 @@ config : :class:`rtl.config.Config`
 
 Ports
 -----
-valid, tag (:data:`MacTag`): a step (``tag.real`` = 0: a dummy); no backpressure (the ring never stalls).
+valid, tag (:data:`MacTag`): a step (``tag.real`` clear: a dummy); no backpressure (the ring never stalls).
 a : ``ELEM_BITS`` bits, the element ``A[0, k]`` in its low bits.
 b : ``8 W`` bits, the word with the lanes' B elements.
 a_kind, b_kind (:class:`rtl.engines.gemv.operands.OperandKind`), acc_int: the operand formats, constant
