@@ -233,8 +233,9 @@ def test_reducer_schedule(P):
     """``rtl.engines.gemv.reduce.schedule`` run symbolically, the way the reducer's registers run it: every add's
     operands as expressions (a bank entry, the sum leaving the adder in that cycle, a hold register), a
     sum leaving ``Reducer.ADD_LATENCY`` cycles after its add; the result leaving the adder
-    ``Reducer.RESULT_CYCLES`` before the schedule's ``cycles`` must be docs/semantics.md's ``init + tree`` with the tree's pairs in order, the holds captured before they are
-    read and not overwritten while their sum waits, and one add per cycle (``issues`` is keyed by cycle)."""
+    ``Reducer.RESULT_CYCLES`` before the schedule's ``cycles`` must be docs/semantics.md's ``init + tree``
+    with the tree's pairs in order, the holds captured before they are read and not overwritten while
+    their sum waits, and one add per cycle (``issues`` is keyed by cycle)."""
     issues, cycles, captures, holds = schedule(P)
     leaving, hold, pending = {}, {}, {}          # cycle -> expression; hold h -> expression; h -> reads left
     for t in range(cycles):

@@ -1,4 +1,5 @@
-"""The GEMV MAC array (rtl/engines/gemv/mac.py, its operands rtl/engines/gemv/operands.py) in the Amaranth simulator, bit for bit against golden.numerics.
+"""The GEMV MAC array (rtl/engines/gemv/mac.py, its operands rtl/engines/gemv/operands.py) in the Amaranth
+simulator, bit for bit against golden.numerics.
 
 * ``e4m3_to_fp16`` on all 256 inputs against ml_dtypes (float8_e4m3fn -> float16).
 * Products: every operand kind (fp32, bf16, fp16, the four e4m3 / e5m2 pairs, int8) with special-class

@@ -74,8 +74,8 @@ class GemvEngine(Engine):
 
     Throughput
     ----------
-    One B row of a block per cycle (``lanes`` products) when ``P >= ADD_DEPTH`` (``P`` of every
-    ``ADD_DEPTH`` steps otherwise). The reducer starts a block at most every ``Reducer.INTERVAL`` (26
+    One B row of a block per cycle (``lanes`` products) when ``P >= MacArray.ADD_DEPTH`` (``P`` rows of
+    every ``ADD_DEPTH`` cycles otherwise: the dummy steps). The reducer starts a block at most every ``Reducer.INTERVAL`` (26
     for P = 8) cycles, so blocks shorter than :meth:`keep_up` (26 steps for P = 8) wait for it (see
     ``make bench``).
     """
@@ -108,9 +108,8 @@ class GemvEngine(Engine):
     #: the reduction's start cycle (it starts in the cycle the block's last partial sum is written), and
     #: the writer (taking the result's word in the cycle it comes) to ``done``.
     FIXED = FIRST_STEP - 1 + Reducer.START_CYCLES + DONE_CYCLES
-    #: Depth of the B line FIFO (walker -> port 0's reader). It keeps the walker ahead across a block's
-    #: first line (which waits for room in the pair and C FIFOs): with 3, blocks lose a cycle each
-    #: (measured, ``default``, P = 8; ``test_cycles`` catches it).
+    #: Depth of the B line FIFO (walker -> port 0's reader): with 3, every block after the first lost a
+    #: cycle (measured, ``default``, P = 8: ``cycles`` is exact with 4; ``test_cycles`` checks it).
     B_QUEUE_DEPTH = 4
     #: Depth of the (A line, init line) pair FIFO, a pair per block (walker -> port 1's reader).
     PAIR_QUEUE_DEPTH = 2
@@ -131,7 +130,7 @@ class GemvEngine(Engine):
     @staticmethod
     def steps(config, K):
         """Ring steps of one block of ``K`` products: ``K``, plus ``R - P`` dummies after every ``P``
-        products but the last group when ``P < ADD_DEPTH``."""
+        products but the last group when ``P < MacArray.ADD_DEPTH``."""
         P, R = config.gemv_partial_sums, ring_length(config)
         return K + (-(-K // P) - 1) * (R - P)
 
