@@ -75,9 +75,9 @@ class GemvEngine(Engine):
     Throughput
     ----------
     One B row of a block per cycle (``lanes`` products) when ``P >= MacArray.ADD_DEPTH`` (``P`` rows of
-    every ``ADD_DEPTH`` cycles otherwise: the dummy steps). The reducer starts a block at most every ``Reducer.INTERVAL`` (26
-    for P = 8) cycles, so blocks shorter than :meth:`keep_up` (26 steps for P = 8) wait for it (see
-    ``make bench``).
+    every ``ADD_DEPTH`` cycles otherwise: the dummy steps). The reducer starts a block at most every
+    ``Reducer.INTERVAL`` (26 for P = 8) cycles, so blocks shorter than :meth:`keep_up` (26 steps for
+    P = 8) wait for it (see ``make bench``).
     """
 
     name = "gemv"
