@@ -6,11 +6,14 @@ reducer's hold registers), 16- and 32-byte words, the reducer's schedule (symbol
 cycle model (``GemvEngine.cycles(config, cmd)``) against the RTL's cycle counts, and the timing contract's
 couplings (each ``require`` made to fail)."""
 
+import gc
 import random
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from amaranth.hdl import UnusedElaboratable
 
 from rtl.config import preset
 from rtl.engines.gemv.engine import GemvEngine
@@ -183,12 +186,22 @@ def test_cycles_wide_c_lines():
 
 # ---- the timing contract: each coupling's check fails when one side changes (elaboration only) ------------
 
+@pytest.fixture
+def unused_ok():
+    """The contract tests build components they never elaborate: collect them here, their
+    ``UnusedElaboratable`` warnings ignored (they would surface in a later test)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        yield
+        gc.collect()
+
+
 def _elaborate(config):
     """The engine's own module (its sub-components are not elaborated)."""
     return GemvEngine(config).elaborate(None)
 
 
-def test_contract_c_words_within_reducer_interval(monkeypatch):
+def test_contract_c_words_within_reducer_interval(monkeypatch, unused_ok):
     """The reducer keeps a result for ``Reducer.INTERVAL`` cycles at least; the writer needs a C line's words
     (4 with 16 int8 lanes on 16-byte words). A reducer whose results came every 2 cycles (P = 1, its
     padding ``MIN_INTERVAL`` lowered) breaks that."""
@@ -200,7 +213,7 @@ def test_contract_c_words_within_reducer_interval(monkeypatch):
         _elaborate(config)
 
 
-def test_contract_go_before_first_product(monkeypatch):
+def test_contract_go_before_first_product(monkeypatch, unused_ok):
     """``cycles`` assumes ``go`` (``VectorUnit.GO_DELAY``, then local copies) is there before the first
     product could fire (``GemvEngine.FIRST_STEP``); a checker deeper than that breaks it."""
     config = preset("small")
@@ -209,7 +222,7 @@ def test_contract_go_before_first_product(monkeypatch):
         _elaborate(config)
 
 
-def test_contract_c_line_before_result(monkeypatch):
+def test_contract_c_line_before_result(monkeypatch, unused_ok):
     """A block's C line reaches the writer (``UbWriter.LINE_LATENCY``) before the block's result can."""
     config = preset("small")
     monkeypatch.setattr(UbWriter, "LINE_LATENCY", 1000)
@@ -217,7 +230,7 @@ def test_contract_c_line_before_result(monkeypatch):
         _elaborate(config)
 
 
-def test_contract_banks_and_tags(monkeypatch):
+def test_contract_banks_and_tags(monkeypatch, unused_ok):
     """The reducer's banks are addressed by the tag's bank bit; a tag's ``q`` holds ``k mod P``."""
     config = preset("small")
     monkeypatch.setattr(Reducer, "BANKS", 4)
