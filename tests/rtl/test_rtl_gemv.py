@@ -2,19 +2,27 @@
 compared after every command): every (C, A, B) triple x variant,
 K and N around the lane count, odd pitches, in-place and chained TGEMV_ACC, P = 1, 2, 4, 8, 16, 32 (the
 accumulation order changes with P; P < ADD_DEPTH takes the dummy-step path; P = 32 uses three of the
-reducer's hold registers), 16- and 32-byte words, the reducer's schedule (symbolically, every P), and the
-cycle counts of the streaming datapath (GemvEngine.cycles)."""
+reducer's hold registers), 16- and 32-byte words, the reducer's schedule (symbolically, every P), the
+cycle model (``GemvEngine.cycles(config, cmd)``) against the RTL's cycle counts, and the timing contract's
+couplings (each ``require`` made to fail)."""
 
+import gc
 import random
+import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from amaranth.hdl import UnusedElaboratable
 
 from rtl.config import preset
 from rtl.engines.gemv.engine import GemvEngine
-from rtl.engines.gemv.reduce import ADD_LATENCY, schedule
-from rtl.engines.gemv.mac import mac_latency
-from rtl.isa import DType, DTYPE_BYTES, Opcode, Status
+from rtl.engines.gemv.reduce import Reducer, schedule
+from rtl.engines.gemv.mac import MacArray, mac_latency
+from rtl.isa import Command, DType, DTYPE_BYTES, Opcode, Status, decode, encode
+from rtl.lib.contract import ContractError
+from rtl.top import VectorUnit
+from rtl.ub.writer import UbWriter
 
 from golden.check import check
 from cocotb_tests.gemv_commands import GEMV_OPS, gemv_command, random_pads, triples
@@ -126,11 +134,16 @@ def test_specials():
     _run(config, [cmd, acc], 3, ub=ub)
 
 
+def decoded(cmd):
+    """``cmd`` as the cycle model takes it: the nested dict ``rtl.isa.decode`` gives for its word."""
+    return decode(Command, encode(Command, cmd))
+
+
 @pytest.mark.parametrize("P", [8, 2])
 def test_cycles(P):
     """One block step per cycle (P >= the adder's depth) or P of every R (P = 2): ``GemvEngine.cycles`` is
     exact when the reducer keeps up, for every type class and N across 1-3 blocks, at K = 64 and (P = 8)
-    at the shortest blocks that keep up (``GemvEngine.keep_up``)."""
+    at the shortest blocks that keep up (``GemvEngine.keep_up``); below that it is None."""
     config = preset("default", ub_bytes=32768, gemv_partial_sums=P)
     rng = random.Random(P)
     floor = GemvEngine.keep_up(config)
@@ -146,16 +159,96 @@ def test_cycles(P):
     results = _run(config, cmds, P, stall=0)
     for c, r in zip(cmds, results):
         K, N, bt = c["src1"]["valid_rows"], c["src1"]["valid_cols"], c["src1"]["dtype"]
-        assert r.cycles == GemvEngine.cycles(config, K, N, bt), (bt.name, K, N, r.cycles)
+        assert r.cycles == GemvEngine.cycles(config, decoded(c)), (bt.name, K, N, r.cycles)
+        assert r.cycles == GemvEngine.steady_cycles(config, K, N, bt)          # one-word C lines
+    short = gemv_command(rng, config, Opcode.TGEMV, (FP32, FP32, FP32), 1, 3)
+    assert GemvEngine.steps(config, 1) < floor and GemvEngine.cycles(config, decoded(short)) is None
+
+
+def test_cycles_wide_c_lines():
+    """C lines of two words (16-byte words, 8 lanes: int8 and bf16 B, 8 x 4 result bytes): the writer takes
+    the last block's words one per cycle, so ``GemvEngine.cycles`` adds the last C line's words beyond the
+    first (a full last block: 2 words; N mod 8 <= 4: one); fp32 B (4 lanes) stays at one word."""
+    config = preset("small", gemv_lanes=8)
+    rng = random.Random(21)
+    K = GemvEngine.keep_up(config)
+    cmds = [gemv_command(rng, config, Opcode.TGEMV_BIAS, triple, K, N, pad_n=1)
+            for triple in ((DType.INT32, DType.INT8, DType.INT8), (FP32, DType.BF16, DType.BF16), (FP32, FP32, FP32))
+            for N in (8, 11)]
+    results = _run(config, cmds, 21, stall=0)
+    extra = []
+    for c, r in zip(cmds, results):
+        N, bt = c["src1"]["valid_cols"], c["src1"]["dtype"]
+        assert r.cycles == GemvEngine.cycles(config, decoded(c)), (bt.name, K, N, r.cycles)
+        extra.append(r.cycles - GemvEngine.steady_cycles(config, K, N, bt))
+    assert extra == [1, 0, 1, 0, 0, 0]
+
+
+# ---- the timing contract: each coupling's check fails when one side changes (elaboration only) ------------
+
+@pytest.fixture
+def unused_ok():
+    """The contract tests build components they never elaborate: collect them here, their
+    ``UnusedElaboratable`` warnings ignored (they would surface in a later test)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        yield
+        gc.collect()
+
+
+def _elaborate(config):
+    """The engine's own module (its sub-components are not elaborated)."""
+    return GemvEngine(config).elaborate(None)
+
+
+def test_contract_c_words_within_reducer_interval(monkeypatch, unused_ok):
+    """The reducer keeps a result for ``Reducer.INTERVAL`` cycles at least; the writer needs a C line's words
+    (4 with 16 int8 lanes on 16-byte words). A reducer whose results came every 2 cycles (P = 1, its
+    padding ``MIN_INTERVAL`` lowered) breaks that."""
+    config = preset("small", gemv_lanes=16, gemv_partial_sums=1)
+    _elaborate(config)
+    monkeypatch.setattr(Reducer, "MIN_INTERVAL", 2)
+    assert Reducer(config).INTERVAL == 2
+    with pytest.raises(ContractError, match="C line's words"):
+        _elaborate(config)
+
+
+def test_contract_go_before_first_product(monkeypatch, unused_ok):
+    """``cycles`` assumes ``go`` (``VectorUnit.GO_DELAY``, then local copies) is there before the first
+    product could fire (``GemvEngine.FIRST_STEP``); a checker deeper than that breaks it."""
+    config = preset("small")
+    monkeypatch.setattr(VectorUnit, "GO_DELAY", GemvEngine.FIRST_STEP)
+    with pytest.raises(ContractError, match="go's local copies"):
+        _elaborate(config)
+
+
+def test_contract_c_line_before_result(monkeypatch, unused_ok):
+    """A block's C line reaches the writer (``UbWriter.LINE_LATENCY``) before the block's result can."""
+    config = preset("small")
+    monkeypatch.setattr(UbWriter, "LINE_LATENCY", 1000)
+    with pytest.raises(ContractError, match="reaches the writer"):
+        _elaborate(config)
+
+
+def test_contract_banks_and_tags(monkeypatch, unused_ok):
+    """The reducer's banks are addressed by the tag's bank bit; a tag's ``q`` holds ``k mod P``."""
+    config = preset("small")
+    monkeypatch.setattr(Reducer, "BANKS", 4)
+    with pytest.raises(ContractError, match="BANKS"):
+        Reducer(config).elaborate(None)
+    monkeypatch.undo()
+    with pytest.raises(ContractError, match="k mod P"):
+        MacArray(SimpleNamespace(gemv_lanes=1, gemv_partial_sums=128, ub_word_bytes=32))
 
 
 @pytest.mark.parametrize("P", [1, 2, 4, 8, 16, 32, 64])
 def test_reducer_schedule(P):
     """``rtl.engines.gemv.reduce.schedule`` run symbolically, the way the reducer's registers run it: every add's
     operands as expressions (a bank entry, the sum leaving the adder in that cycle, a hold register), a
-    sum leaving ``ADD_LATENCY`` cycles after its add; the result leaving in the last cycle must be
-    docs/semantics.md's ``init + tree`` with the tree's pairs in order, the holds captured before they are
-    read and not overwritten while their sum waits, and one add per cycle (``issues`` is keyed by cycle)."""
+    sum leaving ``Reducer.ADD_LATENCY`` cycles after its add; the result leaving the adder
+    ``Reducer.RESULT_CYCLES`` before the schedule's ``cycles`` must be docs/semantics.md's ``init + tree``
+    with the tree's pairs in order, the holds captured before they are read and not overwritten while
+    their sum waits, and one add per cycle (``issues`` is keyed by cycle)."""
     issues, cycles, captures, holds = schedule(P)
     leaving, hold, pending = {}, {}, {}          # cycle -> expression; hold h -> expression; h -> reads left
     for t in range(cycles):
@@ -178,10 +271,10 @@ def test_reducer_schedule(P):
                 return "init"
             a, b, level1 = issues[t]
             assert level1 == (a[0] == "bank" or b[0] == "bank")
-            leaving[t + ADD_LATENCY] = f"({value(a)} + {value(b)})"
+            leaving[t + Reducer.ADD_LATENCY] = f"({value(a)} + {value(b)})"
         assert not [c for c in leaving if c < t], f"a sum leaving before cycle {t} was neither used nor held"
     tree = [f"s{q}" for q in range(P)]
     while len(tree) > 1:
         tree = [f"({tree[2 * i]} + {tree[2 * i + 1]})" for i in range(len(tree) // 2)]
-    assert leaving == {cycles - 1: f"(init + {tree[0]})"}
+    assert leaving == {cycles - Reducer.RESULT_CYCLES: f"(init + {tree[0]})"}
     assert not any(pending.values())

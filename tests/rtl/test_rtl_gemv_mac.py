@@ -1,4 +1,5 @@
-"""The GEMV MAC array (rtl/engines/gemv/mac.py) in the Amaranth simulator, bit for bit against golden.numerics.
+"""The GEMV MAC array (rtl/engines/gemv/mac.py, its operands rtl/engines/gemv/operands.py) in the Amaranth
+simulator, bit for bit against golden.numerics.
 
 * ``e4m3_to_fp16`` on all 256 inputs against ml_dtypes (float8_e4m3fn -> float16).
 * Products: every operand kind (fp32, bf16, fp16, the four e4m3 / e5m2 pairs, int8) with special-class
@@ -23,7 +24,8 @@ from golden import numerics
 from rtl.config import preset
 from rtl.fp import BF16, FP8E4M3, FP8E5M2, FP16, FP32
 from rtl.isa import DType
-from rtl.engines.gemv.mac import ADD_DEPTH, MacArray, OperandKind, e4m3_to_fp16, mac_latency, ring_length
+from rtl.engines.gemv.mac import MacArray, mac_latency, ring_length
+from rtl.engines.gemv.operands import OperandKind, e4m3_to_fp16
 from tests.fp.gemv_vharness import KIND_SIZE, reference
 from tests.fp.ref import random_pairs, special_values
 
@@ -217,7 +219,7 @@ def test_accumulation(P):
     lanes = 4
     dut = MacArray(preset("default", gemv_lanes=lanes, gemv_partial_sums=P))
     R = ring_length(dut._config)
-    assert R == max(P, ADD_DEPTH)
+    assert R == max(P, MacArray.ADD_DEPTH)
     L = mac_latency(dut._config)
     blocks = []        # (kinds, a (K,), b (K, u) bit patterns, expected sums (P, u) uint32)
     cycles = []
@@ -284,7 +286,7 @@ def test_dummy_never_ends_a_block():
     one-cycle gap before the last product, and dummies (b = 100) tagged ``last`` as if they ended the block:
     the ring must take ``last`` from real steps only (else it flushes on the gap and sums dummies, not 7)."""
     dut = MacArray(preset("default", gemv_lanes=4, gemv_partial_sums=1))
-    assert dut.R == ADD_DEPTH
+    assert dut.R == MacArray.ADD_DEPTH
     one = 0x3F800000
     kinds = dict(a_kind=OperandKind.FP32.value, b_kind=OperandKind.FP32.value, acc_int=0)
     word = lambda x: pack([np.float32(x).view(np.uint32)] * 4, 4)
