@@ -11,7 +11,7 @@ from amaranth.hdl import C, Cat, Module, Mux, Signal, Value
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.engines.elementwise.cheap_path import CHEAP_LATENCY, COMBINE_STAGE, FIRST_STAGE, PRODUCT_STAGE, cheap_slot
+from rtl.engines.elementwise.cheap_path import CheapPath
 from rtl.fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 from rtl.isa import DType
 from rtl.lib.contract import require
@@ -118,7 +118,7 @@ class ElementwiseLanes(wiring.Component):
     products combined in a stage of their own. Every multiply is an :func:`rtl.fpga.dsp.product` (on an
     ECP5 a MULT18X18D with its own operand and product registers). The integer / MAX / MIN results, merged
     with the ``keep_a`` bytes of ``a`` (and with all of ``a`` for float arithmetic words) after
-    ``CHEAP_LATENCY`` = 5 stages (:mod:`rtl.engines.elementwise.cheap_path`), travel in one 32-bit bypass
+    ``CheapPath.LATENCY`` = 5 stages (:mod:`rtl.engines.elementwise.cheap_path`), travel in one 32-bit bypass
     register per slot to the final registered mux.
 
     Parameters
@@ -144,7 +144,7 @@ class ElementwiseLanes(wiring.Component):
     ``LATENCY`` (:meth:`latency`: 13 with the defaults, see docs/fp.md), the same for every type and op:
     the longer of the float path, ``widen_depth + OPERAND_CYCLES + max(add_depth, mul_depth) +
     SELECT_CYCLES + narrow_depth`` (operand widening, operand mux register, fp32 add / mul, add-or-mul
-    select register, narrowing), and the cheap path (``CHEAP_LATENCY`` = 5), then the output mux register
+    select register, narrowing), and the cheap path (``CheapPath.LATENCY`` = 5), then the output mux register
     (``OUTPUT_CYCLES`` = 1).
 
     Throughput
@@ -174,7 +174,7 @@ class ElementwiseLanes(wiring.Component):
         """``LATENCY`` for these depths, without building a component (the defaults are the constructor's)."""
         fp = cls.fp_latency(widen_depth=widen_depth, add_depth=add_depth, mul_depth=mul_depth,
                             narrow_depth=narrow_depth)
-        return max(fp, CHEAP_LATENCY) + cls.OUTPUT_CYCLES
+        return max(fp, CheapPath.LATENCY) + cls.OUTPUT_CYCLES
 
     def __init__(self, word_bytes=32, *, widen_depth=2, add_depth=6, mul_depth=6, narrow_depth=2):
         if word_bytes % 4 or word_bytes <= 0:
@@ -197,7 +197,7 @@ class ElementwiseLanes(wiring.Component):
 
     def elaborate(self, platform):
         """The control and operand delay lines, then per 32-bit slot the float path (:meth:`_fp_slot`),
-        the cheap path (:func:`rtl.engines.elementwise.cheap_path.cheap_slot`), their delays to a common
+        the cheap path (:meth:`rtl.engines.elementwise.cheap_path.CheapPath.slot`), their delays to a common
         stage and the output mux register."""
         m = Module()
         W, L = self.word_bytes, self.LATENCY
@@ -216,15 +216,15 @@ class ElementwiseLanes(wiring.Component):
         m.d.comb += self.out_valid.eq(valids[L])
 
         # operand delay lines (shared by the float widening and the cheap path: ``a`` up to its merge at
-        # COMBINE_STAGE, ``b`` up to its add / sub and pick at PRODUCT_STAGE)
+        # CheapPath.COMBINE_STAGE, ``b`` up to its add / sub and pick at CheapPath.PRODUCT_STAGE)
         # (stage dw + OPERAND_CYCLES: the raw 16-bit operands of sub-lane 1's widening multipliers)
         k0 = dw + self.OPERAND_CYCLES
-        n_a = max(k0, COMBINE_STAGE)
+        n_a = max(k0, CheapPath.COMBINE_STAGE)
         a_d = [self.a]
         b_d = [self.b]
         for k in range(1, n_a + 1):
             a_d.append(_delay(m, a_d[-1], 1, f"a{k}"))
-            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(k0, PRODUCT_STAGE) else None)
+            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(k0, CheapPath.PRODUCT_STAGE) else None)
 
         # The late selects (add or mul, the narrowed format, float or bypass) fan out to every bit of
         # every slot: each slot takes them from its own copies of the stage's flags (one register
@@ -244,20 +244,21 @@ class ElementwiseLanes(wiring.Component):
         # at 5f807b2 (10.0 ns, 9.4 of it wire). With one slot the stage's own flag serves. Not one more
         # flag of ``slot_ctrl``: ``select_copies`` keeps per bit only the copies that invert it, which for
         # a fifth flag is none (rtl/lib/fanout.py), so synthesis would merge it back into one register.
-        size1 = (variant_copies(m, f"ctl{FIRST_STAGE}_size1_slot", ctrl[FIRST_STAGE - 1].size1, n_slots)
-                 if n_slots > 1 else [ctrl[FIRST_STAGE].size1])
+        k1 = CheapPath.FIRST_STAGE
+        size1 = (variant_copies(m, f"ctl{k1}_size1_slot", ctrl[k1 - 1].size1, n_slots) if n_slots > 1
+                 else [ctrl[k1].size1])
 
         out_slots = []
         for s in range(n_slots):
             sl = slice(32 * s, 32 * s + 32)
             fp_word = self._fp_slot(m, s, ctrl, slot_ctrl, [x[sl] if x is not None else None for x in a_d],
                                     [x[sl] if x is not None else None for x in b_d])
-            bypass = cheap_slot(m, platform, s, ctrl, [x[sl] for x in a_d],
-                                [x[sl] if x is not None else None for x in b_d], keeps, size1[s % len(size1)])
-            # the output mux's stage: bypass travels from stage CHEAP_LATENCY to it, the fp word arrives at
-            # stage self._fp_latency and is delayed to it
+            bypass = CheapPath.slot(m, platform, s, ctrl, [x[sl] for x in a_d],
+                                    [x[sl] if x is not None else None for x in b_d], keeps, size1[s % len(size1)])
+            # the output mux's stage: bypass travels from stage CheapPath.LATENCY to it, the fp word arrives
+            # at stage self._fp_latency and is delayed to it
             k_out = L - self.OUTPUT_CYCLES
-            bypass = _delay(m, bypass, k_out - CHEAP_LATENCY, f"s{s}_bypass")
+            bypass = _delay(m, bypass, k_out - CheapPath.LATENCY, f"s{s}_bypass")
             fp_word = _delay(m, fp_word, k_out - self._fp_latency, f"s{s}_fpw")
             c, keep = slot_ctrl(k_out, s), keeps[k_out]
             res = Signal(32, name=f"s{s}_res", reset_less=True)
