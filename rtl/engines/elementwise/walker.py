@@ -5,10 +5,31 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.isa import DTYPE_BYTES, EXPAND_BLOCK_BYTES, TileDesc
+from rtl.lib.contract import require
 from rtl.lib.flag_fifo import FlagFifo
 from rtl.lib.tile import LINE_BYTES_BITS
 
-__all__ = ["SegmentParams", "START_FIELDS", "Segment", "SegmentWalker", "FlagFifo"]
+__all__ = ["SegmentParams", "START_FIELDS", "Segment", "SegmentWalker", "FlagFifo", "QUEUE_CYCLES", "ADDR_BITS",
+           "SHAPE_BITS", "ESZ_BITS", "SIZE_BITS", "MAX_WORD_BYTES", "EXPANDED_LINE_BITS"]
+
+#: Cycles from an entry written into a :class:`FlagFifo` to the cycle it can be read (``r_rdy``,
+#: ``r_data``): written in cycle ``t``, readable from ``t + 1`` (rtl/lib/flag_fifo.py).
+QUEUE_CYCLES = 1
+#: Width of a UB byte address: a tile's ``base`` (the walker's pointers and steps wrap in it).
+ADDR_BITS = TileDesc["base"].width
+#: Width of a count of lines or of elements in a line: a tile's ``rows`` / ``cols`` field.
+SHAPE_BITS = max(TileDesc["rows"].width, TileDesc["cols"].width)
+#: Width of a log2 element size (``esz``: 0 .. 2 for elements of 1 .. 4 bytes).
+ESZ_BITS = (max(DTYPE_BYTES.values()).bit_length() - 1).bit_length()
+#: Width of an element size in bytes (1 .. 4).
+SIZE_BITS = max(DTYPE_BYTES.values()).bit_length()
+#: The widest UB word the engine handles: its mode-1 counts (``W / size`` scalars, a scalar line of up
+#: to ``W`` bytes) have :data:`EXPANDED_LINE_BITS` bits.
+MAX_WORD_BYTES = 64
+#: Width of an expanded operand's line length (a block of ``EXPAND_BLOCK_BYTES`` or a scalar line of up
+#: to ``W`` bytes) and of the walker's mode-1 counts (``W / size``, rows to the next scalar line).
+EXPANDED_LINE_BITS = max(MAX_WORD_BYTES, EXPAND_BLOCK_BYTES).bit_length()
 
 
 def SegmentParams(config):
@@ -30,13 +51,14 @@ def SegmentParams(config):
     everything a segment carries) only from the cycle after, so the engine registers them a cycle later
     (:attr:`START_FIELDS`).
     """
+    A, N = ADDR_BITS, SHAPE_BITS
     return data.StructLayout({
-        "lines": 16, "pos_n": 16, "esz": 2, "elem_path": 1,
-        "d_base": 24, "a_base": 24, "b_base": 24, "e_base": 24,
-        "p_lines": 16, "p_pos": 16,
-        "trow": 1, "mode1": 1, "size": 3, "seg_length": LINE_BYTES_BITS,
-        "d_step_li": 24, "a_step_li": 24, "b_step_li": 24, "e_step": 24,
-        "d_step_pos": 24, "a_step_pos": 24, "b_step_pos": 24,
+        "lines": N, "pos_n": N, "esz": ESZ_BITS, "elem_path": 1,
+        "d_base": A, "a_base": A, "b_base": A, "e_base": A,
+        "p_lines": N, "p_pos": N,
+        "trow": 1, "mode1": 1, "size": SIZE_BITS, "seg_length": LINE_BYTES_BITS,
+        "d_step_li": A, "a_step_li": A, "b_step_li": A, "e_step": A,
+        "d_step_pos": A, "a_step_pos": A, "b_step_pos": A,
         "p_pos_bytes": LINE_BYTES_BITS, "p_any": 1,
     })
 
@@ -54,11 +76,11 @@ def Segment(config):
     (``pp_bytes > 0`` whenever ``p_ok``). ``e_*``: a line of the expanded operand to read with this
     segment (``e_valid``; TROWEXPAND* only). ``fin``: the instruction's last segment.
     """
-    W = config.ub_word_bytes
+    W, A = config.ub_word_bytes, ADDR_BITS
     return data.StructLayout({
-        "d_addr": 24, "a_addr": 24, "b_addr": 24, "length": LINE_BYTES_BITS, "dst_off": range(W),
+        "d_addr": A, "a_addr": A, "b_addr": A, "length": LINE_BYTES_BITS, "dst_off": range(W),
         "pp_bytes": LINE_BYTES_BITS, "p_ok": 1,
-        "e_valid": 1, "e_addr": 24, "e_length": 7, "e_off": range(W),
+        "e_valid": 1, "e_addr": A, "e_length": EXPANDED_LINE_BITS, "e_off": range(W),
         "fin": 1,
     })
 
@@ -70,14 +92,21 @@ class SegmentWalker(wiring.Component):
     ``start`` cycle, the rest from the cycle after, all stable until the last segment is taken),
     ``start`` (pulse; ``params.lines`` and ``params.pos_n`` non-zero), ``segs`` (stream out,
     :func:`Segment`), ``busy``.
-    Latency: the first segment is valid the cycle after ``start``. Only running pointers, counters and
+    Latency: :attr:`LATENCY`, the first segment is valid the cycle after ``start``. Throughput: one
+    segment per cycle while ``segs.ready``. Only running pointers, counters and
     flags: no multiply. The outputs are registers or shallow logic of registers (the mode-1 scalar
     line's length: a test of the high bits of a counter and a select); ``segs.ready`` enables the step
     (adders of a register and a parameter; the end-of-line, last-line, partial-extent and mode-1
     conditions are flags registered with the counters they test).
     """
 
+    #: Cycles from ``start`` to the first segment on ``segs`` (the pointers load at ``start``).
+    LATENCY = 1
+
     def __init__(self, config):
+        W = config.ub_word_bytes
+        require(W <= MAX_WORD_BYTES, f"the walker's mode-1 counts (W / size, a scalar line's bytes) have "
+                f"EXPANDED_LINE_BITS = {EXPANDED_LINE_BITS} bits: ub_word_bytes = {W} must be <= {MAX_WORD_BYTES}")
         self._config = config
         super().__init__({
             "params": In(SegmentParams(config)),
@@ -92,24 +121,25 @@ class SegmentWalker(wiring.Component):
         sh = W.bit_length() - 1
         p = self.params
 
-        lines_left = Signal(16)        # lines not finished (the current one included)
+        lines_left = Signal(SHAPE_BITS)  # lines not finished (the current one included)
         last_line = Signal()           # lines_left == 1
         llb = Signal(LINE_BYTES_BITS)  # lines_left << esz (mode 1: the scalars' bytes left)
         llb_hi = Signal()              # llb >= W
-        pos_left = Signal(16)          # segments left in the current line (the current one included)
+        pos_left = Signal(SHAPE_BITS)  # segments left in the current line (the current one included)
         eol = Signal()                 # pos_left == 1: the segment ends its line
-        pl_left = Signal(16)           # lines of the partial source's valid region left
+        pl_left = Signal(SHAPE_BITS)   # lines of the partial source's valid region left
         pl_ok = Signal()               # pl_left != 0
         ppb = Signal(signed(LINE_BYTES_BITS + 1))   # partial source's valid bytes from the current position on
         pp_pos = Signal()              # ppb > 0
-        d_line, a_line, b_line = Signal(24), Signal(24), Signal(24)   # starts of the current line
-        d_ptr, a_ptr, b_ptr = Signal(24), Signal(24), Signal(24)      # the current segment
-        e_ptr = Signal(24)
-        g_left = Signal(7)             # mode 1: rows until the next scalar line (0: this row)
+        A = ADDR_BITS
+        d_line, a_line, b_line = Signal(A), Signal(A), Signal(A)   # starts of the current line
+        d_ptr, a_ptr, b_ptr = Signal(A), Signal(A), Signal(A)      # the current segment
+        e_ptr = Signal(A)
+        g_left = Signal(EXPANDED_LINE_BITS)  # mode 1: rows until the next scalar line (0: this row)
         g_zero = Signal()              # g_left == 0
-        lanes = Signal(7)              # W / size
+        lanes = Signal(EXPANDED_LINE_BITS)   # W / size
         m.d.comb += lanes.eq(W >> p.esz)
-        e_len = Signal(7)              # mode 1: bytes of the scalar line read at this row, min(llb, W)
+        e_len = Signal(EXPANDED_LINE_BITS)   # mode 1: bytes of the scalar line read at this row, min(llb, W)
         m.d.comb += e_len.eq(Mux(llb_hi, W, llb[:sh]))
 
         seg = self.segs.payload
@@ -121,7 +151,7 @@ class SegmentWalker(wiring.Component):
             seg.pp_bytes.eq(ppb[:LINE_BYTES_BITS]), seg.p_ok.eq(pl_ok & pp_pos),
             seg.e_valid.eq(p.trow & (~p.mode1 | g_zero)),
             seg.e_addr.eq(e_ptr),
-            seg.e_length.eq(Mux(p.mode1, e_len, 32)),
+            seg.e_length.eq(Mux(p.mode1, e_len, EXPAND_BLOCK_BYTES)),
             seg.e_off.eq(Mux(p.mode1, 0, d_ptr[:sh])),
             seg.fin.eq(last_line & eol),
         ]
