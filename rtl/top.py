@@ -5,7 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.checker.checker import Checker
-from rtl.engines.base import Engine
+from rtl.engines.base import GO_DELAY, GO_REGISTER_CYCLES, Engine
 from rtl.engines.elementwise.engine import ElementwiseEngine
 from rtl.engines.gemv.engine import GemvEngine
 from rtl.engines.local_gather.engine import LocalGatherEngine
@@ -139,10 +139,11 @@ class VectorUnit(wiring.Component):
         super().__init__(ports)
 
     #: Cycles from an engine's ``start`` to its ``go`` for a command the checker passes: the checker's
-    #: pipeline, then one register (``go`` reaches every engine from a flip-flop).
-    GO_DELAY = Checker.LATENCY + 1
-    #: ``cycles`` of a response to a command the checker rejects.
-    REJECT_CYCLES = Checker.LATENCY + 1
+    #: pipeline, then one register (``go`` reaches every engine from a flip-flop); the engine contract's
+    #: ``rtl.engines.base.GO_DELAY``.
+    GO_DELAY = GO_DELAY
+    #: ``cycles`` of a response to a command the checker rejects: the verdict, then the response's register.
+    REJECT_CYCLES = Checker.LATENCY + GO_REGISTER_CYCLES
     #: Cycles an engine's UB write spends in the front end before it reaches the UB's write port (one
     #: register per engine, :meth:`_write_register`).
     WRITE_DELAY = 1

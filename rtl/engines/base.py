@@ -5,11 +5,20 @@ model's supported set, coverage and the bench need to know of it)."""
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from rtl.checker.checker import Checker
 from rtl.isa import Command, Opcode, Status
 from rtl.lib.axi import Axi4Signature
 from rtl.ub.buffer import UbReadSignature, UbWriteSignature
 
-__all__ = ["EngineSignature", "Engine"]
+__all__ = ["EngineSignature", "Engine", "GO_DELAY", "tile_lines", "words_of"]
+
+#: The register that raises ``go`` in the front end (it reaches every engine from a flip-flop).
+GO_REGISTER_CYCLES = 1
+#: Cycles from an engine's ``start`` to its ``go`` in the unit, for a command the checker passes: the
+#: checker's pipeline, then ``go``'s register. Part of the engine contract (an engine's first UB write
+#: or AXI request waits for ``go``), so an engine may state how its pipeline relates to it (a
+#: ``require``); the front end (``rtl.top.VectorUnit.GO_DELAY``) raises ``go`` after exactly this.
+GO_DELAY = Checker.LATENCY + GO_REGISTER_CYCLES
 
 
 class EngineSignature(wiring.Signature):

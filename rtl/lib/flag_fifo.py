@@ -22,6 +22,10 @@ class FlagFifo(wiring.Component):
     Ports: ``w_data``, ``w_en``, ``w_rdy``; ``r_data``, ``r_rdy``, ``r_en``.
     """
 
+    #: Cycles from a write to the entry being readable (``r_rdy``, ``r_data``): written in cycle ``t``,
+    #: readable from ``t + 1``.
+    LATENCY = 1
+
     def __init__(self, width, depth, *, slack=1):
         if depth < 2:
             raise ValueError(f"FlagFifo depth={depth} must be >= 2")

@@ -4,14 +4,18 @@ from amaranth import *
 
 from rtl.isa import DTYPE_BYTES, DType, Layout, TileDesc
 
-__all__ = ["UB_ADDR_BITS", "DIM_BITS", "ESZ_BITS", "LINE_BYTES_BITS", "elem_log2", "dtype_valid", "tile_geometry"]
+__all__ = ["UB_ADDR_BITS", "DIM_BITS", "ESZ_MAX", "ESZ_BITS", "SIZE_BITS", "LINE_BYTES_BITS", "elem_log2", "dtype_valid", "tile_geometry"]
 
 #: Width of a UB byte address: a tile's ``base`` field.
 UB_ADDR_BITS = TileDesc["base"].width
 #: Width of a tile dimension (rows, columns, valid rows / columns): a ``TileDesc`` shape field.
 DIM_BITS = TileDesc["rows"].width
-#: Width of log2 of an element's size in bytes (0 .. 2 for 1 .. 4 bytes).
-ESZ_BITS = (max(DTYPE_BYTES.values()).bit_length() - 1).bit_length()
+#: log2 of the largest element's size in bytes (fp32, int32: 2).
+ESZ_MAX = max(DTYPE_BYTES.values()).bit_length() - 1
+#: Width of log2 of an element's size in bytes (0 .. ``ESZ_MAX``).
+ESZ_BITS = ESZ_MAX.bit_length()
+#: Width of an element's size in bytes (1 .. 4).
+SIZE_BITS = max(DTYPE_BYTES.values()).bit_length()
 
 #: Width of a line's length in bytes: a line (a row or a column of a tile) is at most as many elements as
 #: a ``TileDesc`` shape field holds (65535), of the largest element size (4 bytes).

@@ -8,7 +8,7 @@ Stages count clock edges after the lanes' inputs (stage 0), as in :class:`Elemen
 
 from amaranth.hdl import C, Cat, Mux, Signal
 
-from rtl.fpga.dsp import product
+from rtl.fpga.dsp import product, product_latency
 from rtl.lib.contract import require
 
 __all__ = ["CheapPath"]
@@ -19,7 +19,7 @@ class CheapPath:
 
     #: Cycles of :func:`rtl.fpga.dsp.product` with its operand registers (``in_reg``, the default): the
     #: operands registered, then the product (``p(t + 2) = a(t) * b(t)``, rtl/fpga/dsp.py).
-    PRODUCT_CYCLES = 2
+    PRODUCT_CYCLES = product_latency(in_reg=True)
     #: The stage the path starts from: the lanes' first operand register (``a_d[1]``, ``ctrl[1]``), from
     #: which the multipliers' operands are selected and the MAX / MIN keys formed.
     FIRST_STAGE = 1

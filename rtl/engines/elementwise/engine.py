@@ -6,7 +6,7 @@ from amaranth import *
 from amaranth.lib import data, wiring
 
 from rtl.checker.stages import stage
-from rtl.engines.base import Engine, tile_lines, words_of
+from rtl.engines.base import GO_DELAY, Engine, tile_lines, words_of
 from rtl.engines.elementwise.combiner import combiner
 from rtl.engines.elementwise.lanes import ElementwiseLanes
 from rtl.engines.elementwise.model import cycles as model_cycles
@@ -205,6 +205,10 @@ class ElementwiseEngine(Engine):
 
     def elaborate(self, platform):
         """The engine's parts and their connections, section by section (numbered as in the class doc)."""
+        require(GO_DELAY <= self.FIRST_WORD_CYCLES,
+                f"ElementwiseEngine: go (GO_DELAY = {GO_DELAY} after start) is high before the first word "
+                f"reaches the combiner (FIRST_WORD_CYCLES = {self.FIRST_WORD_CYCLES}), which takes nothing "
+                f"before go: else cycles() is not exact")
         m = Module()
         cfg = self._config
         m.submodules.walker = walker = SegmentWalker(cfg)

@@ -5,25 +5,20 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.isa import DTYPE_BYTES, EXPAND_BLOCK_BYTES, TileDesc
+from rtl.isa import EXPAND_BLOCK_BYTES
 from rtl.lib.contract import require
 from rtl.lib.flag_fifo import FlagFifo
-from rtl.lib.tile import LINE_BYTES_BITS
+from rtl.lib.tile import DIM_BITS, ESZ_BITS, LINE_BYTES_BITS, SIZE_BITS, UB_ADDR_BITS
 
 __all__ = ["SegmentParams", "START_FIELDS", "Segment", "SegmentWalker", "FlagFifo", "QUEUE_CYCLES", "ADDR_BITS",
            "SHAPE_BITS", "ESZ_BITS", "SIZE_BITS", "MAX_WORD_BYTES", "EXPANDED_LINE_BITS"]
 
-#: Cycles from an entry written into a :class:`FlagFifo` to the cycle it can be read (``r_rdy``,
-#: ``r_data``): written in cycle ``t``, readable from ``t + 1`` (rtl/lib/flag_fifo.py).
-QUEUE_CYCLES = 1
+#: Cycles from an entry written into a :class:`FlagFifo` to the cycle it can be read (``FlagFifo.LATENCY``).
+QUEUE_CYCLES = FlagFifo.LATENCY
 #: Width of a UB byte address: a tile's ``base`` (the walker's pointers and steps wrap in it).
-ADDR_BITS = TileDesc["base"].width
+ADDR_BITS = UB_ADDR_BITS
 #: Width of a count of lines or of elements in a line: a tile's ``rows`` / ``cols`` field.
-SHAPE_BITS = max(TileDesc["rows"].width, TileDesc["cols"].width)
-#: Width of a log2 element size (``esz``: 0 .. 2 for elements of 1 .. 4 bytes).
-ESZ_BITS = (max(DTYPE_BYTES.values()).bit_length() - 1).bit_length()
-#: Width of an element size in bytes (1 .. 4).
-SIZE_BITS = max(DTYPE_BYTES.values()).bit_length()
+SHAPE_BITS = DIM_BITS
 #: The widest UB word the engine handles: its mode-1 counts (``W / size`` scalars, a scalar line of up
 #: to ``W`` bytes) have :data:`EXPANDED_LINE_BITS` bits.
 MAX_WORD_BYTES = 64

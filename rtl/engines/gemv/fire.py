@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 from amaranth import *
 
+from rtl.engines.base import GO_DELAY
 from rtl.engines.gemv.mac import MacTag, ring_length
 from rtl.engines.gemv.operands import ELEM_BITS
 from rtl.engines.gemv.params import COUNT_BITS
@@ -38,11 +39,10 @@ def fire_logic(m, eng, parts, ser):
     # across the die): the first product needs the first B word and A element, which come later than
     # that (``FIRST_STEP`` >= ``GO_DELAY`` + ``GO_COPY_CYCLES``), so no cycle is lost; after ``done``
     # nothing is left to fire.
-    from rtl.top import VectorUnit
-    require(eng.FIRST_STEP >= VectorUnit.GO_DELAY + eng.GO_COPY_CYCLES,
+    require(eng.FIRST_STEP >= GO_DELAY + eng.GO_COPY_CYCLES,
             f"GemvEngine: the first product (FIRST_STEP = {eng.FIRST_STEP} cycles after start) comes no "
-            f"earlier than go's local copies (VectorUnit.GO_DELAY + GO_COPY_CYCLES = "
-            f"{VectorUnit.GO_DELAY} + {eng.GO_COPY_CYCLES}); else cycles() is not exact")
+            f"earlier than go's local copies (GO_DELAY + GO_COPY_CYCLES = {GO_DELAY} + {eng.GO_COPY_CYCLES}, "
+            f"rtl.engines.base); else cycles() is not exact")
     go = variant_copies(m, "go", eng.go, G)
     gpos = in_dummy = None
     if R > P:

@@ -78,7 +78,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.engines.gemv.operands import ELEM_BITS, OperandKind, e4m3_to_fp16, operand_kind, unpack
 from rtl.fp import FP32, FPAdd, FPMul
-from rtl.fpga.dsp import product
+from rtl.fpga.dsp import product, product_latency
 from rtl.lib.contract import require
 from rtl.lib.fanout import variant_copies
 
@@ -159,7 +159,7 @@ class MacArray(wiring.Component):
     PRODUCT_LATENCY = INPUT_CYCLES + UNPACK_CYCLES + SPREAD_CYCLES + MUL_DEPTH
     #: The int8 x int8 product's registers: its operands (a DSP block's input registers, beside
     #: ``INPUT_CYCLES``) and the product (:func:`rtl.fpga.dsp.product` with ``in_reg``).
-    INT_PRODUCT_CYCLES = 2
+    INT_PRODUCT_CYCLES = product_latency(in_reg=True)
     #: Copies of a register that feeds every lane (fan-out): lane ``j`` uses copy ``j % COPIES``.
     COPIES = 4
 

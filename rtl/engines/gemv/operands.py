@@ -6,12 +6,11 @@ from amaranth import *
 from amaranth.lib import enum
 
 from rtl.fp import FP32, unpacked_layout
-from rtl.isa import DTYPE_BYTES, DType
+from rtl.isa import DType
+from rtl.lib.tile import ESZ_MAX
 
 __all__ = ["OperandKind", "operand_kind", "unpack", "e4m3_to_fp16", "ESZ_MAX", "ELEM_BITS"]
 
-#: log2 of the widest operand element's bytes (fp32, int32: 4 bytes).
-ESZ_MAX = max(DTYPE_BYTES.values()).bit_length() - 1
 #: Width of the widest operand element: the MAC array's ``a``, the A element the engine serializes.
 ELEM_BITS = 8 << ESZ_MAX
 

@@ -8,17 +8,15 @@ from amaranth import *
 from amaranth.lib import data
 
 from rtl.engines.gemv.mac import SUM_BITS
-from rtl.engines.gemv.operands import ESZ_MAX, operand_kind
+from rtl.engines.gemv.operands import operand_kind
 from rtl.isa import GEMV_MAX_DIM, DType, Opcode, TileDesc
-from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
+from rtl.lib.tile import ESZ_BITS, ESZ_MAX, LINE_BYTES_BITS, elem_log2
 
 __all__ = ["setup_params", "COUNT_BITS", "ESZ_BITS", "PITCH_BITS", "SUM_BYTES", "SUM_LOG2"]
 
 #: Width of a row, product or block counter (K, N and ``ceil(N / lanes)`` are at most ``GEMV_MAX_DIM``)
 #: with a spare top bit: the product counter is compared as a signed number with ``K - P - 1``.
 COUNT_BITS = GEMV_MAX_DIM.bit_length() + 1
-#: Width of ``esz``, log2 of an element's bytes (:func:`rtl.lib.tile.elem_log2`).
-ESZ_BITS = ESZ_MAX.bit_length()
 #: Width of B's row pitch in bytes (its ``cols`` << ``esz``).
 PITCH_BITS = TileDesc["cols"].width + ESZ_MAX
 #: Bytes of a result (C, C_in and bias elements: fp32 / int32) and its log2.

@@ -11,7 +11,7 @@ from amaranth import *
 from rtl.isa import (DTYPE_BYTES, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2, Command,
                      Opcode, TileDesc, instruction)
 from rtl.lib.contract import require
-from rtl.lib.tile import elem_log2
+from rtl.lib.tile import ESZ_BITS, ESZ_MAX, elem_log2
 
 __all__ = ["GROUP", "GROUP_LOG2", "MAX_INDICES", "MAX_NEPI_LOG2", "INDEX_BYTES", "INDEX_BYTES_LOG2", "INDEX_BITS",
            "N_BITS", "GROUPS_BITS", "K_BITS", "K_INDEX_BITS", "QW", "SLOT_BITS", "GEOMETRY_WIDTHS", "Sizes",
@@ -22,10 +22,8 @@ GROUP_LOG2 = GROUP.bit_length() - 1         #: log2 of :data:`GROUP` (a power of
 MAX_INDICES = LOCAL_GATHER_MAX_INDICES      #: indices per group
 MAX_NEPI_LOG2 = LOCAL_GATHER_MAX_NEPI_LOG2  #: num_elem_per_idx <= 32
 
-#: log2 of the largest element size (4 bytes).
-ESZ_LOG2_MAX = max(DTYPE_BYTES.values()).bit_length() - 1
-#: Bits of an element size's log2, as :func:`rtl.lib.tile.elem_log2` gives it.
-ESZ_BITS = ESZ_LOG2_MAX.bit_length()
+#: log2 of the largest element size (4 bytes): ``rtl.lib.tile.ESZ_MAX``; ``ESZ_BITS`` its width.
+ESZ_LOG2_MAX = ESZ_MAX
 #: Bits of the command's ``nepi_log2``.
 NEPI_BITS = Command["nepi_log2"].width
 #: log2 of the largest chunk, ``B = nepi * size`` <= 32 x 4 = 128 bytes.

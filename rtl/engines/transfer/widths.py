@@ -2,9 +2,9 @@
 (:data:`rtl.isa.TileDesc`, :data:`rtl.isa.GmDesc`) or derived from those, so that the widths follow the
 encoding instead of restating it."""
 
-from rtl.isa import DTYPE_BYTES, DType, GmDesc, TileDesc
+from rtl.isa import DTYPE_BYTES, DType, GmDesc
 from rtl.lib.axi import AXLEN_BITS
-from rtl.lib.tile import DIM_BITS, ESZ_BITS, UB_ADDR_BITS
+from rtl.lib.tile import DIM_BITS, ESZ_BITS, SIZE_BITS, UB_ADDR_BITS
 
 __all__ = ["UB_ADDR_BITS", "TILE_DIM_BITS", "ESZ_BITS", "SIZE_BITS", "SIZE_MASK_BITS", "GM_STRIDE_BITS", "TABLE_SIZE_BITS",
            "INDEX_BITS", "INDEX_BYTES_LOG2", "PIECE_BITS",
@@ -14,8 +14,6 @@ __all__ = ["UB_ADDR_BITS", "TILE_DIM_BITS", "ESZ_BITS", "SIZE_BITS", "SIZE_MASK_
 #: TLOAD / TSTORE's GM shape equals the tile's valid shape (the checker's ``SHAPE_MISMATCH``), so
 #: ``gm.rows`` / ``gm.cols`` are cut to this width.
 TILE_DIM_BITS = DIM_BITS
-#: An element's bytes.
-SIZE_BITS = max(DTYPE_BYTES.values()).bit_length()
 #: An element's bytes - 1 (an alignment mask).
 SIZE_MASK_BITS = (max(DTYPE_BYTES.values()) - 1).bit_length()
 #: A GM stride (``GmDesc.row_stride``).
