@@ -39,7 +39,7 @@ class Config:
     #: Interleaved partial sums per output column in the GEMV MAC array (a power of two): product k goes
     #: to partial sum ``k mod gemv_partial_sums``. Fixes the float accumulation order; see docs/semantics.md.
     #: It is also the length of the MAC array's accumulation loop: a lane adds one product per cycle only
-    #: while ``gemv_partial_sums`` >= the fp32 adder's latency (``rtl.engines.gemv.mac.ADD_DEPTH`` = 6), so the
+    #: while ``gemv_partial_sums`` >= the fp32 adder's latency (``rtl.engines.gemv.mac.MacArray.ADD_DEPTH`` = 6), so the
     #: reference value 8 keeps full rate with an adder pipelined for 100 MHz; 1, 2 and 4 are exact but
     #: slower (``P / ADD_DEPTH`` of the rate).
     gemv_partial_sums: int = GEMV_PARTIAL_SUMS

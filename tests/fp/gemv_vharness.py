@@ -4,7 +4,7 @@ under ``build/fp/verilator/gemv<lanes>p<P>-<hash>/``, one locked build shared by
 
 Every step the tests drive is a whole block of one product (tag ``real = first = final = last = 1``), so a
 lane's ``fin_data`` is ``product + (-0.0)`` (the int32 product for int8), i.e. the product bit for bit,
-exactly ``LATENCY = rtl.engines.gemv.mac.mac_latency(config)`` (``PRODUCT_LATENCY + R + FIN_LATENCY``) cycles
+exactly ``LATENCY = rtl.engines.gemv.mac.mac_latency(config)`` (``MacArray.PRODUCT_LATENCY + MacArray.ADD_DEPTH``) cycles
 after the step; the ring steps every cycle (it flushes after every ``last``), valid gaps included. The reference is ``golden.numerics.widening_product`` (the
 exact product rounded once to fp32, NaN canonical) and the exact int8 x int8 product.
 """
