@@ -42,7 +42,7 @@ def config_spec(spec):
     :func:`rtl.config.parse_overrides` reads them). ``tag`` names the spec's Verilog, build and run
     directories: the spec with every ``,`` as ``-`` (a preset name is its own tag)."""
     name, *sets = [part.strip() for part in spec.split(",")]
-    config, _ = parse_overrides(name, [s for s in sets if s])
+    config, _ = parse_overrides(name, [s for s in sets if s], source=f"configuration {spec!r}")
     return config, "-".join([name, *(s for s in sets if s)])
 
 
