@@ -1,8 +1,9 @@
 """Markdown tables generated from ``rtl/``: the instruction encoding (``rtl.isa`` / ``rtl.status``), the
-operand slots and the map from instruction to files (``rtl.instructions``, ``rtl.top.ENGINES``).
+operand slots and the map from instruction to files (``rtl.instructions``, ``rtl.top.ENGINES``), and the PTO
+Builder's op methods (``sim.pto.builder``, from the instruction table).
 
-``python -m sim.isa_doc [encoding|slots|map]`` prints them; ``docs/architecture.md`` and
-``docs/semantics.md`` embed them between ``<!-- BEGIN GENERATED: python -m sim.isa_doc NAME -->`` and
+``python -m sim.isa_doc [encoding|slots|map|builder]`` prints them; ``docs/architecture.md``,
+``docs/semantics.md`` and ``docs/pto-as.md`` embed them between ``<!-- BEGIN GENERATED: python -m sim.isa_doc NAME -->`` and
 ``<!-- END GENERATED -->`` markers, and a test keeps the documents equal to the code
 (``python -m sim.isa_doc --write`` rewrites them).
 """
@@ -16,7 +17,7 @@ from rtl.instructions import INSTRUCTIONS, TILE_SLOTS
 from rtl.isa import Command, DTYPE_BYTES, DType, GmDesc, Layout, Opcode, OobMode, Profile, Response, TileDesc
 from rtl.status import Status
 
-__all__ = ["tables", "slot_table", "instruction_map", "GENERATED", "render", "write_docs"]
+__all__ = ["tables", "slot_table", "instruction_map", "builder_table", "GENERATED", "render", "write_docs"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -114,11 +115,18 @@ def tables():
     ])
 
 
+def builder_table():
+    """The PTO Builder's op methods, one per opcode (``sim.pto.builder.method_table``)."""
+    from sim.pto.builder import method_table
+    return method_table()
+
+
 #: Generated sections: name -> (function, documents that embed it).
 GENERATED = {
     "encoding": (tables, ("docs/architecture.md",)),
     "slots": (slot_table, ("docs/architecture.md", "docs/semantics.md")),
     "map": (instruction_map, ("docs/architecture.md",)),
+    "builder": (builder_table, ("docs/pto-as.md",)),
 }
 
 

@@ -87,16 +87,15 @@ def _arg_name(role):
 def method_table():
     """Markdown table of the Builder's op methods, one per opcode, from the instruction table
     (``rtl.instructions``; ``python -m sim.isa_doc builder``)."""
-    rows = ["| method | operands, in order | writes | attributes |", "|---|---|---|---|"]
+    rows = ["| method | op | operands, in order | result | attributes |", "|---|---|---|---|---|"]
     for op in Opcode:
         sig = signature(op)
         args = [_arg_name(r) for _, r, _ in sig.inputs]
         okind = sig.output[2]
         call = f"b.{method_name(op)}({', '.join(args + [okind + '_type'])})"
-        operands = "; ".join(f"`{a}`: {kind}" for a, (_, _, kind) in zip(args, sig.inputs))
+        operands = ", ".join(f"`{a}` {kind}" for a, (_, _, kind) in zip(args, sig.inputs))
         attrs = ", ".join(f"`{ATTRIBUTES[i]}`" for i in INSTRUCTIONS[op].immediates) or "-"
-        writes = f"a new {okind} of `{okind}_type` (or `out=` an existing one)"
-        rows.append(f"| `{call}` | {operands} | {writes} | {attrs} |")
+        rows.append(f"| `{call}` | `{mnemonic(op)}` | {operands} | {okind} | {attrs} |")
     return "\n".join(rows)
 
 
