@@ -335,6 +335,10 @@ class Assembly:
             else:
                 size = DTYPE_BYTES[t.dtype]
                 stride = t.stride() * size
+                if gm[b.id] + t.nbytes() > 1 << cfg.gm_addr_bits:
+                    raise AsmError(f"GM overflow: input %{b.name} at {gm[b.id]:#x} + {t.nbytes()} bytes = "
+                                   f"{gm[b.id] + t.nbytes():#x} is outside the {cfg.gm_addr_bits}-bit GM address "
+                                   f"space (gm_addr_bits)", b.addr_loc or b.loc)
                 if t.row_stride is None or t.row_stride == t.cols:
                     gm_init.append((gm[b.id], np.ascontiguousarray(arr).tobytes()))
                 else:
