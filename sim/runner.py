@@ -116,7 +116,15 @@ def _runner(sim):
         raise RuntimeError("iverilog not found: run `make bootstrap` (installs Icarus with apt-get)")
     if sim == "verilator":
         os.environ.update(verilator_env())
-    return get_runner(sim)
+    runner = get_runner(sim)
+    runner.log.addFilter(_quiet)
+    return runner
+
+
+def _quiet(record):
+    """Drop cocotb's "Skipping compilation of ..." warning: a cached build is the normal case here (one build per
+    configuration, then a run per test), and the line landed in the middle of the runners' tables."""
+    return not record.getMessage().startswith("Skipping compilation")
 
 
 def export_stamp(config):
