@@ -295,8 +295,9 @@ def test_export_header_rebuilds_the_file(tmp_path, monkeypatch):
                  "--set", "gm_addr_bits=32", "-o", "unit.v"]) is None
     text = (first / "unit.v").read_text()
     head = text.split("\nmodule ", 1)[0]
-    assert "// configuration: preset small, overridden: ub_bytes=8192, ub_read_ports=1, profile=a2a3\n" in head
-    assert "//   profile = a2a3  * (small: a5)\n" in head and "Profile." not in head
+    assert ("// configuration: preset small, overridden: ub_bytes=8192 (preset: 4096), ub_read_ports=1 (preset: 2), "
+            "profile=a2a3 (preset: a5)\n") in head
+    assert "//   profile = a2a3\n" in head and "//   ub_bytes = 8192\n" in head and "Profile." not in head
     assert "//   gm_addr_bits = 32\n" in head                     # the preset's value: not an override
     (rebuild,) = re.findall(r"^// rebuild: (.*)$", head, re.M)
     import shlex
