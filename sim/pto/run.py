@@ -20,7 +20,7 @@ import numpy as np
 from rtl.config import PRESETS
 
 from .cli import read_npz, readable_file, user_errors, writable_file
-from .errors import AsmError, InputError, Loc, UsageError
+from .errors import AsmError, Loc, UsageError
 from .image import decode_output, output_extent
 
 __all__ = ["Row", "Report", "run_golden", "run_rtl", "run_program", "run_images", "format_table", "main", "load_inputs"]
