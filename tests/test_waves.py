@@ -68,7 +68,8 @@ def test_save_file_opens_on_the_run_with_named_fields(tmp_path, monkeypatch):
         ("vector_unit", "clk", 1), ("vector_unit", "s_axis_cmd__tdata", COMMAND_BITS),
         ("vector_unit", "m_axis_rsp__tdata", RESPONSE_BITS), ("vector_unit", "cycles", 32),
         ("vector_unit", "\\cmd.tag", 16)])
-    lines = waves.write_gtkw(fst).read_text().splitlines()
+    filters = {f"vector_unit.{ref}": str(tmp_path / f"{kind}.txt") for kind, ref in waves._ENUM_REFS.items()}
+    lines = waves.write_gtkw(fst, filters=filters).read_text().splitlines()     # (no elaboration: a second)
     zoom = float(next(l for l in lines if l.startswith("*"))[1:].split()[0])
     assert zoom == pytest.approx(waves.fit_zoom(62_035_000))
     # GTKWave shows 2 ** -zoom time units per 200 pixels: the run fills the waves' width
@@ -83,7 +84,11 @@ def test_save_file_opens_on_the_run_with_named_fields(tmp_path, monkeypatch):
 
     i, bits = field("cmd.opcode")                      # bits 7..0 of tdata[639:0], numbered from the left
     assert bits == [f"({639 - b})vector_unit.s_axis_cmd__tdata[639:0]" for b in range(7, -1, -1)]
-    assert lines[i - 1].startswith("^") and "ftranslated" in flags_before(i)
+    assert lines[i - 1] == f"^1 {tmp_path / 'Opcode.txt'}" and "ftranslated" in flags_before(i)
+    i, _ = field("cmd.src2.dtype")
+    assert lines[i - 1].endswith("DType.txt") and "ftranslated" in flags_before(i)
+    i, _ = field("rsp.status")
+    assert lines[i - 1].endswith("Status.txt")
     for name in ("cmd.tag", "cmd.dst.rows", "cmd.dst.valid_cols", "cmd.gm.row_stride", "rsp.tag", "rsp.cycles"):
         i, _ = field(name)
         assert "dec" in flags_before(i), name
