@@ -136,24 +136,35 @@ def preset(name, **overrides):
     try:
         base = PRESETS[name]
     except KeyError:
-        raise ValueError(f"unknown configuration {name!r}; presets: {', '.join(PRESETS)}") from None
+        import difflib
+        close = difflib.get_close_matches(str(name), list(PRESETS), n=1)
+        raise ValueError(f"unknown configuration {name!r}" + (f" (did you mean {close[0]}?)" if close else "")
+                         + f"; presets: {', '.join(PRESETS)}") from None
     return replace(base, **overrides)
 
 
-def parse_overrides(name, sets=()):
+def parse_overrides(name, sets=(), *, source=None):
     """``preset(name)`` with ``"field=value"`` overrides (command-line ``--set``): ints (``0x`` allowed),
     booleans (``true`` / ``false``) or, for ``profile``, a ``Profile`` member name. ``ub_word_bytes``
     alone also sets ``axi_data_bits`` (this version requires them equal). Returns ``(config, overrides)``;
     raises ``ValueError`` naming the field for an unknown field or a bad value, and ``Config``'s own
-    message for a combination it rejects."""
+    message for a combination it rejects. ``source``: what the user wrote, to start each message with
+    (e.g. ``--config 'small,ub_bytez=8192'``); default ``--set 'FIELD=VALUE'`` of the item at fault."""
+    import difflib
     from rtl.isa import Profile
-    types = {f.name for f in fields(Config)}
+    types = {f.name: f.type for f in fields(Config)}
+    names = ", ".join(sorted(types))
     overrides = {}
     for item in sets:
+        where = source or f"--set {item!r}"
         key, sep, text = item.partition("=")
         key, text = key.strip(), text.strip()
-        if not sep or key not in types:
-            raise ValueError(f"--set {item!r}: expected field=value with field one of {', '.join(sorted(types))}")
+        if not sep:
+            raise ValueError(f"{where}: expected field=value with field one of {names}")
+        if key not in types:
+            close = difflib.get_close_matches(key, list(types), n=1)
+            raise ValueError(f"{where}: unknown field {key!r}" + (f" (did you mean {close[0]}?)" if close else "")
+                             + f"; expected field=value with field one of {names}")
         try:
             if text.lower() in ("true", "false"):
                 value = text.lower() == "true"
@@ -164,8 +175,15 @@ def parse_overrides(name, sets=()):
             else:
                 value = int(text, 0)
         except (ValueError, KeyError):
-            raise ValueError(f"--set {item!r}: {text!r} is not a valid value for {key}") from None
+            hint = (", ".join(p.name.lower() for p in Profile) if key == "profile" else
+                    "true or false" if types[key] in (bool, "bool") else "an integer, 0x... for hex")
+            raise ValueError(f"{where}: {text!r} is not a valid value for {key} ({hint})") from None
         overrides[key] = value
     if "ub_word_bytes" in overrides and "axi_data_bits" not in overrides:
         overrides["axi_data_bits"] = 8 * overrides["ub_word_bytes"]
-    return preset(name, **overrides), overrides
+    try:
+        return preset(name, **overrides), overrides
+    except ValueError as e:
+        if source is None:
+            raise
+        raise ValueError(f"{source}: {e}") from None

@@ -109,6 +109,56 @@ class Driver:
         self._record(cmd, rsp, label)
         return rsp
 
+    async def execute_back_to_back(self, cmds):
+        """Queue every command of ``cmds`` on the command stream at once (the unit takes the next one as soon as
+        it is idle again) and collect the responses: the whole program as the unit runs it, without the
+        testbench's pauses between commands. Returns ``(responses, total)``: ``total`` is the program's cycles
+        counted as each response counts its own, from the clock edge that accepts the first command to the
+        edge that raises the last response's ``tvalid`` (one instruction: its ``cycles``). Not recorded in
+        ``TILEVEC_RECORDS``; a hang fails as in :meth:`execute`."""
+        import cocotb
+        from cocotb.triggers import ClockCycles, First, RisingEdge
+        from cocotb.utils import get_sim_time
+        from cocotbext.axi import AxiStreamFrame
+        from cocotb_tests.errors import HangError
+        if not cmds:
+            return [], 0
+        bus = self.cmd_source.bus
+        accepted = {}
+
+        async def first_accept():            # Python wakes each clock only until the first command is taken
+            last = get_sim_time("ps")
+            while True:
+                await RisingEdge(self.clock)
+                now = get_sim_time("ps")
+                if bus.tvalid.value == 1 and bus.tready.value == 1:
+                    accepted["time"], accepted["period"] = now, now - last
+                    return
+                last = now
+
+        watch = cocotb.start_soon(first_accept())
+        sent = []
+        for cmd in cmds:
+            cmd = dict(cmd)
+            self._tag = (self._tag + 1) & 0xFFFF
+            cmd.setdefault("tag", self._tag)
+            sent.append(cmd)
+            await self.cmd_source.send(AxiStreamFrame(encode(Command, cmd).to_bytes(Command.size // 8, "little")))
+        responses = []
+        for cmd in sent:
+            task = cocotb.start_soon(self.rsp_sink.recv())
+            timeout = ClockCycles(self.clock, self.timeout_cycles)
+            if await First(task, timeout) is timeout:
+                task.cancel()
+                watch.cancel()
+                raise HangError(cmd, self.timeout_cycles)
+            rsp = decode(Response, int.from_bytes(bytes(task.result().tdata), "little"))
+            assert rsp["tag"] == cmd["tag"], f"response tag {rsp['tag']} != command tag {cmd['tag']}"
+            responses.append(rsp)
+        end = get_sim_time("ps")               # the edge that took the last response, a cycle after its tvalid
+        await watch
+        return responses, round((end - accepted["time"]) / accepted["period"]) - 1
+
     def _record(self, cmd, rsp, label):
         if not self._records:
             return

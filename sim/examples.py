@@ -65,8 +65,8 @@ def run_example(name, sim="icarus"):
         got = rep.outputs.get(k)
         if got is None or got.shape != np.shape(v) or got.tobytes() != np.asarray(v, got.dtype).tobytes():
             problems.append(f"output {k} differs from the example's numpy reference")
-    cycles = sum(r.cycles for r in rep.rows if isinstance(r.cycles, int))
-    where = f"golden only ({reason})" if reason else f"{sim}, {len(rep.rows)} instructions, {cycles} cycles"
+    where = f"golden only ({reason})" if reason else \
+        f"{sim}, {len(rep.rows)} instructions, total {rep.total_cycles} cycles (sum of instruction cycles {rep.sum_cycles})"
     return not problems and rep.ok, where, "; ".join(problems)
 
 

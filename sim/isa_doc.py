@@ -1,8 +1,9 @@
-"""Markdown tables generated from ``rtl/``: the instruction encoding (``rtl.isa`` / ``rtl.isa.status``), the
-operand slots and the map from instruction to files (``rtl.isa.instructions``, ``rtl.top.ENGINES``).
+"""Markdown tables generated from ``rtl/``: the instruction encoding (``rtl.isa``), the
+operand slots and the map from instruction to files (``rtl.isa.INSTRUCTIONS``, ``rtl.top.ENGINES``), and the PTO
+Builder's op methods (``sim.pto.builder``, from the instruction table).
 
-``python -m sim.isa_doc [encoding|slots|map]`` prints them; ``docs/architecture.md`` and
-``docs/semantics.md`` embed them between ``<!-- BEGIN GENERATED: python -m sim.isa_doc NAME -->`` and
+``python -m sim.isa_doc [encoding|slots|map|builder]`` prints them; ``docs/architecture.md``,
+``docs/semantics.md`` and ``docs/pto-as.md`` embed them between ``<!-- BEGIN GENERATED: python -m sim.isa_doc NAME -->`` and
 ``<!-- END GENERATED -->`` markers, and a test keeps the documents equal to the code
 (``python -m sim.isa_doc --write`` rewrites them).
 """
@@ -15,7 +16,7 @@ from amaranth.lib import data
 from rtl.isa import (Command, DType, DTYPE_BYTES, GmDesc, INSTRUCTIONS, Layout, OobMode, Opcode, Profile,
     Response, Status, TILE_SLOTS, TileDesc)
 
-__all__ = ["tables", "slot_table", "instruction_map", "GENERATED", "render", "write_docs"]
+__all__ = ["tables", "slot_table", "instruction_map", "builder_table", "GENERATED", "render", "write_docs"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -113,11 +114,18 @@ def tables():
     ])
 
 
+def builder_table():
+    """The PTO Builder's op methods, one per opcode (``sim.pto.builder.method_table``)."""
+    from sim.pto.builder import method_table
+    return method_table()
+
+
 #: Generated sections: name -> (function, documents that embed it).
 GENERATED = {
     "encoding": (tables, ("docs/architecture.md",)),
     "slots": (slot_table, ("docs/architecture.md", "docs/semantics.md")),
     "map": (instruction_map, ("docs/architecture.md",)),
+    "builder": (builder_table, ("docs/pto-as.md",)),
 }
 
 

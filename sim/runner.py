@@ -42,7 +42,7 @@ def config_spec(spec):
     :func:`rtl.config.parse_overrides` reads them). ``tag`` names the spec's Verilog, build and run
     directories: the spec with every ``,`` as ``-`` (a preset name is its own tag)."""
     name, *sets = [part.strip() for part in spec.split(",")]
-    config, _ = parse_overrides(name, [s for s in sets if s])
+    config, _ = parse_overrides(name, [s for s in sets if s], source=f"configuration {spec!r}")
     return config, "-".join([name, *(s for s in sets if s)])
 
 
@@ -116,7 +116,15 @@ def _runner(sim):
         raise RuntimeError("iverilog not found: run `make bootstrap` (installs Icarus with apt-get)")
     if sim == "verilator":
         os.environ.update(verilator_env())
-    return get_runner(sim)
+    runner = get_runner(sim)
+    runner.log.addFilter(_quiet)
+    return runner
+
+
+def _quiet(record):
+    """Drop cocotb's "Skipping compilation of ..." warning: a cached build is the normal case here (one build per
+    configuration, then a run per test), and the line landed in the middle of the runners' tables."""
+    return not record.getMessage().startswith("Skipping compilation")
 
 
 def export_stamp(config):

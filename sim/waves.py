@@ -9,14 +9,22 @@ struct field: opcode, data type, status, layout, OOB mode, lane op; and every FS
 GTKWave *translate filter file* generated from the design itself (the enums of ``rtl/`` and the FSMs'
 state names, through Amaranth's signal decoders: one source of truth), and the save file applies it to
 that trace, so GTKWave shows ``MGATHER_ROW``, ``FP16``, ``UB_MISALIGNED``, ``RUN``.
+
+What a person sees first: the save file opens on the whole run (the zoom fitted to the FST's time span, read
+from its header), the command stream's 640 bits and the response's 64 split into their fields by name
+(``rtl.isa.Command`` / ``Response``: opcode, tag, each tile's base, shape, valid shape, type and layout, the GM
+region; tag, status, cycles), enums by name, counts (tags, cycles, shapes) in decimal.
 """
 
+import math
 import pathlib
 import re
 import shutil
+import struct
 import subprocess
 
-__all__ = ["fst_signals", "write_gtkw", "signal_names", "write_filters", "filters_for"]
+__all__ = ["fst_signals", "fst_span", "fit_zoom", "struct_fields", "write_gtkw", "signal_names", "write_filters",
+           "filters_for"]
 
 _AXI_CHANNELS = (("AXI AR (read address)", "m_axi__ar"), ("AXI R (read data)", "m_axi__r"),
                  ("AXI AW (write address)", "m_axi__aw"), ("AXI W (write data)", "m_axi__w"),
@@ -45,6 +53,52 @@ def fst_signals(fst):
                 out.append((".".join(scope), name, int(parts[2])))
     proc.kill()
     proc.wait()
+    return out
+
+
+def fst_span(fst):
+    """``(start, end)`` simulation time of an FST in its time unit, from its header block (FST's header: block
+    type 0, then a 64-bit length, start time and end time, big-endian); None when it has no such header."""
+    try:
+        with open(fst, "rb") as f:
+            head = f.read(25)
+    except OSError:
+        return None
+    if len(head) < 25 or head[0] != 0:
+        return None
+    start, end = struct.unpack(">QQ", head[9:25])
+    return (start, end) if end >= start else None
+
+
+#: GTKWave's zoom: ``zoom`` z shows ``ZOOM_BASE ** -z`` time units per ``ZOOM_FRAME`` pixels (its default zoom
+#: base, and its frame of 200 pixels).
+ZOOM_BASE, ZOOM_FRAME = 2.0, 200
+
+#: The window the save file asks for (``[size]``) and the part of it the waves get (the signal list is
+#: ``SIGNALS_WIDTH`` wide, the tree of scopes is closed): the zoom that fits the run is computed for it.
+WINDOW, SIGNALS_WIDTH, WAVE_WIDTH = (1400, 900), 300, 1000
+
+
+def fit_zoom(duration, pixels=WAVE_WIDTH):
+    """GTKWave's zoom value that shows ``duration`` time units in ``pixels`` pixels."""
+    return -math.log(max(duration, 1) * ZOOM_FRAME / pixels, ZOOM_BASE)
+
+
+def struct_fields(layout, prefix=""):
+    """``[(name, offset, width, enum or None)]`` of every field of an Amaranth struct layout, nested structs
+    flattened with dots (``dst.valid_rows``), reserved fields left out."""
+    from amaranth.lib import data
+    import enum
+    out = []
+    for name, field in layout:
+        if name.startswith("_"):
+            continue
+        shape = field.shape
+        if isinstance(shape, data.Layout):
+            out += [(f"{prefix}{name}.{n}", field.offset + o, w, e) for n, o, w, e in struct_fields(shape)]
+        else:
+            kind = shape if isinstance(shape, type) and issubclass(shape, enum.Enum) else None
+            out.append((f"{prefix}{name}", field.offset, field.width, kind))
     return out
 
 
@@ -137,39 +191,119 @@ def filters_for(fst):
     return write_filters(preset(config), directory)
 
 
+#: Where the translate filter of each enum of the command and response is found (a signal of the design of that
+#: enum, as :func:`signal_names` names it).
+_ENUM_REFS = {"Opcode": "\\cmd.opcode", "DType": "\\cmd.dst.dtype", "Layout": "\\cmd.dst.layout",
+              "OobMode": "\\cmd.oob", "Status": "status"}
+
+#: Fields shown in hexadecimal (addresses); every other field without names is a count, shown in decimal.
+_HEX_FIELDS = ("base",)
+
+
+class _Save:
+    """pyvcd's GTKWSave with the traces this module writes: a whole signal, and a field of a vector (its bits
+    combined into one trace with a name: GTKWave's ``#{name} (i)vector[msb:0] ...``, ``i`` counted from the
+    most significant bit)."""
+
+    def __init__(self, f, filters):
+        from vcd.gtkw import GTKWSave
+        self.g, self.filters = GTKWSave(f), filters
+
+    def trace(self, scope, name, width, datafmt=None):
+        ref = f"{scope}.{name}"
+        flt = self.filters.get(ref)
+        fmt = datafmt or ("dec" if name in ("cycles", "\\cmd.tag") and not flt else "hex")
+        self.g.trace(ref if width == 1 else f"{ref}[{width - 1}:0]", datafmt=fmt, translate_filter_file=flt)
+
+    def field(self, ref, width, name, lo, size, datafmt="dec", flt=None):
+        from vcd.gtkw import GTKWFlag
+        g = self.g
+        flags = GTKWFlag[datafmt if not flt else "hex"] | GTKWFlag.rjustify
+        if flt:
+            flags |= GTKWFlag.ftranslated
+        g._set_flags(flags)
+        g._set_translate_filter_file(flt)
+        # GTKWave numbers a vector's bits from the left: bit b of ref[width-1:0] is (width - 1 - b)
+        bits = " ".join(f"({width - 1 - b}){ref}[{width - 1}:0]" for b in range(lo + size - 1, lo - 1, -1))
+        g._p(f"#{{{name}}} {bits}")
+
+
+def _fields(save, top, tdata, layout, prefix, enum_filters, groups):
+    """The fields of ``layout`` packed in the vector ``top.tdata``: the ones of ``groups`` (a field name's
+    first part: ``dst``, ``gm``...) in a closed sub-group each, the others at this level."""
+    ref = f"{top}.{tdata}"
+    fields = struct_fields(layout)
+    width = layout.size
+    loose = [f for f in fields if f[0].split(".")[0] not in groups]
+    for name, lo, size, kind in loose:
+        flt = enum_filters.get(kind.__name__) if kind else None
+        save.field(ref, width, f"{prefix}{name}", lo, size, "hex" if name.endswith(_HEX_FIELDS) else "dec", flt)
+    for grp in groups:
+        mine = [f for f in fields if f[0].split(".")[0] == grp]
+        with save.g.group(f"{prefix}{grp}", closed=grp != "dst"):
+            for name, lo, size, kind in mine:
+                flt = enum_filters.get(kind.__name__) if kind else None
+                save.field(ref, width, f"{prefix}{name}", lo, size, "hex" if name.endswith(_HEX_FIELDS) else "dec",
+                           flt)
+
+
 def write_gtkw(fst, out=None, top="vector_unit", filters=None):
     """Write ``<fst>.gtkw`` (or ``out``) grouping the FST's signals; returns its path. ``filters``:
     ``{"scope.name": filter file}`` (default: :func:`filters_for` the run directory) applied to those
-    traces so GTKWave shows names instead of numbers."""
-    from vcd.gtkw import GTKWSave
+    traces so GTKWave shows names instead of numbers.
+
+    The file opens on the whole run (:func:`fst_span`, :func:`fit_zoom`), the command and response streams'
+    data split into their fields (:func:`struct_fields` of ``rtl.isa.Command`` / ``Response``), counts in
+    decimal."""
+    from rtl.isa import Command, Response
     fst = pathlib.Path(fst)
     out = pathlib.Path(out) if out else fst.with_suffix(".gtkw")
     sigs = fst_signals(fst)
     top_sigs = [(s, n, w) for s, n, w in sigs if s == top]
+    widths = {n: w for _, n, w in top_sigs}
     if filters is None:
         filters = filters_for(fst) or {}
-
-    def trace(g, scope, name, width):
-        ref = f"{scope}.{name}"
-        flt = filters.get(ref)
-        g.trace(ref if width == 1 else f"{ref}[{width - 1}:0]", datafmt="hex", translate_filter_file=flt)
+    enum_filters = {kind: filters[f"{top}.{ref}"] for kind, ref in _ENUM_REFS.items() if f"{top}.{ref}" in filters}
+    span = fst_span(fst)
 
     with open(out, "w") as f:
-        g = GTKWSave(f)
+        save = _Save(f, filters)
+        g = save.g
         g.dumpfile(str(fst.resolve()))
-        g.zoom_markers(-8.0)
+        g.size(*WINDOW)
+        g.signals_width(SIGNALS_WIDTH)
+        g.sst_expanded(False)
+        if span is not None:
+            g.timestart(span[0])
+            g.zoom_markers(fit_zoom(span[1] - span[0]))
+        else:
+            g.zoom_markers(-8.0)
         with g.group("command / response"):
-            for s, n, w in top_sigs:
-                if n == "clk" or n == "rst" or n.startswith(("s_axis_cmd__", "m_axis_rsp__")):
-                    trace(g, s, n, w)
+            for n in ("clk", "rst", "s_axis_cmd__tvalid", "s_axis_cmd__tready"):
+                if n in widths:
+                    save.trace(top, n, widths[n])
+            if widths.get("s_axis_cmd__tdata") == Command.size:
+                with g.group("command (s_axis_cmd__tdata)"):
+                    _fields(save, top, "s_axis_cmd__tdata", Command, "cmd.", enum_filters,
+                            ("dst", "src0", "src1", "src2", "gm"))
+            for n in ("m_axis_rsp__tvalid", "m_axis_rsp__tready"):
+                if n in widths:
+                    save.trace(top, n, widths[n])
+            if widths.get("m_axis_rsp__tdata") == Response.size:
+                with g.group("response (m_axis_rsp__tdata)"):
+                    _fields(save, top, "m_axis_rsp__tdata", Response, "rsp.", enum_filters, ())
+            with g.group("raw stream data", closed=True):
+                for n in ("s_axis_cmd__tdata", "m_axis_rsp__tdata"):
+                    if n in widths:
+                        save.trace(top, n, widths[n])
             for s, n, w in top_sigs:
                 if n in ("frontend_state", "status", "cycles", "active") or n in ("\\cmd.opcode", "\\cmd.tag"):
-                    trace(g, s, n, w)
+                    save.trace(s, n, w)
         for title, prefix in (*_AXI_CHANNELS, ("UB debug port", "ub_dbg__")):
             with g.group(title, closed=True):
                 for s, n, w in top_sigs:
                     if n.startswith(prefix):
-                        trace(g, s, n, w)
+                        save.trace(s, n, w)
         children = sorted({s.split(".")[1] for s, _, _ in sigs if s.count(".") == 1})
         for child in children:
             scope = f"{top}.{child}"
@@ -178,7 +312,7 @@ def write_gtkw(fst, out=None, top="vector_unit", filters=None):
             if mine:
                 with g.group(f"{child}", closed=child in ("checker",)):
                     for s, n, w in mine:
-                        trace(g, s, n, w)
+                        save.trace(s, n, w)
     return out
 
 

@@ -17,6 +17,9 @@ def test_example_rtl(name):
     rep = run_program(EXAMPLES / f"{name}.pto", x, sim="icarus", label=f"pto_test_{name}")
     assert rep.ok, rep.problems
     assert all(r.status == "OK" == r.golden and isinstance(r.cycles, int) and r.cycles > 0 for r in rep.rows)
+    # the whole program, commands back to back: each instruction's cycles, and a few between them (issue #34)
+    n = len(rep.rows)
+    assert rep.sum_cycles <= rep.total_cycles <= rep.sum_cycles + 4 * (n - 1), (rep.total_cycles, rep.sum_cycles)
     for k, v in mod.reference(x).items():
         assert rep.outputs[k].tobytes() == v.tobytes(), k
 

@@ -88,7 +88,8 @@ def test_error_status_exits_nonzero(tmp_path):
                  "  return %c : !pto.tile<4x8xf32, valid=2x8>\n}\n")
     np.savez(tmp_path / "in.npz", a=np.ones((4, 8), np.float32), b=np.ones((3, 8), np.float32))
     r = _cli("run", p, "--data", tmp_path / "in.npz", "--sim", "none")
-    assert r.returncode == 1 and "VALIDITY_PATTERN" in r.stdout and "line 2: tpartadd answered VALIDITY_PATTERN" in r.stderr
+    assert r.returncode == 1 and "VALIDITY_PATTERN" in r.stdout
+    assert f"{p}:2:8: error: tpartadd: VALIDITY_PATTERN: TPARTADD: validity pattern" in r.stderr   # tests/test_user_errors.py
 
 
 def test_nki_example_needs_a_large_ub():

@@ -49,3 +49,52 @@ def test_save_file_applies_filters(tmp_path, monkeypatch):
         assert lines[i - 1].startswith("^") and lines[i - 1].split()[1].endswith(".txt"), trace
     i = lines.index("vector_unit.cycles[31:0]")
     assert not lines[i - 1].startswith("^")
+
+
+def test_save_file_opens_on_the_run_with_named_fields(tmp_path, monkeypatch):
+    """Issue #34, point 9: the save file opens on the whole run (the zoom fitted to the FST header's time span),
+    the command's 640 bits and the response's 64 are split into their fields by name (opcode and the enums
+    through their filters, the tag and the shapes in decimal, bases in hex), the cycle count in decimal.
+    (Checked by eye too: a screenshot of GTKWave under Xvfb on ew_BF16, see the issue.)"""
+    import struct
+    from vcd.gtkw import decode_flags
+    from rtl.isa import COMMAND_BITS, RESPONSE_BITS
+    fst = tmp_path / "run" / "icarus-small" / "t" / "t.fst"
+    fst.parent.mkdir(parents=True)
+    fst.write_bytes(bytes([0]) + struct.pack(">QQQ", 329, 0, 62_035_000) + bytes(100))
+    assert waves.fst_span(fst) == (0, 62_035_000)
+    monkeypatch.setattr(waves, "fst_signals", lambda f: [
+        ("vector_unit", "clk", 1), ("vector_unit", "s_axis_cmd__tdata", COMMAND_BITS),
+        ("vector_unit", "m_axis_rsp__tdata", RESPONSE_BITS), ("vector_unit", "cycles", 32),
+        ("vector_unit", "\\cmd.tag", 16)])
+    filters = {f"vector_unit.{ref}": str(tmp_path / f"{kind}.txt") for kind, ref in waves._ENUM_REFS.items()}
+    lines = waves.write_gtkw(fst, filters=filters).read_text().splitlines()     # (no elaboration: a second)
+    zoom = float(next(l for l in lines if l.startswith("*"))[1:].split()[0])
+    assert zoom == pytest.approx(waves.fit_zoom(62_035_000))
+    # GTKWave shows 2 ** -zoom time units per 200 pixels: the run fills the waves' width
+    assert 2 ** -zoom * waves.WAVE_WIDTH / 200 == pytest.approx(62_035_000)
+
+    def flags_before(i):
+        return decode_flags(next(l for l in reversed(lines[:i]) if l.startswith("@"))[1:])
+
+    def field(name):
+        i = next(k for k, l in enumerate(lines) if l.startswith(f"#{{{name}}} "))
+        return i, lines[i].split()[1:]
+
+    i, bits = field("cmd.opcode")                      # bits 7..0 of tdata[639:0], numbered from the left
+    assert bits == [f"({639 - b})vector_unit.s_axis_cmd__tdata[639:0]" for b in range(7, -1, -1)]
+    assert lines[i - 1] == f"^1 {tmp_path / 'Opcode.txt'}" and "ftranslated" in flags_before(i)
+    i, _ = field("cmd.src2.dtype")
+    assert lines[i - 1].endswith("DType.txt") and "ftranslated" in flags_before(i)
+    i, _ = field("rsp.status")
+    assert lines[i - 1].endswith("Status.txt")
+    for name in ("cmd.tag", "cmd.dst.rows", "cmd.dst.valid_cols", "cmd.gm.row_stride", "rsp.tag", "rsp.cycles"):
+        i, _ = field(name)
+        assert "dec" in flags_before(i), name
+    for name in ("cmd.src1.base", "cmd.gm.base"):
+        i, _ = field(name)
+        assert "hex" in flags_before(i), name
+    i, bits = field("rsp.cycles")
+    assert bits[0] == "(0)vector_unit.m_axis_rsp__tdata[63:0]" and len(bits) == 32
+    for trace in ("vector_unit.cycles[31:0]", "vector_unit.\\cmd.tag[15:0]"):
+        assert "dec" in flags_before(lines.index(trace)), trace

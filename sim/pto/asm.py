@@ -2,13 +2,13 @@
 the placement and, per instruction, the static check result (or, with ``--data``, the bound commands)."""
 
 import argparse
-import sys
 
-from .errors import AsmError, InputError
+from .cli import readable_file, user_errors
 from .parser import parse_file
-from .program import mnemonic
+from .program import config_from_spec, mnemonic
 
 
+@user_errors
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m sim asm")
     p.add_argument("program")
@@ -16,27 +16,25 @@ def main(argv=None):
     p.add_argument("--data")
     p.add_argument("--canonical", action="store_true", help="print the program in canonical form")
     a = p.parse_args(argv)
-    try:
-        prog = parse_file(a.program)
-        asm = prog.assemble(a.config)
-        if a.canonical:
-            print(prog.text(), end="")
-            return 0
-        for b in prog.buffers:
-            where = f"UB {asm.ub[b.id]:#07x}" if b.space == "ub" else ("GM " + (f"{b.addr:#x}" if b.addr is not None
-                                                                                 else "auto"))
-            print(f"%{b.name:<12} {where:<12} {b.type}")
-        print()
-        if a.data:
-            from .run import load_inputs
-            image = asm.bind(load_inputs(a.data))
-            for info, cmd in zip(image.info, image.commands):
-                print(f"line {info['line']}: {info['op']}: {cmd}")
-        else:
-            for ins, st in zip(prog.instrs, asm.static):
-                what = "shapes bound at run time" if st is None else st[0].name
-                print(f"line {ins.line}: {mnemonic(ins.opcode)}: {what}")
-    except (AsmError, InputError) as e:
-        print(e, file=sys.stderr)
-        return 2
+    if a.config:
+        config_from_spec(a.config, source=f"--config {a.config!r}")
+    prog = parse_file(readable_file(a.program, "program"))
+    asm = prog.assemble(a.config)
+    if a.canonical:
+        print(prog.text(), end="")
+        return 0
+    for b in prog.buffers:
+        where = f"UB {asm.ub[b.id]:#07x}" if b.space == "ub" else ("GM " + (f"{b.addr:#x}" if b.addr is not None
+                                                                             else "auto"))
+        print(f"%{b.name:<12} {where:<12} {b.type}")
+    print()
+    if a.data:
+        from .run import load_inputs
+        image = asm.bind(load_inputs(a.data))
+        for info, cmd in zip(image.info, image.commands):
+            print(f"line {info['line']}: {info['op']}: {cmd}")
+    else:
+        for ins, st in zip(prog.instrs, asm.static):
+            what = "shapes bound at run time" if st is None else st[0].name
+            print(f"line {ins.line}: {mnemonic(ins.opcode)}: {what}")
     return 0

@@ -18,7 +18,8 @@ from .errors import AsmError, InputError
 from .image import Image
 from .types import MemRefType, TileType, element_name
 
-__all__ = ["Assembly", "infer_valid", "resolve", "place_gm", "command", "describe", "GM_BASE", "GM_ALIGN"]
+__all__ = ["Assembly", "infer_valid", "resolve", "place_gm", "command", "describe", "placement_notes", "GM_BASE",
+           "GM_ALIGN"]
 
 #: Automatically placed GM regions start here, each aligned to GM_ALIGN bytes.
 GM_BASE = 0x0010_0000
@@ -126,6 +127,56 @@ def describe(ins, types):
     return shape, element_name(t.dtype)
 
 
+def placement_notes(ins, status, config, types):
+    """[(message, Loc)]: where the explicit placements (``pto.tassign``) that make ``ins`` answer ``status``
+    were written (UB_MISALIGNED: a tile not on a UB_ALIGN boundary; UB_OUT_OF_RANGE: a tile past the end of the
+    UB; GM_MISALIGNED / GM_OUT_OF_RANGE: every explicitly placed region), for an error at ``ins`` to point
+    at them too."""
+    notes, seen = [], set()
+    for v in ins.slots.values():
+        b = v.buffer
+        if b.addr is None or b.id in seen:
+            continue
+        seen.add(b.id)
+        t = types.get(b.id)
+        where = b.addr_loc or b.loc
+        if b.space == "ub" and status == Status.UB_MISALIGNED and b.addr % UB_ALIGN:
+            notes.append((f"%{v.name} is placed at {b.addr:#x} here, not a multiple of {UB_ALIGN}", where))
+        elif b.space == "ub" and status == Status.UB_OUT_OF_RANGE and t is not None \
+                and b.addr + t.nbytes > config.ub_bytes:
+            notes.append((f"%{v.name} is placed at {b.addr:#x} here: its {t.nbytes} bytes end at "
+                          f"{b.addr + t.nbytes:#x}, past the {config.ub_bytes}-byte UB", where))
+        elif b.space == "gm" and status in (Status.GM_MISALIGNED, Status.GM_OUT_OF_RANGE):
+            notes.append((f"%{v.name} is placed at {b.addr:#x} here", where))
+    return notes
+
+
+def _shape_text(t):
+    """``valid 3x8`` of a tile type, ``3x8`` of a memref type (as bound at run time)."""
+    if isinstance(t, TileType):
+        return f"valid {t.valid[0]}x{t.valid[1]}"
+    return f"{t.shape[0]}x{t.shape[1]}"
+
+
+def _suggest_ub(need, config, spec):
+    """What configuration a program that needs ``need`` bytes of UB fits in, for a UB overflow message."""
+    from rtl.config import PRESETS
+    if need > 1 << 24:
+        return f"; the program needs {need} bytes of UB, more than any configuration has (at most 16 MiB)"
+    size = max(1 << (need - 1).bit_length(), 4 * config.ub_word_bytes)
+    ways = []
+    fits = sorted((c.ub_bytes, c.profile != config.profile, n) for n, c in PRESETS.items() if c.ub_bytes >= need)
+    if fits:
+        ways.append(f"--config {fits[0][2]} (a {fits[0][0]}-byte UB)")
+    if isinstance(spec, str):
+        parts = [x.strip() for x in spec.split(",") if x.strip() and x.split("=")[0].strip() != "ub_bytes"]
+        ways.append(f"--config {','.join(parts + [f'ub_bytes={size}'])} with --sim none (the RTL is built for the "
+                    f"presets only)")
+    else:
+        ways.append(f"a configuration with ub_bytes={size}")
+    return f"; the program needs {need} bytes of UB: it fits with " + ", or ".join(ways)
+
+
 # ------------------------------------------------------------------------------------------------ assembly
 
 class Assembly:
@@ -160,7 +211,19 @@ class Assembly:
         return first, last
 
     def _place_ub(self):
-        p, cfg = self.program, self.config
+        placed, overflow = self._first_fit(self.config.ub_bytes)
+        if overflow is not None:
+            whole, _ = self._first_fit(None)
+            need = max((a + size for a, size, _, _ in whole.values()), default=0)
+            message, loc = overflow
+            raise AsmError(message + _suggest_ub(need, self.config, self.spec), loc)
+        return {i: a for i, (a, _, _, _) in placed.items()}
+
+    def _first_fit(self, capacity):
+        """({buffer id: (addr, size, first, last)}, None) of every UB buffer, or (partial, (message, loc)) at the
+        first that does not fit in ``capacity`` bytes (None: no limit). First fit does not depend on the
+        capacity, so the placement without a limit tells how much UB the program needs."""
+        p = self.program
         first, last = self._intervals()
         placed = {}        # id -> (addr, size, first, last)
         end = len(p.instrs)
@@ -168,10 +231,10 @@ class Assembly:
         for b in p.buffers:
             if b.space == "ub" and b.addr is not None:
                 size = b.type.nbytes
-                if (b.arg or b.id in outs) and b.addr + size > cfg.ub_bytes:
+                if capacity is not None and (b.arg or b.id in outs) and b.addr + size > capacity:
                     role = "input" if b.arg else "output"
-                    raise AsmError(f"UB overflow: {role} %{b.name} at {b.addr:#x} + {size} bytes = "
-                                   f"{b.addr + size:#x} > UB size {cfg.ub_bytes:#x}", b.addr_loc or b.loc)
+                    return placed, (f"UB overflow: {role} %{b.name} at {b.addr:#x} + {size} bytes = "
+                                    f"{b.addr + size:#x} > UB size {capacity:#x}", b.addr_loc or b.loc)
                 placed[b.id] = (b.addr, size, -1, end)
         auto = sorted((b for b in p.buffers if b.space == "ub" and b.addr is None), key=lambda b: (first[b.id], b.id))
         for b in auto:
@@ -183,13 +246,13 @@ class Assembly:
                 if addr + size <= a:
                     break
                 addr = max(addr, _align(a + s, UB_ALIGN))
-            if addr + size > cfg.ub_bytes:
+            if capacity is not None and addr + size > capacity:
                 names = ", ".join(f"%{p.buffers[n].name} [{a:#x}, +{s}]" for a, s, n in live)
-                raise AsmError(f"UB overflow: %{b.name} ({b.type}, {size} bytes) does not fit in the "
-                               f"{cfg.ub_bytes}-byte UB of this configuration; live at that point: {names or 'none'}",
-                               b.loc)
+                return placed, (f"UB overflow: %{b.name} ({b.type}, {size} bytes) does not fit in the "
+                                f"{capacity}-byte UB of this configuration; live at that point: {names or 'none'}",
+                                b.loc)
             placed[b.id] = (addr, size, f, l)
-        return {i: a for i, (a, _, _, _) in placed.items()}
+        return placed, None
 
     def _check(self):
         p = self.program
@@ -209,10 +272,11 @@ class Assembly:
                 got = (e.status, e.message)
             want = ins.attrs.get("expect", Status.OK)
             if got[0] != want:
+                notes = placement_notes(ins, got[0], self.config, types)
                 if want == Status.OK:
-                    raise AsmError(f"{ins.name}: {got[0].name}: {got[1]}", ins.loc, status=got[0])
+                    raise AsmError(f"{ins.name}: {got[0].name}: {got[1]}", ins.loc, status=got[0], notes=notes)
                 raise AsmError(f"{ins.name}: expected {want.name}, the checks answer {got[0].name}"
-                               + (f": {got[1]}" if got[1] else ""), ins.loc, status=got[0])
+                               + (f": {got[1]}" if got[1] else ""), ins.loc, status=got[0], notes=notes)
             out.append(got)
         return out
 
@@ -249,8 +313,16 @@ class Assembly:
                 raise AsmError(f"{ins.name}: cannot bind the shape of " + ", ".join(f"%{n}" for n in unresolved), ins.loc)
             commands.append(command(ins, types, self.ub, gm))
             shape, dt = describe(ins, types)
+            at_run = [f"%{v.name} {_shape_text(types[v.buffer.id])}" for v in ins.slots.values()
+                      if not v.buffer.type.static]
+            notes = {st.name: [[m, l.to_json() if l else None] for m, l in placement_notes(ins, st, cfg, types)]
+                     for st in (Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE, Status.GM_MISALIGNED,
+                                Status.GM_OUT_OF_RANGE)}
             info.append({"line": ins.line, "op": ins.name, "shape": shape, "dtype": dt,
-                         "expect": ins.attrs.get("expect", Status.OK).name})
+                         "expect": ins.attrs.get("expect", Status.OK).name,
+                         "loc": ins.loc.to_json() if ins.loc else None, "bound": ", ".join(at_run),
+                         "writes": ins.out.buffer.id, "reads": [v.buffer.id for v in ins.operands.values()],
+                         "notes": {k: v for k, v in notes.items() if v}})
         m = Machine(cfg)
         gm_init = []
         for a in p.args:
@@ -261,6 +333,10 @@ class Assembly:
             else:
                 size = DTYPE_BYTES[t.dtype]
                 stride = t.stride() * size
+                if gm[b.id] + t.nbytes() > 1 << cfg.gm_addr_bits:
+                    raise AsmError(f"GM overflow: input %{b.name} at {gm[b.id]:#x} + {t.nbytes()} bytes = "
+                                   f"{gm[b.id] + t.nbytes():#x} is outside the {cfg.gm_addr_bits}-bit GM address "
+                                   f"space (gm_addr_bits)", b.addr_loc or b.loc)
                 if t.row_stride is None or t.row_stride == t.cols:
                     gm_init.append((gm[b.id], np.ascontiguousarray(arr).tobytes()))
                 else:
@@ -271,11 +347,11 @@ class Assembly:
             if t is None:
                 raise AsmError(f"cannot bind the shape of output %{v.name}", v.loc)
             if b.space == "ub":
-                outputs.append({"name": v.name, "space": "ub",
+                outputs.append({"name": v.name, "space": "ub", "buffer": b.id,
                                 "desc": tile_desc(self.ub[b.id], t.rows, t.cols, t.dtype, valid=t.valid,
                                                   layout=t.layout)})
             else:
-                outputs.append({"name": v.name, "space": "gm",
+                outputs.append({"name": v.name, "space": "gm", "buffer": b.id,
                                 "desc": gm_region(gm[b.id], t.rows, t.cols, t.dtype,
                                                   row_stride=t.stride() * DTYPE_BYTES[t.dtype])})
         return Image(self.spec or "small", commands, info, bytes(m.ub), gm_init, outputs, file=p.file)

@@ -1,15 +1,25 @@
 """The :class:`Builder`: a :class:`sim.pto.program.Program` from Python; the parser drives the same methods
-(operand and attribute checks with source locations for the error messages)."""
+(operand and attribute checks with source locations for the error messages).
+
+From Python, every method checks at the call and an error names the caller's line (``script.py:12:7``, the
+first frame outside ``sim/pto``): operands, types, attributes, and the golden's shape and type rules on an
+instruction whose shapes are static (:meth:`Builder.op`). The op methods (``b.tpartadd``, ``b.mgather_row``,
+...) are listed by :func:`method_table` (docs/pto-as.md, "Builder")."""
+
+import difflib
+import linecache
+import os
+import sys
 
 import numpy as np
 
 from rtl.isa import INSTRUCTIONS, OobMode, Opcode, Status
 
-from .errors import AsmError
+from .errors import AsmError, Loc
 from .program import Buffer, Instr, Program, Value, lookup_op, mnemonic, signature
 from .types import MemRefType, TileType
 
-__all__ = ["Builder", "ATTRIBUTES"]
+__all__ = ["Builder", "ATTRIBUTES", "method_name", "method_table"]
 
 #: Assembly attribute name -> command field, per immediate of the instruction table.
 ATTRIBUTES = {"oob": "oob", "nepi_log2": "num_elem_per_idx", "num_valid": "num_valid_indices"}
@@ -35,6 +45,72 @@ def _oob(v, loc):
         raise AsmError(f"unknown oob mode {name!r} (undefined, clamp, wrap, zero)", loc) from None
 
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def caller_loc(depth=1):
+    """The :class:`Loc` of the first Python frame outside ``sim/pto`` (the user's call), with its line's text
+    and the column of the call; None when there is none."""
+    f = sys._getframe(depth)
+    while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _HERE:
+        f = f.f_back
+    if f is None:
+        return None
+    file, line = f.f_code.co_filename, f.f_lineno
+    col = 1
+    try:
+        import inspect
+        pos = inspect.getframeinfo(f, context=0).positions
+        if pos is not None and pos.lineno == line and pos.col_offset is not None:
+            col = pos.col_offset + 1
+    except (AttributeError, ValueError, OSError):
+        pass
+    try:
+        rel = os.path.relpath(file)
+        file = rel if not rel.startswith("..") else file
+    except ValueError:
+        pass
+    return Loc(file, line, col, linecache.getline(f.f_code.co_filename, line))
+
+
+def method_name(op):
+    """The Builder method of an opcode: its mnemonic with ``_`` for the dot (``mgather_row``)."""
+    return mnemonic(op).replace(".", "_")
+
+
+def _arg_name(role):
+    return role.lower().replace(" ", "_")
+
+
+def method_table():
+    """Markdown table of the Builder's op methods, one per opcode, from the instruction table
+    (``rtl.instructions``; ``python -m sim.isa_doc builder``)."""
+    rows = ["| method | op | operands, in order | result | attributes |", "|---|---|---|---|---|"]
+    for op in Opcode:
+        sig = signature(op)
+        args = [_arg_name(r) for _, r, _ in sig.inputs]
+        okind = sig.output[2]
+        call = f"b.{method_name(op)}({', '.join(args + [okind + '_type'])})"
+        operands = ", ".join(f"`{a}` {kind}" for a, (_, _, kind) in zip(args, sig.inputs))
+        attrs = ", ".join(f"`{ATTRIBUTES[i]}`" for i in INSTRUCTIONS[op].immediates) or "-"
+        rows.append(f"| `{call}` | `{mnemonic(op)}` | {operands} | {okind} | {attrs} |")
+    return "\n".join(rows)
+
+
+_PERMISSIVE = None
+
+
+def _permissive_config():
+    """The configuration that accepts the most: A5 types and layouts, the largest UB, 64-bit GM addresses. An
+    instruction it rejects (every tile at UB 0, every region at GM 0) is illegal in every configuration."""
+    global _PERMISSIVE
+    if _PERMISSIVE is None:
+        from rtl.config import Config
+        from rtl.isa import Profile
+        _PERMISSIVE = Config(ub_bytes=1 << 24, gm_addr_bits=64, profile=Profile.A5)
+    return _PERMISSIVE
+
+
 def _int(v, what, loc):
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
         raise AsmError(f"{what} must be an integer, not {v!r}", loc)
@@ -54,19 +130,28 @@ class Builder:
         b.ret(rows)
         program = b.build()
 
-    Op methods are named by the op (``b.tpartadd``, ``b.mgather_row`` or ``b.op("mgather.row", ...)``): the
-    operands (Values) in assembly order, then the result type; keyword ``out=`` writes an existing Value
-    (DPS), ``name=`` names the result, other keywords are attributes (``oob``, ``num_elem_per_idx``,
-    ``num_valid_indices``, ``expect``)."""
+    Op methods are named by the op (``b.tpartadd``, ``b.mgather_row`` or ``b.op("mgather.row", ...)``; all of
+    them: :func:`method_table`): the operands (Values) in assembly order, then the result type; keyword ``out=``
+    writes an existing Value (DPS), ``name=`` names the result, other keywords are attributes (``oob``,
+    ``num_elem_per_idx``, ``num_valid_indices``, ``expect``).
 
-    def __init__(self, name="main", *, config=None, file="<builder>"):
+    ``check``: check each instruction at the call (the golden's rules, when its shapes are static and it has no
+    ``expect``); the fuzzer turns it off, as it marks illegal instructions itself. ``locate``: locations of the
+    Python caller for calls that give none (the parser gives its own)."""
+
+    def __init__(self, name="main", *, config=None, file="<builder>", check=True, locate=True):
         self.name, self.file = name, file
+        self.check, self.locate = check, locate
+        self.attr_locs = {}
         self.attrs = {} if config is None else {"config": config}
         self.args, self.outputs, self.instrs, self.buffers = [], [], [], []
         self.scope = {}
         self.allocs = []
         self._auto = 0
         self._returned = False
+
+    def _here(self, loc):
+        return loc if loc is not None or not self.locate else caller_loc(2)
 
     # ---- values
     def _new_buffer(self, name, type_, arg, loc):
@@ -92,6 +177,7 @@ class Builder:
 
     def arg(self, name, type_, loc=None):
         """A function input: a GM memref (its data is placed in GM) or a UB tile (its data loaded into the UB)."""
+        loc = self._here(loc)
         if isinstance(type_, MemRefType) and type_.row_stride is not None and type_.cols is not None \
                 and type_.row_stride < type_.cols:
             raise AsmError(f"%{name}: row stride {type_.row_stride} < {type_.cols} columns", loc)
@@ -101,6 +187,7 @@ class Builder:
 
     def alloc_tile(self, name, type_, loc=None):
         """A tile buffer for DPS ``outs(...)`` (``%t = pto.alloc_tile : !pto.tile_buf<...>``)."""
+        loc = self._here(loc)
         if not isinstance(type_, TileType):
             raise AsmError("pto.alloc_tile needs a !pto.tile or !pto.tile_buf type", loc)
         v = self._define(name, type_, loc)
@@ -115,6 +202,9 @@ class Builder:
 
     def tassign(self, value, addr, loc=None, space=None):
         """Place ``value``'s buffer at ``addr``: ``@tile(addr)`` for a UB tile, ``@gm(addr)`` for a memref."""
+        loc = self._here(loc)
+        if not isinstance(value, Value):
+            raise AsmError(f"tassign places a value, not {value!r}", loc)
         b = value.buffer
         want = "ub" if b.space == "ub" else "gm"
         if space is not None and space != want:
@@ -129,15 +219,23 @@ class Builder:
 
     # ---- instructions
     def __getattr__(self, attr):
-        if attr.startswith("_") or lookup_op(attr) is None:
+        if attr.startswith("_"):
             raise AttributeError(attr)
+        if lookup_op(attr) is None:
+            names = [method_name(o) for o in Opcode]
+            close = difflib.get_close_matches(attr, names, n=1)
+            raise AttributeError(f"Builder has no op {attr!r}" + (f"; did you mean b.{close[0]}?" if close else "")
+                                 + f" The op methods: {', '.join(names)} (or b.op(name, operands, type); "
+                                 f"the other methods: arg, alloc_tile, tassign, ret, build)")
 
         def method(*args, out=None, name=None, loc=None, **attrs):
             ops = [a for a in args if isinstance(a, Value)]
             types = [a for a in args if isinstance(a, (TileType, MemRefType))]
             if len(ops) + len(types) != len(args) or len(types) > 1:
-                raise TypeError(f"{attr}: operands (Values) then at most one result type")
-            return self.op(attr, ops, types[0] if types else None, out=out, name=name, attrs=attrs, loc=loc)
+                raise AsmError(f"{attr}: operands (Values) then at most one result type, got "
+                               f"{', '.join(type(a).__name__ for a in args)}", self._here(loc))
+            return self.op(attr, ops, types[0] if types else None, out=out, name=name, attrs=attrs,
+                           loc=self._here(loc))
         return method
 
     def op(self, opname, operands, result_type=None, *, out=None, name=None, name_loc=None, attrs=None, loc=None,
@@ -149,10 +247,14 @@ class Builder:
         ``result_name``): the new result's name. ``types``: the operand types as annotated (checked against
         the operands'). The ``*_loc(s)`` arguments are source locations for error messages."""
         result_name = name
+        loc = self._here(loc)
         op = lookup_op(opname)
         if op is None:
-            known = ", ".join(mnemonic(o) for o in Opcode)
-            raise AsmError(f"unknown op '{opname}' (known: {known})", loc)
+            known = [mnemonic(o) for o in Opcode]
+            bare = opname[4:] if opname.startswith("pto.") else opname
+            close = difflib.get_close_matches(bare.replace("_", ".").lower(), known, n=1)
+            raise AsmError(f"unknown op '{opname}'" + (f" (did you mean {close[0]}?)" if close else "")
+                           + f"; known: {', '.join(known)}", loc)
         sig = signature(op)
         operands = list(operands)
         operand_locs = list(operand_locs or [loc] * len(operands))
@@ -197,6 +299,7 @@ class Builder:
                 raise AsmError(f"{mnemonic(op)} writes a !pto.{okind}; %{out.name} is {out.type}", out_type_loc or loc)
             if result_type is not None and not out.type.same(result_type):
                 raise AsmError(f"type mismatch: %{out.name} is {out.type}, annotated {result_type}", out_type_loc or loc)
+            self._check_now(op, operands, sig, out, a, loc)
             written = out
             if result_name is not None:           # "%m2 = tstore %t, %m": a new name for the same buffer
                 written = self._define(result_name, out.type, name_loc or loc, buffer=out.buffer)
@@ -204,14 +307,44 @@ class Builder:
         else:
             if result_type is None:
                 raise AsmError(f"{mnemonic(op)} needs a result type", loc)
+            if not isinstance(result_type, (TileType, MemRefType)):
+                raise AsmError(f"{mnemonic(op)}: the result type must be a tile(...) or memref(...), not "
+                               f"{result_type!r}", out_type_loc or loc)
             if result_type.kind != okind:
                 raise AsmError(f"{mnemonic(op)} produces a !pto.{okind}, not {result_type}", out_type_loc or loc)
+            if result_name is not None and result_name in self.scope:
+                self._define(result_name, result_type, name_loc or loc)        # raises: a redefinition
+            self._check_now(op, operands, sig, Value(result_name or "result", result_type,
+                                                     Buffer(-1, "", result_type, "ub" if okind == "tile" else "gm")),
+                            a, loc)
             written = self._define(result_name, result_type, name_loc or loc)
             inplace = False
         ins = Instr(op, {slot: v for (slot, _, _), v in zip(sig.inputs, operands)}, written, a, loc,
                     form, inplace, len(self.instrs), alias=out if inplace and result_name is not None else None)
         self.instrs.append(ins)
         return written
+
+    def _check_now(self, op, operands, sig, written, attrs, loc):
+        """The golden's checks on the instruction at the call (``check``), when every operand's shape is static
+        and it has no ``expect``: in the most permissive configuration, every tile at UB 0 and every region at
+        GM 0, so what fails here fails in every configuration and placement (the placement and a
+        configuration's own limits are checked by ``Program.assemble``). Catching a shape error here, at its
+        own line, keeps it from showing up later as a type mismatch where its result is used."""
+        if not self.check or "expect" in attrs:
+            return
+        values = [(slot, v) for (slot, _, _), v in zip(sig.inputs, operands)] + [(sig.output[0], written)]
+        if not all(v.buffer.type.static for _, v in values):
+            return
+        from golden.check import check_strict
+        from golden.errors import IsaError
+        from .assembly import command
+        ins = Instr(op, dict(values[:-1]), written, attrs, loc)
+        types = {v.buffer.id: v.buffer.type for _, v in values}
+        zero = {i: 0 for i in types}
+        try:
+            check_strict(command(ins, types, zero, zero), _permissive_config())
+        except IsaError as e:
+            raise AsmError(f"{mnemonic(op)}: {e.status.name}: {e.message}", loc, status=e.status) from None
 
     def _attrs(self, op, attrs, attr_locs, loc):
         ins = INSTRUCTIONS[op]
@@ -241,6 +374,7 @@ class Builder:
 
     def ret(self, *values, loc=None):
         """The outputs (``return %a, %b``)."""
+        loc = self._here(loc)
         if self._returned:
             raise AsmError("a second return", loc)
         names = set()
@@ -256,4 +390,4 @@ class Builder:
     def build(self):
         """The :class:`Program`."""
         return Program(self.name, list(self.args), list(self.outputs), list(self.instrs), list(self.buffers),
-                       dict(self.attrs), self.file, list(self.allocs))
+                       dict(self.attrs), self.file, list(self.allocs), dict(self.attr_locs))

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-__all__ = ["Loc", "AsmError", "InputError"]
+__all__ = ["Loc", "AsmError", "InputError", "UsageError", "caret"]
 
 
 @dataclass(frozen=True)
@@ -20,25 +20,50 @@ class Loc:
         """The location ``n`` columns to the right (inside a token)."""
         return Loc(self.file, self.line, self.col + n, self.text)
 
+    def to_json(self):
+        return [self.file, self.line, self.col, self.text]
+
+    @classmethod
+    def from_json(cls, j):
+        return None if j is None else cls(*j)
+
+
+def caret(loc, kind, message):
+    """``file:line:col: kind: message``, then the source line and a caret under the column (when the line is
+    known)."""
+    out = f"{loc if loc is not None else '<program>'}: {kind}: {message}"
+    if loc is not None and loc.line and loc.text:
+        text = loc.text.rstrip("\n").expandtabs(1)
+        out += f"\n  {text}\n  {' ' * max(loc.col - 1, 0)}^"
+    return out
+
 
 class AsmError(Exception):
     """An error in a program: ``loc`` (a :class:`Loc` or None), ``message``, and for errors found by the golden
-    model's checks the ``status`` (an ``rtl.isa.Status``) the hardware would answer.
+    model's checks the ``status`` (an ``rtl.isa.Status``) the hardware would answer. ``notes``: [(message,
+    Loc)] of other places the error comes from (e.g. the ``pto.tassign`` of a misaligned tile).
 
-    ``str()`` is ``file:line:col: error: message``, then the source line and a caret under the column."""
+    ``str()`` is ``file:line:col: error: message``, then the source line and a caret under the column, then each
+    note the same way (``file:line:col: note: ...``)."""
 
-    def __init__(self, message, loc=None, status=None):
-        self.message, self.loc, self.status = message, loc, status
-        super().__init__(self.format())
+    def __init__(self, message, loc=None, status=None, notes=()):
+        self.message, self.loc, self.status, self.notes = message, loc, status, list(notes)
+        super().__init__(message)
+
+    def __str__(self):
+        return self.format()
 
     def format(self):
-        where = str(self.loc) if self.loc is not None else "<program>"
-        out = f"{where}: error: {self.message}"
-        if self.loc is not None and self.loc.line and self.loc.text:
-            text = self.loc.text.rstrip("\n").expandtabs(1)
-            out += f"\n  {text}\n  {' ' * max(self.loc.col - 1, 0)}^"
-        return out
+        return "\n".join([caret(self.loc, "error", self.message)]
+                         + [caret(loc, "note", msg) for msg, loc in self.notes])
 
 
 class InputError(Exception):
-    """Input data that does not fit the program's signature (missing, unknown, wrongly shaped or typed)."""
+    """Input data that does not fit the program's signature (missing, unknown, wrongly shaped or typed), or an
+    inputs file that cannot be read as one (not an ``.npz``); the message names the file or input."""
+
+
+class UsageError(ValueError):
+    """A command-line argument the tools cannot use: a file that is missing, unreadable or of the wrong kind, an
+    output that cannot be written, a configuration that does not exist; the message names the argument. (A
+    ``ValueError``, which is what the API raised for these before.)"""

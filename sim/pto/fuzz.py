@@ -21,6 +21,7 @@ import numpy as np
 from rtl.isa import (DType, DTYPE_BYTES, DTYPE_NUMPY, INSTRUCTIONS, Layout, LOCAL_GATHER_GROUP, OobMode,
     Opcode, Status)
 
+from .cli import user_errors
 from .errors import AsmError
 from .builder import Builder
 from .program import config_from_spec, mnemonic
@@ -36,7 +37,7 @@ class _Gen:
         self.rng = random.Random(seed)
         self.np = np.random.default_rng(seed)
         self.config, self.ops, self.n = config, ops, n_instrs
-        self.b = Builder(f"fuzz_{seed}")
+        self.b = Builder(f"fuzz_{seed}", check=False, locate=False)
         self.inputs = {}
         self.values = []          # (Value) tiles produced so far
         self.k = 0
@@ -391,6 +392,7 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
     return res
 
 
+@user_errors
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m sim fuzz")
     ap.add_argument("--seed", type=int, default=0, help="first seed")
@@ -403,6 +405,7 @@ def main(argv=None):
     ap.add_argument("--config", default="small")
     ap.add_argument("--out", default="build/pto/fuzz", help="where failing programs are written")
     a = ap.parse_args(argv)
+    config_from_spec(a.config, source=f"--config {a.config!r}")
     ops = None
     if a.sim != "none":
         from rtl.top import engines_for

@@ -16,6 +16,7 @@ Grammar (docs/pto-as.md)::
 Comments: ``//`` and ``#`` (when not ``#pto.``) to the end of the line.
 """
 
+import pathlib
 import re
 
 from .errors import AsmError, Loc
@@ -23,7 +24,7 @@ from .builder import Builder
 from .program import lookup_op
 from .types import parse_type
 
-__all__ = ["parse", "parse_file"]
+__all__ = ["parse", "parse_file", "decode_source"]
 
 _SPEC = [
     ("ws", r"[ \t\r\n]+"),
@@ -186,7 +187,7 @@ class _Parser:
         name = self.next()
         if name.kind != "sym":
             self.error(f"expected the function name (@name), found {self._desc(name)}", name)
-        b = self.b = Builder(name.text[1:], file=self.file)
+        b = self.b = Builder(name.text[1:], file=self.file, locate=False)
         self.expect("(")
         if not self.accept(")"):
             while True:
@@ -210,7 +211,7 @@ class _Parser:
             for k, v in attrs.items():
                 if k != "config" or not isinstance(v, str):
                     raise AsmError(f"unknown function attribute {k!r} (config = \"NAME[,field=value...]\")", locs[k])
-                b.attrs[k] = v
+                b.attrs[k], b.attr_locs[k] = v, locs[k]
         self.expect("{", "'{'")
         returned = False
         while self.peek().text != "}":
@@ -382,5 +383,19 @@ def parse(text, file="<string>"):
 
 
 def parse_file(path):
-    with open(path) as f:
-        return parse(f.read(), str(path))
+    """:func:`parse` of a file's text (UTF-8; a byte that is not: an :class:`AsmError` at it)."""
+    data = pathlib.Path(path).read_bytes()
+    return parse(decode_source(data, str(path)), str(path))
+
+
+def decode_source(data, file):
+    """``data`` (bytes) as UTF-8 text; :class:`AsmError` at the line and column of the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        start = data.rfind(b"\n", 0, e.start) + 1
+        end = data.find(b"\n", e.start)
+        line = data[start:end if end >= 0 else len(data)].decode("utf-8", errors="replace")
+        col = len(data[start:e.start].decode("utf-8", errors="replace")) + 1
+        raise AsmError(f"not UTF-8 text: byte {data[e.start]:#04x} cannot be decoded (a PTO-AS file is UTF-8)",
+                       Loc(file, data.count(b"\n", 0, e.start) + 1, col, line)) from None

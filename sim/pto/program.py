@@ -43,13 +43,20 @@ def lookup_op(name):
     return Opcode.__members__.get(key)
 
 
-def config_from_spec(spec):
-    """A Config from ``NAME`` or ``NAME,field=value,...`` (e.g. ``default,ub_bytes=0x200000``)."""
+def config_from_spec(spec, source=None):
+    """A Config from ``NAME`` or ``NAME,field=value,...`` (e.g. ``default,ub_bytes=0x200000``); a
+    :class:`UsageError` naming ``source`` (default ``configuration 'SPEC'``; the command line's
+    ``--config 'SPEC'``) and what is wrong when it names no configuration."""
     if not isinstance(spec, str):
         return spec
     from rtl.config import parse_overrides
-    name, *rest = [s.strip() for s in spec.split(",") if s.strip()]
-    return parse_overrides(name, rest)[0]
+    from .errors import UsageError
+    source = source or f"configuration {spec!r}"
+    name, *rest = [s.strip() for s in spec.split(",") if s.strip()] or [""]
+    try:
+        return parse_overrides(name, rest, source=source)[0]
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,17 @@ class Program:
     attrs: dict = field(default_factory=dict)
     file: str = "<builder>"
     allocs: list = field(default_factory=list)      # [(instruction index, Value)] of pto.alloc_tile
+    attr_locs: dict = field(default_factory=dict)   # {attribute: Loc} of the function's attributes (config)
+
+    def __eq__(self, other):
+        """Two programs are equal when they are the same program (:meth:`signature_key`: names, types,
+        instructions, attributes, placements), however they were written (text or Builder, SSA or DPS form)
+        and wherever (locations are not compared)."""
+        if not isinstance(other, Program):
+            return NotImplemented
+        return self.signature_key() == other.signature_key()
+
+    __hash__ = None                                 # mutable, compared by value
 
     @property
     def config(self):
@@ -147,10 +165,20 @@ class Program:
 
     def assemble(self, config=None):
         """Place and check for ``config`` (a Config, a preset spec, or None: the program's ``config``
-        attribute, else ``small``); raises :class:`AsmError`."""
+        attribute, else ``small``); raises :class:`AsmError` (a configuration attribute that names no
+        configuration: at the attribute), ``UsageError`` for a ``config`` spec that names none."""
         from .assembly import Assembly
-        spec = config if config is not None else (self.config or "small")
-        return Assembly(self, config_from_spec(spec), spec if isinstance(spec, str) else None)
+        from .errors import AsmError, UsageError
+        if config is not None:
+            spec = config
+            cfg = config_from_spec(spec)
+        else:
+            spec = self.config or "small"
+            try:
+                cfg = config_from_spec(spec, source=f"config = {spec!r}")
+            except UsageError as e:
+                raise AsmError(str(e), self.attr_locs.get("config")) from None
+        return Assembly(self, cfg, spec if isinstance(spec, str) else None)
 
     def text(self):
         """The program in canonical PTO-AS (see :func:`sim.pto.printer.print_program`)."""

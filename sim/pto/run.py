@@ -19,7 +19,8 @@ import numpy as np
 
 from rtl.config import PRESETS
 
-from .errors import AsmError, InputError
+from .cli import read_npz, readable_file, user_errors, writable_file
+from .errors import AsmError, Loc, UsageError
 from .image import decode_output, output_extent
 
 __all__ = ["Row", "Report", "run_golden", "run_rtl", "run_program", "run_images", "format_table", "main", "load_inputs"]
@@ -44,14 +45,27 @@ class Row:
 
 @dataclass
 class Report:
-    """What a run gave: ``rows`` (one per instruction), ``outputs`` {name: array}, ``problems`` (why it failed),
-    ``sim`` (``none`` or the simulator), ``log`` (the simulator log, RTL runs)."""
+    """What a run gave: ``rows`` (one per instruction), ``outputs`` {name: array} (only those the program
+    computed), ``problems`` (why it failed), ``sim`` (``none`` or the simulator), ``log`` (the simulator log,
+    RTL runs). ``errors``: an :class:`AsmError` per instruction that answered a status other than the one it
+    expects (at its source line, with the golden's rule; their text is in ``problems`` too). ``missing``:
+    {output name: why it was never computed} (an instruction on its way failed): left out of ``outputs``.
+    ``total_cycles``: RTL runs, the whole program's cycles, the first command accepted to the last response
+    with the commands back to back (``sum_cycles``: the instructions' own cycles added up)."""
     rows: list
     outputs: dict
     problems: list = field(default_factory=list)
     sim: str = "none"
     log: str = ""
     waves: str = ""         #: the FST of an RTL run with ``waves`` (its GTKWave save file beside it)
+    errors: list = field(default_factory=list)
+    missing: dict = field(default_factory=dict)
+    total_cycles: int = None
+
+    @property
+    def sum_cycles(self):
+        c = [r.cycles for r in self.rows if isinstance(r.cycles, int)]
+        return sum(c) if c else None
 
     @property
     def ok(self):
@@ -86,7 +100,7 @@ def run_rtl(image, config_name, sim="icarus", waves=False, label=None, workdir=N
     """One cocotb run of ``cocotb_tests/test_pto.py`` on ``image``; returns (results dict, RunResult)."""
     from sim.runner import BUILD, run
     if config_name not in PRESETS:
-        raise ValueError(f"the RTL is built for preset configurations only ({', '.join(PRESETS)}), not "
+        raise UsageError(f"the RTL is built for preset configurations only ({', '.join(PRESETS)}), not "
                          f"{config_name!r}; use --sim none for other configurations")
     label = label or "pto"
     workdir = pathlib.Path(workdir) if workdir else pathlib.Path(tempfile.mkdtemp(prefix=f"{label}-", dir=_tmp(BUILD)))
@@ -107,9 +121,9 @@ def _tmp(build):
 
 
 def load_inputs(path):
-    """{name: array} from an ``.npz`` file."""
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    """{name: array} from an ``.npz`` file (:func:`sim.pto.cli.read_npz`: ``InputError`` / ``UsageError``
+    naming the file when it is none)."""
+    return read_npz(path)
 
 
 def run_program(program, inputs, *, sim="none", config=None, waves=False, label=None):
@@ -128,7 +142,9 @@ def run_program(program, inputs, *, sim="none", config=None, waves=False, label=
         for r, s, u in zip(rows, statuses, undefined):
             r.status, r.undefined = s.name, u
         rep = Report(rows, outputs, sim="none")
+        supported = None
     else:
+        supported = _supported(asm.config)
         config_name = spec
         golden = run_golden(image, asm.config, _supported(asm.config))
         results, result = run_rtl(image, config_name, sim, waves, label=label or f"pto_{_stem(asm.program)}")
@@ -142,7 +158,7 @@ def run_program(program, inputs, *, sim="none", config=None, waves=False, label=
                 print(f"note: {e}", file=sys.stderr)
         if not result.passed and not rep.problems:
             rep.problems.append(f"the cocotb run failed: {result.summary()} (log: {result.log_file})")
-    _expect_problems(rep)
+    _expect_problems(rep, image, asm.config, supported)
     return rep
 
 
@@ -153,7 +169,7 @@ def run_images(images, config, config_name, sim="verilator", label="pto_batch", 
     :class:`Report` per image the run reached (it stops after the first that failed)."""
     from sim.runner import BUILD, run
     if config_name not in PRESETS:
-        raise ValueError(f"the RTL is built for preset configurations only ({', '.join(PRESETS)}), not "
+        raise UsageError(f"the RTL is built for preset configurations only ({', '.join(PRESETS)}), not "
                          f"{config_name!r}")
     workdir = pathlib.Path(workdir) if workdir else pathlib.Path(tempfile.mkdtemp(prefix=f"{label}-", dir=_tmp(BUILD)))
     dirs = [str(image.save(workdir / f"image{k}")) for k, image in enumerate(images)]
@@ -171,7 +187,7 @@ def run_images(images, config, config_name, sim="verilator", label="pto_batch", 
             break
         golden = run_golden(image, config, _supported(config))
         rep = _rtl_report(image, _rows(image), golden, results, result, sim)
-        _expect_problems(rep)
+        _expect_problems(rep, image, config, _supported(config))
         reports.append(rep)
         if not rep.ok:
             break
@@ -196,6 +212,7 @@ def _rtl_report(image, rows, golden, results, result, sim):
         return rep
     for r, c in zip(rows, results["commands"]):
         r.status, r.cycles, r.undefined = c["status"], c["cycles"], c["undefined"]
+    rep.total_cycles = results.get("total_cycles")
     if results["error"]:
         rep.problems.append(results["error"] + f" (log: {result.log_file})")
     outs = {o["name"]: o for o in image.outputs}
@@ -208,12 +225,55 @@ def _rtl_report(image, rows, golden, results, result, sim):
     return rep
 
 
-def _expect_problems(rep):
-    for r in rep.rows:
-        if r.status != "-" and r.status != r.expect:
-            rep.problems.append(f"line {r.line}: {r.op} answered {r.status}"
-                                + (f" (expected {r.expect})" if r.expect != "OK" else "")
-                                + (": this configuration has no engine for it" if r.status == "UNSUPPORTED" else ""))
+def _expect_problems(rep, image, config, supported=None):
+    """Every instruction that answered a status other than the one it expects: an :class:`AsmError` at its
+    source line (the golden's rule for it, the shapes bound at run time, and notes at the ``pto.tassign`` s that
+    cause it), as the static checks report it; then the outputs those failures leave uncomputed, dropped from
+    ``rep.outputs`` into ``rep.missing``."""
+    from golden.check import check_strict
+    from golden.errors import IsaError
+    from rtl.status import Status
+    for k, (r, info, cmd) in enumerate(zip(rep.rows, image.info, image.commands)):
+        if r.status == "-" or r.status == r.expect:
+            continue
+        try:
+            check_strict(cmd, config, supported)
+            reason = ""
+        except IsaError as e:
+            reason = e.message
+        head = f"{r.op}: {r.status}" if r.expect == "OK" else f"{r.op}: expected {r.expect}, answered {r.status}"
+        msg = head + (f": {reason}" if reason else "") + \
+            (f" (shapes bound at run time: {info['bound']})" if info.get("bound") else "")
+        loc = Loc.from_json(info.get("loc")) or Loc(f"{image.file or '<program>'}, instruction {k + 1}")
+        notes = [(m, Loc.from_json(l)) for m, l in info.get("notes", {}).get(r.status, [])]
+        err = AsmError(msg, loc, status=Status.__members__.get(r.status), notes=notes)
+        rep.errors.append(err)
+        rep.problems.append(err.format())
+    rep.missing = uncomputed(rep.rows, image)
+    for name in rep.missing:
+        rep.outputs.pop(name, None)
+
+
+def uncomputed(rows, image):
+    """{output name: why}: the outputs a failed instruction left uncomputed. An instruction that did not answer
+    OK (an error, an ``expect``-ed error, or one the run never reached) computes nothing, and neither does one
+    that reads a value nothing computed; an instruction that succeeds on computed values computes its result
+    again."""
+    bad = {}
+    for r, info in zip(rows, image.info):
+        w = info.get("writes")
+        if w is None:
+            continue
+        if r.status != "OK":
+            bad[w] = (f"line {r.line}: {r.op} answered {r.status}" if r.status != "-" else
+                      f"line {r.line}: {r.op} did not run")
+            continue
+        cause = next((bad[x] for x in info.get("reads", ()) if x in bad), None)
+        if cause is not None:
+            bad[w] = cause
+        else:
+            bad.pop(w, None)
+    return {o["name"]: bad[o["buffer"]] for o in image.outputs if o.get("buffer") in bad}
 
 
 def _stem(program):
@@ -254,12 +314,16 @@ def npz_safe(arrays):
 
 
 def save_outputs(path, outputs):
-    np.savez(path, **npz_safe(outputs))
+    """Write ``outputs`` to exactly ``path`` (an ``.npz``; numpy would add the suffix to a name without it)."""
+    with open(path, "wb") as f:
+        np.savez(f, **npz_safe(outputs))
 
 
+@user_errors
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m sim run", description="Run a PTO-AS program on the RTL and / or "
-                                "the golden model.")
+                                "the golden model. Exit code 0: pass; 1: a mismatch, an RTL failure or an error "
+                                "status; 2: an error in the program, its inputs or the arguments.")
     p.add_argument("program", help="a .pto file")
     p.add_argument("--data", help="inputs .npz (one array per function argument, by name)")
     p.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "none"],
@@ -269,25 +333,34 @@ def main(argv=None):
     p.add_argument("--waves", action="store_true", help="write an FST of the RTL run and its GTKWave save file")
     p.add_argument("--out", help="write the outputs to this .npz")
     a = p.parse_args(argv)
-    try:
-        inputs = load_inputs(a.data) if a.data else {}
-        rep = run_program(a.program, inputs, sim=a.sim, config=a.config, waves=a.waves)
-    except (AsmError, InputError) as e:
-        print(f"{'error: ' if isinstance(e, InputError) else ''}{e}", file=sys.stderr)
-        return 2
-    except (FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    # everything the user named, checked before anything runs (a long simulation must not end in an unwritable
+    # --out)
+    program = readable_file(a.program, "program")
+    if a.out:
+        writable_file(a.out, "--out")
+    if a.config:
+        from .program import config_from_spec
+        config_from_spec(a.config, source=f"--config {a.config!r}")
+    inputs = load_inputs(a.data) if a.data else {}
+    rep = run_program(program, inputs, sim=a.sim, config=a.config, waves=a.waves)
     print(format_table(rep.rows, rep.sim))
+    if rep.total_cycles is not None:
+        print(f"total {rep.total_cycles} cycles, first command accepted to last response, commands back to back "
+              f"(sum of instruction cycles {rep.sum_cycles})")
     if a.out:
         save_outputs(a.out, rep.outputs)
-        print(f"outputs: {', '.join(f'{k} {v.shape} {v.dtype}' for k, v in rep.outputs.items())} -> {a.out}")
+        print(f"outputs: {', '.join(f'{k} {v.shape} {v.dtype}' for k, v in rep.outputs.items()) or 'none'} "
+              f"-> {a.out}")
+    for name, why in rep.missing.items():
+        print(f"not computed: {name} ({why})" + (f": left out of {a.out}" if a.out else ""))
     if rep.log:
         print(f"simulator log: {rep.log}")
     if rep.waves:
         gtkw = pathlib.Path(rep.waves).with_suffix(".gtkw")
         print(f"waves: {rep.waves}" + (f" (GTKWave save file {gtkw}: gtkwave {rep.waves} {gtkw})" if gtkw.exists() else ""))
+    sys.stdout.flush()
+    located = {e.format() for e in rep.errors}
     for prob in rep.problems:
-        print(f"FAIL: {prob}", file=sys.stderr)
+        print(prob if prob in located else f"FAIL: {prob}", file=sys.stderr)
     print("PASS" if rep.ok else "FAIL")
     return 0 if rep.ok else 1
