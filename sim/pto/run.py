@@ -232,7 +232,7 @@ def _expect_problems(rep, image, config, supported=None):
     ``rep.outputs`` into ``rep.missing``."""
     from golden.check import check_strict
     from golden.errors import IsaError
-    from rtl.status import Status
+    from rtl.isa import Status
     for k, (r, info, cmd) in enumerate(zip(rep.rows, image.info, image.commands)):
         if r.status == "-" or r.status == r.expect:
             continue
