@@ -10,8 +10,7 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DTYPE_BYTES, DType, Layout, Opcode
-from sim.driver import tile
+from rtl.isa import DType, DTYPE_BYTES, Layout, Opcode, tile
 
 from .harness import Harness
 

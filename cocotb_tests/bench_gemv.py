@@ -14,8 +14,7 @@ import cocotb
 import numpy as np
 
 from golden.profiles import GEMV_TRIPLES
-from rtl.isa import DTYPE_BYTES, UB_ALIGN, DType, Opcode, Profile
-from sim.driver import tile
+from rtl.isa import DType, DTYPE_BYTES, Opcode, Profile, tile, UB_ALIGN
 
 from .gemv_commands import INIT, triple_name, values
 from .harness import Harness

@@ -12,8 +12,7 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DTYPE_BYTES, DType, Opcode
-from sim.driver import tile
+from rtl.isa import DType, DTYPE_BYTES, Opcode, tile
 
 from .harness import Harness
 from .test_local_gather import _image, _load_ub

@@ -8,8 +8,7 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DType, OobMode, Opcode
-from sim.driver import gm_region, tile
+from rtl.isa import DType, gm_region, OobMode, Opcode, tile
 
 from .harness import Harness
 

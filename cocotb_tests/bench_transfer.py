@@ -8,8 +8,8 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DTYPE_NUMPY, DType, Opcode
-from sim.driver import gm_region, tile
+from golden.numerics import DTYPE_NUMPY
+from rtl.isa import DType, gm_region, Opcode, tile
 
 from .harness import Harness
 

@@ -211,7 +211,7 @@ def _status(status):
 def float_classes(values, dtype):
     """The subset of :data:`FLOAT_CLASSES` present in ``values`` (a numpy array of ``dtype``'s type)."""
     import ml_dtypes
-    from rtl.isa import DTYPE_NUMPY
+    from golden.numerics import DTYPE_NUMPY
     with np.errstate(invalid="ignore"):          # NaN payloads of the narrow types
         a = np.asarray(values).astype(np.float64).ravel()
     if a.size == 0:

@@ -2,10 +2,9 @@
 cocotb regression: every type, both TROWEXPAND modes and operand placements, every TPART validity pattern
 and layout combination, odd static shapes and pitches, in-place destinations."""
 
-import random
 
 from golden.check import check
-from rtl.isa import DTYPE_BYTES, EXPAND_BLOCK_BYTES, INSTRUCTIONS, Layout, Opcode, Status, UB_ALIGN
+from rtl.isa import DTYPE_BYTES, EXPAND_BLOCK_BYTES, INSTRUCTIONS, Layout, Status, UB_ALIGN
 
 __all__ = ["EW_OPS", "ROWEXPAND_OPS", "PART_OPS", "tile", "place", "rowexpand_command", "part_command",
            "random_command"]

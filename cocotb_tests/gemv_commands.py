@@ -20,8 +20,8 @@ import numpy as np
 
 from golden.numerics import CANONICAL_NAN, FLOAT_TYPES, UINT_OF_SIZE
 from golden.profiles import GEMV_TRIPLES
-from rtl.isa import (DType, DTYPE_BYTES, DTYPE_NUMPY, GEMV_MAX_DIM, INSTRUCTIONS, Layout, Opcode, Status,
-    UB_ALIGN)
+from rtl.isa import DType, DTYPE_BYTES, GEMV_MAX_DIM, INSTRUCTIONS, Layout, Opcode, Status, UB_ALIGN
+from golden.numerics import DTYPE_NUMPY
 
 from .ew_commands import place, tile
 

@@ -25,8 +25,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiBus, AxiStreamBus, AxiStreamSink, AxiStreamSource
 
 from rtl.config import Config
-from rtl.isa import DType, instruction, Opcode, Status
-from sim.driver import DEFAULT_TIMEOUT_CYCLES, Driver, gm_region, matrix_rows, tile
+from rtl.isa import DType, gm_region, instruction, Opcode, Status, tile
+from sim.driver import DEFAULT_TIMEOUT_CYCLES, Driver, matrix_rows
 from sim.gm import ErrorRam, LatencyRam
 
 from . import coverage as _coverage
@@ -248,7 +248,7 @@ class Harness:
         """Execute a command whose GM access hits an injected SLVERR: the RTL must answer ``expected``
         and change nothing outside the destination (UB tile valid region for TLOAD and MGATHER, the GM
         lines for TSTORE). The golden machine then adopts the RTL's destination bytes so later checks hold."""
-        from golden.check import gm_view, normalize, tile_view
+        from golden.check import normalize, tile_view
         import numpy as np
         rsp = await self.driver.execute(cmd)
         self._lacks_engine(cmd, rsp["status"])

@@ -13,9 +13,8 @@ import cocotb
 import numpy as np
 
 from golden.numerics import CANONICAL_NAN
-from rtl.isa import DType, DTYPE_BYTES, INSTRUCTIONS, Layout, Opcode, Status
+from rtl.isa import DType, DTYPE_BYTES, INSTRUCTIONS, Layout, Opcode, Status, tile
 from rtl.top import VectorUnit
-from sim.driver import tile
 
 from .ew_commands import EW_OPS, PART_OPS, ROWEXPAND_OPS, part_command, random_command, rowexpand_command
 from .harness import Harness

@@ -9,9 +9,8 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DType, Layout, OobMode, Opcode, Status
+from rtl.isa import DType, gm_region, Layout, OobMode, Opcode, Status, tile
 from rtl.top import supported_opcodes
-from sim.driver import gm_region, tile
 
 from .harness import Harness, resolve_config
 

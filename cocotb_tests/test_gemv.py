@@ -25,8 +25,7 @@ import numpy as np
 
 from golden.check import check
 from golden.profiles import GEMV_TRIPLES
-from rtl.isa import DType, DTYPE_BYTES, Opcode, Profile, Status, UB_ALIGN
-from sim.driver import tile
+from rtl.isa import DType, DTYPE_BYTES, Opcode, Profile, Status, tile, UB_ALIGN
 
 from sim.failures import UbMismatch, format_command
 from .ew_commands import place

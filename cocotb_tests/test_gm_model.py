@@ -9,8 +9,7 @@ import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
 
-from rtl.isa import DType, Opcode
-from sim.driver import gm_region, tile
+from rtl.isa import DType, gm_region, Opcode, tile
 
 from .harness import Harness
 

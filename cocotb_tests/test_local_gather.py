@@ -11,8 +11,7 @@ import cocotb
 import numpy as np
 
 from rtl.top import VectorUnit
-from rtl.isa import DType, DTYPE_BYTES, Layout, Opcode, Status, UB_ALIGN
-from sim.driver import gm_region, tile
+from rtl.isa import DType, DTYPE_BYTES, gm_region, Layout, Opcode, Status, tile, UB_ALIGN
 
 from .harness import Harness
 

@@ -10,8 +10,8 @@ import os
 import cocotb
 import numpy as np
 
-from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY, OobMode, Opcode, Status
-from sim.driver import gm_region, tile
+from rtl.isa import DType, DTYPE_BYTES, gm_region, OobMode, Opcode, Status, tile
+from golden.numerics import DTYPE_NUMPY
 
 from .harness import Harness
 

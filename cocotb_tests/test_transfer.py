@@ -8,8 +8,7 @@ import os
 
 import cocotb
 
-from rtl.isa import DType, DTYPE_BYTES, Layout, Opcode, Status, UB_ALIGN
-from sim.driver import gm_region, tile
+from rtl.isa import DType, DTYPE_BYTES, gm_region, Layout, Opcode, Status, tile, UB_ALIGN
 
 from .harness import Harness
 

@@ -18,8 +18,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from rtl.config import preset
-from rtl.isa import DType, Opcode, Status
-from sim.driver import gm_region, tile
+from rtl.isa import DType, gm_region, Opcode, Status, tile
 
 from sim.failures import HangError, UbMismatch
 from .harness import Harness, params

@@ -19,8 +19,8 @@ Within one step, operands are examined in slot order dst, src0, src1, src2, gm (
 
 from collections import namedtuple
 
-from rtl.isa import (CHECK_ORDER, DType, DTYPE_BYTES, INSTRUCTIONS, Layout, OobMode, Opcode, Profile, Status,
-    TILE_SLOTS, UB_ALIGN)
+from rtl.isa import (CHECK_ORDER, DType, DTYPE_BYTES, INSTRUCTIONS, Layout, OobMode, Opcode, Status,
+    UB_ALIGN)
 
 from .errors import IsaError
 from .ops import (GEMV_MAX_DIM, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, TPART_FUNCTIONS,

@@ -7,12 +7,12 @@ bytes of the transfer) and nothing else; an illegal instruction changes nothing.
 
 import numpy as np
 
-from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Status
+from rtl.isa import DTYPE_BYTES, Layout, Opcode, Status
 
 from . import ops
 from .check import check_strict, normalize, tile_view, gm_view, SLOTS
 from .errors import IsaError, UndefinedResult
-from .numerics import UINT_OF_SIZE, bits, from_bits
+from .numerics import UINT_OF_SIZE, bits, from_bits, np_dtype
 
 __all__ = ["Machine", "SparseMemory"]
 
@@ -82,7 +82,7 @@ class _GmTable:
         self.gm, self.desc, self.row_mode = gm, desc, row_mode
         self.size = DTYPE_BYTES[desc.dtype]
         self.uint = UINT_OF_SIZE[self.size]
-        self.dtype = np.dtype(ops.np_dtype(desc.dtype))
+        self.dtype = np.dtype(np_dtype(desc.dtype))
         self.shape = (desc.rows, desc.cols) if row_mode else (desc.rows * desc.cols,)
 
     def __getitem__(self, index):
@@ -150,7 +150,7 @@ class Machine:
         region) changes in the UB."""
         t = self._tile(desc)
         r, c = region if region is not None else (t.vr, t.vc)
-        _ub_view(self.ub, t)[:r, :c] = bits(np.asarray(array, dtype=ops.np_dtype(t.dtype)))[:r, :c]
+        _ub_view(self.ub, t)[:r, :c] = bits(np.asarray(array, dtype=np_dtype(t.dtype)))[:r, :c]
 
     def footprint(self, desc, elements=None):
         """Boolean mask over the UB of the bytes of the tile's valid region (or of ``elements``, a boolean

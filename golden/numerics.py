@@ -15,10 +15,32 @@ Every NaN an arithmetic operation produces is replaced by the canonical quiet Na
 
 import numpy as np
 
-from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY
+from rtl.isa import DType, DTYPE_BYTES
+
+
+def _numpy_types():
+    import ml_dtypes
+    return {
+        DType.INT8: np.dtype(np.int8), DType.UINT8: np.dtype(np.uint8),
+        DType.INT16: np.dtype(np.int16), DType.UINT16: np.dtype(np.uint16),
+        DType.INT32: np.dtype(np.int32), DType.UINT32: np.dtype(np.uint32),
+        DType.FP16: np.dtype(np.float16), DType.BF16: np.dtype(ml_dtypes.bfloat16),
+        DType.FP32: np.dtype(np.float32),
+        DType.FP8E4M3: np.dtype(ml_dtypes.float8_e4m3fn), DType.FP8E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    }
+
+
+class _LazyNumpyMap(dict):
+    def __missing__(self, key):
+        self.update(_numpy_types())
+        return dict.__getitem__(self, key)
+
+
+#: numpy dtype of every data type (ml_dtypes for bfloat16 and fp8).
+DTYPE_NUMPY = _LazyNumpyMap()
 
 __all__ = [
-    "FLOAT_TYPES", "INT_TYPES", "CANONICAL_NAN", "UINT_OF_SIZE", "is_float", "np_dtype", "dtype_of",
+    "DTYPE_NUMPY", "FLOAT_TYPES", "INT_TYPES", "CANONICAL_NAN", "UINT_OF_SIZE", "is_float", "np_dtype", "dtype_of",
     "bits", "from_bits", "canonicalize_nan", "add", "sub", "mul", "maximum", "minimum", "widening_product",
 ]
 

@@ -13,11 +13,12 @@ Descriptor-level constraints (UB alignment and range, GM alignment and range) ar
 
 import numpy as np
 
-from rtl.isa import (DType, DTYPE_BYTES, EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, GEMV_PARTIAL_SUMS, Layout, LOCAL_GATHER_GROUP,
-    LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2, OobMode, Opcode, Profile, Status)
+from rtl.isa import (DType, DTYPE_BYTES, EXPAND_BLOCK_BYTES, GEMV_MAX_DIM, GEMV_PARTIAL_SUMS, Layout,
+    LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2, OobMode, Opcode, Profile,
+    Status)
 
 from .errors import IsaError, UndefinedResult
-from .numerics import add, bits, from_bits, mul, widening_product, dtype_of, is_float, np_dtype
+from .numerics import add, bits, from_bits, mul, widening_product, dtype_of
 from .numerics import canonicalize_nan, maximum, minimum, sub
 from .profiles import TYPES, INDEX_TYPES, GEMV_TRIPLES, gemv_roles
 

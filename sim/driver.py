@@ -10,27 +10,13 @@ import os
 
 import numpy as np
 
-from rtl.isa import (Command, decode, DType, DTYPE_BYTES, DTYPE_NUMPY, encode, Layout, main_slot, Opcode,
-    Response, Status)
+from rtl.isa import Command, decode, DType, DTYPE_BYTES, encode, Layout, main_slot, Opcode, Response, Status
+from golden.numerics import DTYPE_NUMPY
 
-__all__ = ["tile", "gm_region", "Driver", "to_bytes", "from_bytes", "matrix_rows", "DEFAULT_TIMEOUT_CYCLES"]
+__all__ = ["Driver", "to_bytes", "from_bytes", "matrix_rows", "DEFAULT_TIMEOUT_CYCLES"]
 
 #: Clock cycles :meth:`Driver.execute` waits for a response before it reports a hang.
 DEFAULT_TIMEOUT_CYCLES = 200_000
-
-
-def tile(base, rows, cols, dtype, valid=None, layout=Layout.ROW_MAJOR):
-    """A tile descriptor (dict for :data:`rtl.isa.TileDesc`); ``valid`` defaults to the static shape."""
-    valid_rows, valid_cols = valid if valid is not None else (rows, cols)
-    return {"base": base, "rows": rows, "cols": cols, "valid_rows": valid_rows,
-            "valid_cols": valid_cols, "dtype": dtype, "layout": layout}
-
-
-def gm_region(base, rows, cols, dtype, row_stride=None):
-    """A GM descriptor (dict for :data:`rtl.isa.GmDesc`); ``row_stride`` defaults to dense rows."""
-    if row_stride is None:
-        row_stride = cols * DTYPE_BYTES[DType(dtype)]
-    return {"base": base, "rows": rows, "cols": cols, "row_stride": row_stride, "dtype": dtype}
 
 
 def to_bytes(array):
@@ -120,7 +106,7 @@ class Driver:
         from cocotb.triggers import ClockCycles, First, RisingEdge
         from cocotb.utils import get_sim_time
         from cocotbext.axi import AxiStreamFrame
-        from cocotb_tests.errors import HangError
+        from sim.failures import HangError
         if not cmds:
             return [], 0
         bus = self.cmd_source.bus

@@ -11,7 +11,6 @@
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiRam
-from cocotbext.axi.axi_channels import AxiARSink, AxiRSource
 from cocotbext.axi.constants import AxiResp
 
 __all__ = ["ErrorRam", "LatencyRam"]

@@ -12,7 +12,7 @@ import concurrent.futures
 import csv
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rtl.isa import DType, INSTRUCTIONS
 

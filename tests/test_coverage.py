@@ -11,9 +11,9 @@ pytest.importorskip("cocotb_coverage")
 from cocotb_tests import coverage as cov
 from golden.machine import Machine
 from rtl.config import preset
-from rtl.isa import DType, DTYPE_NUMPY, INSTRUCTIONS, Layout, main_slot, OobMode, Opcode, Profile, Status
+from rtl.isa import DType, gm_region, INSTRUCTIONS, Layout, main_slot, OobMode, Opcode, Profile, Status, tile
+from golden.numerics import DTYPE_NUMPY
 from sim import coverage as report
-from sim.driver import gm_region, tile
 
 _roots = itertools.count()
 

@@ -11,9 +11,9 @@ from sim.failures import (GmMismatch, HangError, MemoryMismatch, StatusMismatch,
                                  format_command, status_name)
 from cocotb_tests.harness import Params, resolve_config, resolve_timeout
 from rtl.config import preset
-from rtl.isa import DType, Layout, OobMode, Opcode, Status
+from rtl.isa import DType, gm_region, Layout, OobMode, Opcode, Status, tile
 from sim import runner
-from sim.driver import DEFAULT_TIMEOUT_CYCLES, gm_region, tile
+from sim.driver import DEFAULT_TIMEOUT_CYCLES
 
 TLOAD = {"opcode": Opcode.TLOAD, "tag": 7, "dst": tile(0x100, 4, 8, DType.INT16, valid=(3, 5)),
          "gm": gm_region(0x2_0000, 3, 5, DType.INT16, 64)}

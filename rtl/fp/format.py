@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rtl.isa import DType
 
-__all__ = ["FloatFormat", "FP32", "FP16", "BF16", "FP8E4M3", "FP8E5M2", "FORMATS", "format_of"]
+__all__ = ["FloatFormat", "FP32", "FP16", "BF16", "FP8E4M3", "FP8E5M2", "FORMATS", "format_of", "dtype_of"]
 
 
 @dataclass(frozen=True)
@@ -73,13 +73,6 @@ class FloatFormat:
             return (1 << (self.width - 1)) - 1
         return (self.exp_max << self.frac_bits) | (1 << (self.frac_bits - 1))
 
-    def numpy_dtype(self):
-        import ml_dtypes
-        import numpy as np
-        return {"fp32": np.dtype(np.float32), "fp16": np.dtype(np.float16),
-                "bf16": np.dtype(ml_dtypes.bfloat16), "fp8e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
-                "fp8e5m2": np.dtype(ml_dtypes.float8_e5m2)}[self.name]
-
     def __str__(self):
         return self.name
 
@@ -103,3 +96,9 @@ def format_of(dtype):
         return _BY_DTYPE[dtype]
     except KeyError:
         raise ValueError(f"{dtype!r} is not a floating-point data type") from None
+
+
+def dtype_of(fmt):
+    """The :class:`~rtl.isa.DType` of a :class:`FloatFormat` preset (its numpy dtype:
+    ``golden.numerics.DTYPE_NUMPY[dtype_of(fmt)]``)."""
+    return next(d for d, f in _BY_DTYPE.items() if f == fmt)

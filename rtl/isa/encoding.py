@@ -17,8 +17,8 @@ from rtl.isa import Status
 
 __all__ = [
     "Opcode", "DType", "Layout", "OobMode", "TileDesc", "GmDesc", "Command", "Response",
-    "DTYPE_BYTES", "DTYPE_NUMPY", "COMMAND_BITS", "RESPONSE_BITS", "UB_ALIGN", "Profile",
-    "encode", "decode",
+    "DTYPE_BYTES", "COMMAND_BITS", "RESPONSE_BITS", "UB_ALIGN", "Profile",
+    "encode", "decode", "tile", "gm_region",
 ]
 
 #: Tiles start at addresses aligned to this many bytes in the unified buffer.
@@ -66,29 +66,6 @@ DTYPE_BYTES = {
     DType.INT8: 1, DType.UINT8: 1, DType.INT16: 2, DType.UINT16: 2, DType.INT32: 4, DType.UINT32: 4,
     DType.FP16: 2, DType.BF16: 2, DType.FP32: 4, DType.FP8E4M3: 1, DType.FP8E5M2: 1,
 }
-
-
-def _numpy_types():
-    import ml_dtypes
-    import numpy as np
-    return {
-        DType.INT8: np.dtype(np.int8), DType.UINT8: np.dtype(np.uint8),
-        DType.INT16: np.dtype(np.int16), DType.UINT16: np.dtype(np.uint16),
-        DType.INT32: np.dtype(np.int32), DType.UINT32: np.dtype(np.uint32),
-        DType.FP16: np.dtype(np.float16), DType.BF16: np.dtype(ml_dtypes.bfloat16),
-        DType.FP32: np.dtype(np.float32),
-        DType.FP8E4M3: np.dtype(ml_dtypes.float8_e4m3fn), DType.FP8E5M2: np.dtype(ml_dtypes.float8_e5m2),
-    }
-
-
-class _LazyNumpyMap(dict):
-    def __missing__(self, key):
-        self.update(_numpy_types())
-        return dict.__getitem__(self, key)
-
-
-#: numpy dtype of every data type (ml_dtypes for bfloat16 and fp8).
-DTYPE_NUMPY = _LazyNumpyMap()
 
 
 class Layout(enum.Enum, shape=1):
@@ -205,3 +182,18 @@ def decode(layout, word):
                 pass
         out[name] = v
     return out
+
+
+def tile(base, rows, cols, dtype, valid=None, layout=Layout.ROW_MAJOR):
+    """A tile descriptor (a dict for :data:`TileDesc`, to :func:`encode`); ``valid`` defaults to the
+    static shape."""
+    valid_rows, valid_cols = valid if valid is not None else (rows, cols)
+    return {"base": base, "rows": rows, "cols": cols, "valid_rows": valid_rows,
+            "valid_cols": valid_cols, "dtype": dtype, "layout": layout}
+
+
+def gm_region(base, rows, cols, dtype, row_stride=None):
+    """A GM descriptor (a dict for :data:`GmDesc`); ``row_stride`` defaults to dense rows."""
+    if row_stride is None:
+        row_stride = cols * DTYPE_BYTES[DType(dtype)]
+    return {"base": base, "rows": rows, "cols": cols, "row_stride": row_stride, "dtype": dtype}

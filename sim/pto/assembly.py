@@ -11,8 +11,9 @@ import numpy as np
 
 from golden.check import check_strict
 from golden.errors import IsaError
-from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY, INSTRUCTIONS, Layout, main_slot, Opcode, Status, UB_ALIGN
-from sim.driver import gm_region, tile as tile_desc
+from rtl.isa import (DType, DTYPE_BYTES, gm_region, INSTRUCTIONS, Layout, main_slot, Opcode, Status,
+    tile as tile_desc, UB_ALIGN)
+from golden.numerics import DTYPE_NUMPY
 
 from .errors import AsmError, InputError
 from .image import Image

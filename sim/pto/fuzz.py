@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rtl.isa import (DType, DTYPE_BYTES, DTYPE_NUMPY, INSTRUCTIONS, Layout, LOCAL_GATHER_GROUP, OobMode,
-    Opcode, Status)
+from rtl.isa import DType, DTYPE_BYTES, INSTRUCTIONS, Layout, LOCAL_GATHER_GROUP, OobMode, Opcode, Status
+from golden.numerics import DTYPE_NUMPY
 
 from .cli import user_errors
 from .errors import AsmError

@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rtl.isa import DTYPE_BYTES, DTYPE_NUMPY, DType, Layout, OobMode, Opcode
+from rtl.isa import DTYPE_BYTES, DType, Layout, OobMode, Opcode
+from golden.numerics import DTYPE_NUMPY
 
 __all__ = ["Image", "cmd_to_json", "cmd_from_json", "gm_span", "output_extent", "decode_output"]
 

@@ -10,17 +10,23 @@ from fractions import Fraction
 
 import numpy as np
 
-from rtl.fp import FP32, FloatFormat
+from golden.numerics import DTYPE_NUMPY
+from rtl.fp import FP32, FloatFormat, dtype_of
 
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
+def numpy_dtype(fmt):
+    """numpy / ml_dtypes' dtype of a float format."""
+    return DTYPE_NUMPY[dtype_of(fmt)]
+
+
 def as_float(fmt, bits):
-    return np.asarray(bits).astype(UINT[fmt.width]).view(fmt.numpy_dtype())
+    return np.asarray(bits).astype(UINT[fmt.width]).view(numpy_dtype(fmt))
 
 
 def as_bits(fmt, vals):
-    vals = np.asarray(vals, dtype=fmt.numpy_dtype())
+    vals = np.asarray(vals, dtype=numpy_dtype(fmt))
     bits = vals.view(UINT[fmt.width]).copy()
     nan = np.isnan(vals)
     bits[nan] = fmt.nan_bits
@@ -37,13 +43,13 @@ def ref_mul(fmt, a, b, out_fmt=None):
     with np.errstate(all="ignore"):
         if out_fmt == fmt:
             return as_bits(fmt, as_float(fmt, a) * as_float(fmt, b))
-        odt = out_fmt.numpy_dtype()
+        odt = numpy_dtype(out_fmt)
         return as_bits(out_fmt, as_float(fmt, a).astype(odt) * as_float(fmt, b).astype(odt))
 
 
 def ref_convert(fmt, a, out_fmt=FP32):
     with np.errstate(all="ignore"):
-        return as_bits(out_fmt, as_float(fmt, a).astype(out_fmt.numpy_dtype()))
+        return as_bits(out_fmt, as_float(fmt, a).astype(numpy_dtype(out_fmt)))
 
 
 # ---- exact arithmetic (independent of numpy), used to validate the numpy reference ----------

@@ -5,15 +5,16 @@ import numpy as np
 import pytest
 
 from rtl.fp import FORMATS, format_of
-from rtl.isa import DTYPE_NUMPY, DType
+from golden.numerics import DTYPE_NUMPY
+from rtl.isa import DType
 
-from .ref import as_float
+from .ref import as_float, numpy_dtype
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_preset_matches_numpy(name):
     fmt = FORMATS[name]
-    dt = fmt.numpy_dtype()
+    dt = numpy_dtype(fmt)
     fi = ml_dtypes.finfo(dt)
     assert fmt.width == dt.itemsize * 8
     assert fmt.frac_bits == fi.nmant
@@ -37,7 +38,7 @@ def test_canonical_nans():
 
 @pytest.mark.parametrize("dtype", [DType.FP32, DType.FP16, DType.BF16, DType.FP8E4M3, DType.FP8E5M2])
 def test_format_of_dtype(dtype):
-    assert format_of(dtype).numpy_dtype() == DTYPE_NUMPY[dtype]
+    assert numpy_dtype(format_of(dtype)) == DTYPE_NUMPY[dtype]
 
 
 def test_format_of_rejects_integers():

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY
+from rtl.isa import DType, DTYPE_BYTES
+from golden.numerics import DTYPE_NUMPY
 
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32}
 ALL_TYPES = list(DType)

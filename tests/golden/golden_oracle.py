@@ -10,7 +10,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY
+from rtl.isa import DType, DTYPE_BYTES
+from golden.numerics import DTYPE_NUMPY
 
 # (precision incl. hidden bit, emin, largest finite) of each float format
 FORMATS = {

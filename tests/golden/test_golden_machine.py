@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from rtl.config import preset
-from rtl.isa import Command, decode, DType, DTYPE_NUMPY, encode, Layout, OobMode, Opcode, Status
+from rtl.isa import Command, decode, DType, encode, Layout, OobMode, Opcode, Status
+from golden.numerics import DTYPE_NUMPY
 from golden import Machine, UndefinedResult, ops
 
 from golden_cmds import cmd, gm, tile, base_cmds

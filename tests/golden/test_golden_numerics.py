@@ -5,7 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from rtl.isa import DType, DTYPE_NUMPY
+from rtl.isa import DType
+from golden.numerics import DTYPE_NUMPY
 from golden.numerics import (CANONICAL_NAN, add, sub, mul, maximum, minimum, widening_product, bits, from_bits,
                              canonicalize_nan)
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from rtl.isa import DType, DTYPE_BYTES, DTYPE_NUMPY, Layout, OobMode, Profile, Status
+from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Profile, Status
+from golden.numerics import DTYPE_NUMPY
 from golden import ops
 from golden.errors import IsaError, UndefinedResult
 

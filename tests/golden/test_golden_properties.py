@@ -4,7 +4,8 @@ import numpy as np
 from hypothesis import HealthCheck, assume, event, given, settings, strategies as st
 
 from rtl.config import preset
-from rtl.isa import Command, COMMAND_BITS, decode, DType, DTYPE_NUMPY, Layout, OobMode, Opcode, Status
+from rtl.isa import Command, COMMAND_BITS, decode, DType, Layout, OobMode, Opcode, Status
+from golden.numerics import DTYPE_NUMPY
 from golden import Machine, UndefinedResult, check, ops
 
 import golden_oracle as oracle
