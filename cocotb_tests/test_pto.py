@@ -1,6 +1,6 @@
-"""A generic testbench for PTO programs (``python -m sim run``; sim/pto/run.py).
+"""A generic testbench for PTO programs (``python -m sim run``; sim/programs/run.py).
 
-``TILEVEC_PROGRAM`` names an image directory written by ``sim.pto.image.Image.save`` (the assembled
+``TILEVEC_PROGRAM`` names an image directory written by ``pto.image.Image.save`` (the assembled
 program: concrete commands, the initial UB, the GM contents, where the outputs are); ``TILEVEC_RESULTS`` the
 JSON file this test writes: per command the RTL's status and cycle count and the undefined bytes, then the
 outputs' bytes (hex), or the first disagreement. Every command runs through ``Harness.run_masked``: shadowed
@@ -15,7 +15,7 @@ import os
 import cocotb
 
 from rtl.isa import Status
-from sim.pto.image import Image, gm_span, output_extent
+from pto.image import Image, gm_span, output_extent
 
 from .harness import Harness
 

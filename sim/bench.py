@@ -25,7 +25,7 @@ from typing import Callable
 
 from rtl.isa import DTYPE_BYTES, DType
 
-from .runner import BUILD, config_spec, run
+from sim.runner import BUILD, config_spec, run
 
 __all__ = ["Bench", "BENCHES", "main"]
 

@@ -13,7 +13,7 @@ import ast
 import pathlib
 import sys
 
-from .runner import BUILD
+from sim.runner import BUILD
 
 __all__ = ["find_files", "merge", "load", "summarize", "report", "plot", "main"]
 

@@ -1,7 +1,7 @@
 """The PTO-AS examples (``examples/``) on the RTL, each against the golden model and its own numpy reference.
 
 ``python -m sim.examples [--sim icarus|verilator] [-k NAME]``: for every ``examples/NAME.pto`` with its
-input generator ``NAME.py``, generate the inputs, run the program with :func:`sim.pto.run.run_program`
+input generator ``NAME.py``, generate the inputs, run the program with :func:`sim.programs.run.run_program`
 (the RTL and the golden side by side, every command's status and the whole UB compared) and compare each
 output with ``NAME.py``'s ``reference``, written from the seed. Examples the RTL cannot run are run on the
 golden model alone and reported as such: an instruction without an engine (TGEMV*, UNSUPPORTED today), or a
@@ -18,8 +18,8 @@ import numpy as np
 
 from rtl.config import PRESETS
 
-from .pto import parse_file
-from .pto.run import run_program
+from pto import parse_file
+from sim.programs.run import run_program
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

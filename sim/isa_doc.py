@@ -1,6 +1,6 @@
 """Markdown tables generated from ``rtl/``: the instruction encoding (``rtl.isa``), the
 operand slots and the map from instruction to files (``rtl.isa.INSTRUCTIONS``, ``rtl.top.ENGINES``), and the PTO
-Builder's op methods (``sim.pto.builder``, from the instruction table).
+Builder's op methods (``pto.builder``, from the instruction table).
 
 ``python -m sim.isa_doc [encoding|slots|map|builder]`` prints them; ``docs/architecture.md``,
 ``docs/semantics.md`` and ``docs/pto-as.md`` embed them between ``<!-- BEGIN GENERATED: python -m sim.isa_doc NAME -->`` and
@@ -115,8 +115,8 @@ def tables():
 
 
 def builder_table():
-    """The PTO Builder's op methods, one per opcode (``sim.pto.builder.method_table``)."""
-    from sim.pto.builder import method_table
+    """The PTO Builder's op methods, one per opcode (``pto.builder.method_table``)."""
+    from pto.builder import method_table
     return method_table()
 
 

@@ -32,7 +32,7 @@ import sys
 
 from rtl.config import PRESETS, preset
 
-from .runner import TOPLEVEL, _export, verilator_env
+from sim.runner import TOPLEVEL, _export, verilator_env
 
 WAIVED = ("UNUSEDSIGNAL", "UNUSEDPARAM", "DECLFILENAME", "WIDTHEXPAND", "WIDTHTRUNC", "PROCASSINIT",
           "CASEOVERLAP", "CMPCONST", "UNDRIVEN", "UNOPTFLAT", "VARHIDDEN")

@@ -6,8 +6,8 @@ import pytest
 
 from rtl.config import preset
 from rtl.isa import DType, INSTRUCTIONS, Layout, OobMode, Opcode, Status
-from sim.pto import AsmError, Builder, InputError, MemRefType, TileType, memref, mnemonic, parse, signature, tile
-from sim.pto.types import ELEMENT_TYPES, parse_type
+from pto import AsmError, Builder, InputError, MemRefType, TileType, memref, mnemonic, parse, signature, tile
+from pto.types import ELEMENT_TYPES, parse_type
 
 T16 = "!pto.tile<16x16xf32>"
 

@@ -1,4 +1,4 @@
-"""Constrained-random PTO programs (sim/pto/fuzz.py): a short stream on the golden model and two programs on
+"""Constrained-random PTO programs (sim/programs/fuzz.py): a short stream on the golden model and two programs on
 the RTL for ``make test``; long streams under ``-m slow``; a failing program is written out and replays."""
 
 import subprocess
@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-import sim.pto.run
+import sim.programs.run
 from rtl.config import preset
 from rtl.isa import Opcode
 from rtl.top import engines_for
-from sim.pto.fuzz import random_program, run_one, stream
+from sim.programs.fuzz import random_program, run_one, stream
 
 RTL_OPS = [op for e in engines_for(preset("small")) for op in e.opcodes]
 
@@ -82,7 +82,7 @@ def test_fuzz_long_verilator():
 def test_failing_program_is_written_and_replays(tmp_path, monkeypatch):
     def broken(*a, **k):
         raise RuntimeError("injected")
-    monkeypatch.setattr(sim.pto.run, "run_program", broken)
+    monkeypatch.setattr(sim.programs.run, "run_program", broken)
     ok, (rep, problems), path = run_one(7, out_dir=tmp_path)
     assert not ok and "injected" in problems[0]
     assert path.exists() and path.with_suffix(".npz").exists()

@@ -5,7 +5,7 @@ outputs against the examples' numpy references; and TGEMV_ACC, which the RTL ans
 import pytest
 
 from tests.test_pto_run import EXAMPLES, example
-from sim.pto.run import run_program
+from sim.programs.run import run_program
 
 pytestmark = pytest.mark.cocotb
 
@@ -36,7 +36,7 @@ def test_waves_with_save_file():
     """``--waves``: the RTL run leaves an FST and its GTKWave save file (with the enum/FSM name filters)."""
     import pathlib
     from sim.examples import example_module
-    from sim.pto.run import run_program
+    from sim.programs.run import run_program
     root = pathlib.Path(__file__).resolve().parent.parent
     rep = run_program(root / "examples" / "tpartadd.pto", example_module("tpartadd").inputs(), sim="icarus",
                       waves=True, label="pto_waves_test")

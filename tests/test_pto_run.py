@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from sim.pto import parse_file
-from sim.pto.run import format_table, run_program
+from pto import parse_file
+from sim.programs.run import format_table, run_program
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -93,7 +93,7 @@ def test_error_status_exits_nonzero(tmp_path):
 
 
 def test_nki_example_needs_a_large_ub():
-    from sim.pto import AsmError
+    from pto import AsmError
     with pytest.raises(AsmError, match="UB overflow"):
         parse_file(EXAMPLES / "nki_local_gather.pto").assemble("default")
 

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from sim.pto import AsmError, Builder, memref, parse, parse_file, tile
+from pto import AsmError, Builder, memref, parse, parse_file, tile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -90,8 +90,8 @@ def test_non_utf8_program(tmp_path, command):
 
 
 def test_read_npz_api(tmp_path):
-    from sim.pto import InputError
-    from sim.pto.run import load_inputs
+    from pto import InputError
+    from sim.programs.run import load_inputs
     np.savez(tmp_path / "o.npz", a=np.array([{}], dtype=object))
     with pytest.raises(InputError, match="array 'a' cannot be loaded without pickle"):
         load_inputs(tmp_path / "o.npz")
@@ -131,7 +131,7 @@ def test_runtime_status_at_its_line(vp, tmp_path):
 def test_uncomputed_follows_the_values(tmp_path):
     """A result computed from a failed instruction's result is not computed either; a later successful write
     of the same value computes it again."""
-    from sim.pto.run import run_program
+    from sim.programs.run import run_program
     text = TPARTADD.replace("-> (!pto.tile<4x8xf32, valid=2x8>)",
                             "-> (!pto.tile<4x8xf32, valid=2x8>, !pto.tile<4x8xf32>, !pto.tile<4x8xf32>)")
     text = text.replace("  return %c : !pto.tile<4x8xf32, valid=2x8>\n",
@@ -211,7 +211,7 @@ def test_builder_checks_at_the_call():
 
 def test_builder_errors_from_a_script_name_its_line(tmp_path):
     script = tmp_path / "build_it.py"
-    script.write_text("from sim.pto import Builder, tile\n"
+    script.write_text("from pto import Builder, tile\n"
                       "b = Builder('p')\n"
                       "x = b.arg('x', tile(4, 8, 'f32'))\n"
                       "b.ret(b.tpartadd(x, x, tile(4, 4, 'f32')))\n")
@@ -240,7 +240,7 @@ def test_built_program_equals_the_parsed_one():
 
 def test_docs_list_every_builder_method():
     from rtl.isa import Opcode
-    from sim.pto.builder import method_name
+    from pto.builder import method_name
     doc = (ROOT / "docs" / "pto-as.md").read_text()
     for op in Opcode:
         assert f"`b.{method_name(op)}(" in doc, op

@@ -1,8 +1,8 @@
-"""The :class:`Builder`: a :class:`sim.pto.program.Program` from Python; the parser drives the same methods
+"""The :class:`Builder`: a :class:`pto.program.Program` from Python; the parser drives the same methods
 (operand and attribute checks with source locations for the error messages).
 
 From Python, every method checks at the call and an error names the caller's line (``script.py:12:7``, the
-first frame outside ``sim/pto``): operands, types, attributes, and the golden's shape and type rules on an
+first frame outside ``pto``): operands, types, attributes, and the golden's shape and type rules on an
 instruction whose shapes are static (:meth:`Builder.op`). The op methods (``b.tpartadd``, ``b.mgather_row``,
 ...) are listed by :func:`method_table` (docs/pto-as.md, "Builder")."""
 
@@ -15,9 +15,9 @@ import numpy as np
 
 from rtl.isa import INSTRUCTIONS, OobMode, Opcode, Status
 
-from .errors import AsmError, Loc
-from .program import Buffer, Instr, Program, Value, lookup_op, mnemonic, signature
-from .types import MemRefType, TileType
+from pto.errors import AsmError, Loc
+from pto.program import Buffer, Instr, Program, Value, lookup_op, mnemonic, signature
+from pto.types import MemRefType, TileType
 
 __all__ = ["Builder", "ATTRIBUTES", "method_name", "method_table"]
 
@@ -49,7 +49,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def caller_loc(depth=1):
-    """The :class:`Loc` of the first Python frame outside ``sim/pto`` (the user's call), with its line's text
+    """The :class:`Loc` of the first Python frame outside ``pto`` (the user's call), with its line's text
     and the column of the call; None when there is none."""
     f = sys._getframe(depth)
     while f is not None and os.path.dirname(os.path.abspath(f.f_code.co_filename)) == _HERE:
@@ -337,7 +337,7 @@ class Builder:
             return
         from golden.check import check_strict
         from golden.errors import IsaError
-        from .assembly import command
+        from pto.assembly import command
         ins = Instr(op, dict(values[:-1]), written, attrs, loc)
         types = {v.buffer.id: v.buffer.type for _, v in values}
         zero = {i: 0 for i in types}

@@ -3,9 +3,9 @@ the placement and, per instruction, the static check result (or, with ``--data``
 
 import argparse
 
-from .cli import readable_file, user_errors
-from .parser import parse_file
-from .program import config_from_spec, mnemonic
+from sim.programs.cli import readable_file, user_errors
+from pto.parser import parse_file
+from pto.program import config_from_spec, mnemonic
 
 
 @user_errors
@@ -29,7 +29,7 @@ def main(argv=None):
         print(f"%{b.name:<12} {where:<12} {b.type}")
     print()
     if a.data:
-        from .run import load_inputs
+        from sim.programs.run import load_inputs
         image = asm.bind(load_inputs(a.data))
         for info, cmd in zip(image.info, image.commands):
             print(f"line {info['line']}: {info['op']}: {cmd}")

@@ -1,4 +1,4 @@
-"""The PTO-AS parser: text -> :class:`sim.pto.program.Program` (through the same :class:`Builder` as Python).
+"""The PTO-AS parser: text -> :class:`pto.program.Program` (through the same :class:`Builder` as Python).
 
 Grammar (docs/pto-as.md)::
 
@@ -19,10 +19,10 @@ Comments: ``//`` and ``#`` (when not ``#pto.``) to the end of the line.
 import pathlib
 import re
 
-from .errors import AsmError, Loc
-from .builder import Builder
-from .program import lookup_op
-from .types import parse_type
+from pto.errors import AsmError, Loc
+from pto.builder import Builder
+from pto.program import lookup_op
+from pto.types import parse_type
 
 __all__ = ["parse", "parse_file", "decode_source"]
 

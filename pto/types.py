@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rtl.isa import DTYPE_BYTES, DType, Layout
 
-from .errors import AsmError
+from pto.errors import AsmError
 
 __all__ = ["ELEMENT_TYPES", "TileType", "MemRefType", "parse_type", "element_type", "element_name", "tile", "memref"]
 

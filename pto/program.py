@@ -1,11 +1,11 @@
 """The program object of the PTO assembler: :class:`Program`, its :class:`Instr` / :class:`Value` /
 :class:`Buffer`, and the operand signature of every opcode.
 
-A :class:`Program` is what both the parser (:func:`sim.pto.parser.parse`) and the Python
-:class:`sim.pto.builder.Builder` produce: a function signature (inputs: GM memrefs or UB tiles; outputs), a list
+A :class:`Program` is what both the parser (:func:`pto.parser.parse`) and the Python
+:class:`pto.builder.Builder` produce: a function signature (inputs: GM memrefs or UB tiles; outputs), a list
 of :class:`Instr`, and the buffers (UB tiles, GM regions) its values live in. ``Program.assemble(config)`` gives
-a :class:`sim.pto.assembly.Assembly` (placement and static checks), whose ``bind(inputs)`` gives a
-:class:`sim.pto.image.Image`.
+a :class:`pto.assembly.Assembly` (placement and static checks), whose ``bind(inputs)`` gives a
+:class:`pto.image.Image`.
 
 Operand order of every instruction (the slots and roles come from ``rtl.isa.INSTRUCTIONS``): a GM
 operand the instruction reads comes first (TLOAD's source, MGATHER's table), then the tile sources in slot
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from rtl.isa import INSTRUCTIONS, Opcode
 
-from .errors import Loc
+from pto.errors import Loc
 
 __all__ = ["Value", "Buffer", "Instr", "Program", "Signature", "signature", "mnemonic", "lookup_op",
            "config_from_spec"]
@@ -50,7 +50,7 @@ def config_from_spec(spec, source=None):
     if not isinstance(spec, str):
         return spec
     from rtl.config import parse_overrides
-    from .errors import UsageError
+    from pto.errors import UsageError
     source = source or f"configuration {spec!r}"
     name, *rest = [s.strip() for s in spec.split(",") if s.strip()] or [""]
     try:
@@ -167,8 +167,8 @@ class Program:
         """Place and check for ``config`` (a Config, a preset spec, or None: the program's ``config``
         attribute, else ``small``); raises :class:`AsmError` (a configuration attribute that names no
         configuration: at the attribute), ``UsageError`` for a ``config`` spec that names none."""
-        from .assembly import Assembly
-        from .errors import AsmError, UsageError
+        from pto.assembly import Assembly
+        from pto.errors import AsmError, UsageError
         if config is not None:
             spec = config
             cfg = config_from_spec(spec)
@@ -181,8 +181,8 @@ class Program:
         return Assembly(self, cfg, spec if isinstance(spec, str) else None)
 
     def text(self):
-        """The program in canonical PTO-AS (see :func:`sim.pto.printer.print_program`)."""
-        from .printer import print_program
+        """The program in canonical PTO-AS (see :func:`pto.printer.print_program`)."""
+        from pto.printer import print_program
         return print_program(self)
 
     def ordered_buffers(self):

@@ -3,7 +3,7 @@
 
 from rtl.isa import OobMode, Status
 
-from .program import signature
+from pto.program import signature
 
 __all__ = ["print_program"]
 

@@ -21,11 +21,11 @@ import numpy as np
 from rtl.isa import DType, DTYPE_BYTES, INSTRUCTIONS, Layout, LOCAL_GATHER_GROUP, OobMode, Opcode, Status
 from golden.numerics import DTYPE_NUMPY
 
-from .cli import user_errors
-from .errors import AsmError
-from .builder import Builder
-from .program import config_from_spec, mnemonic
-from .types import MemRefType, TileType
+from sim.programs.cli import user_errors
+from pto.errors import AsmError
+from pto.builder import Builder
+from pto.program import config_from_spec, mnemonic
+from pto.types import MemRefType, TileType
 
 __all__ = ["random_program", "run_one", "stream", "StreamResult", "main"]
 
@@ -270,7 +270,7 @@ def random_program(seed, config="small", ops=None, n_instrs=5):
 
 def _assemble_expect(p, cfg):
     """Assemble, first marking every instruction the checks reject with ``expect`` = that status."""
-    from .assembly import Assembly
+    from pto.assembly import Assembly
     while True:
         try:
             return Assembly(p, cfg)
@@ -286,7 +286,7 @@ def _assemble_expect(p, cfg):
 def _prepare(seed, config, ops, n_instrs):
     """(program text, the program parsed back from it, inputs, problems): generate and round-trip through the
     text (parse(print(p)) must equal p)."""
-    from .parser import parse
+    from pto.parser import parse
     p, inputs = random_program(seed, config, ops, n_instrs)
     text = p.text()
     q = parse(text, f"fuzz_{seed}.pto")
@@ -296,7 +296,7 @@ def _prepare(seed, config, ops, n_instrs):
 
 def _write_failure(out_dir, seed, text, inputs):
     """``out_dir/fuzz_<seed>.pto`` and its inputs ``fuzz_<seed>.npz``; returns the .pto path."""
-    from .run import npz_safe
+    from sim.programs.run import npz_safe
     d = pathlib.Path(out_dir)
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"fuzz_{seed}.pto"
@@ -308,7 +308,7 @@ def _write_failure(out_dir, seed, text, inputs):
 def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None):
     """Generate, round-trip through the text (parse(print(p)) must equal p), run; on failure write the
     ``.pto`` and ``.npz`` to ``out_dir``. Returns (ok, report or message, program path or None)."""
-    from .run import run_program
+    from sim.programs.run import run_program
     text, problems, rep, inputs = None, [], None, None
     try:
         text, q, inputs, problems = _prepare(seed, config, ops, n_instrs)
@@ -343,10 +343,10 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
            log=None):
     """Random programs from ``seed`` on until at least ``instructions`` commands have run and been compared.
     With a simulator, the programs go ``batch`` instructions at a time through one simulator run each
-    (:func:`sim.pto.run.run_images`: one build, one start-up per batch, each program shadowed by the golden and
+    (:func:`sim.programs.run.run_images`: one build, one start-up per batch, each program shadowed by the golden and
     the whole UB compared after every command). Stops after the batch in which a program failed; failing
     programs are written to ``out_dir`` as ``.pto`` + ``.npz``. Returns a :class:`StreamResult`."""
-    from .run import run_images, run_program
+    from sim.programs.run import run_images, run_program
     cfg = config_from_spec(config)
     res = StreamResult(next_seed=seed)
     t0 = time.monotonic()

@@ -3,7 +3,7 @@
 ``Program.assemble(config)`` places every UB tile (explicit ``pto.tassign`` addresses, the rest by a first-fit
 allocator over the tiles' live ranges, 32-byte aligned) and checks every instruction whose shapes are static
 with ``golden.check``; ``Assembly.bind(inputs)`` binds the ``?`` shapes from the input arrays, places GM and
-gives a :class:`sim.pto.image.Image`: the concrete commands (``rtl.isa.Command`` dicts), the initial UB and GM
+gives a :class:`pto.image.Image`: the concrete commands (``rtl.isa.Command`` dicts), the initial UB and GM
 contents and where the outputs are.
 """
 
@@ -15,9 +15,9 @@ from rtl.isa import (DType, DTYPE_BYTES, gm_region, INSTRUCTIONS, Layout, main_s
     tile as tile_desc, UB_ALIGN)
 from golden.numerics import DTYPE_NUMPY
 
-from .errors import AsmError, InputError
-from .image import Image
-from .types import MemRefType, TileType, element_name
+from pto.errors import AsmError, InputError
+from pto.image import Image
+from pto.types import MemRefType, TileType, element_name
 
 __all__ = ["Assembly", "infer_valid", "resolve", "place_gm", "command", "describe", "placement_notes", "GM_BASE",
            "GM_ALIGN"]

@@ -19,9 +19,9 @@ import numpy as np
 
 from rtl.config import PRESETS
 
-from .cli import read_npz, readable_file, user_errors, writable_file
-from .errors import AsmError, Loc, UsageError
-from .image import decode_output, output_extent
+from sim.programs.cli import read_npz, readable_file, user_errors, writable_file
+from pto.errors import AsmError, Loc, UsageError
+from pto.image import decode_output, output_extent
 
 __all__ = ["Row", "Report", "run_golden", "run_rtl", "run_program", "run_images", "format_table", "main", "load_inputs"]
 
@@ -121,7 +121,7 @@ def _tmp(build):
 
 
 def load_inputs(path):
-    """{name: array} from an ``.npz`` file (:func:`sim.pto.cli.read_npz`: ``InputError`` / ``UsageError``
+    """{name: array} from an ``.npz`` file (:func:`sim.programs.cli.read_npz`: ``InputError`` / ``UsageError``
     naming the file when it is none)."""
     return read_npz(path)
 
@@ -129,8 +129,8 @@ def load_inputs(path):
 def run_program(program, inputs, *, sim="none", config=None, waves=False, label=None):
     """Assemble ``program`` (a Program, PTO-AS text file path, or an Assembly), bind ``inputs`` and run it.
     Raises AsmError / InputError for the program or its inputs; returns a :class:`Report`."""
-    from .parser import parse_file
-    from .assembly import Assembly
+    from pto.parser import parse_file
+    from pto.assembly import Assembly
     if isinstance(program, (str, pathlib.Path)):
         program = parse_file(program)
     asm = program if isinstance(program, Assembly) else program.assemble(config)
@@ -339,7 +339,7 @@ def main(argv=None):
     if a.out:
         writable_file(a.out, "--out")
     if a.config:
-        from .program import config_from_spec
+        from pto.program import config_from_spec
         config_from_spec(a.config, source=f"--config {a.config!r}")
     inputs = load_inputs(a.data) if a.data else {}
     rep = run_program(program, inputs, sim=a.sim, config=a.config, waves=a.waves)

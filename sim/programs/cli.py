@@ -10,7 +10,7 @@ import pathlib
 import sys
 import zipfile
 
-from .errors import AsmError, InputError, UsageError
+from pto.errors import AsmError, InputError, UsageError
 
 __all__ = ["EXIT_USER", "user_errors", "readable_file", "writable_file", "read_npz"]
 
