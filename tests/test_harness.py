@@ -183,7 +183,7 @@ def test_run_result(tmp_path):
 # ---- export stamp -----------------------------------------------------------------------------------
 
 def test_export_skipped_when_unchanged(tmp_path, monkeypatch):
-    import sim.export
+    import flow.export
     calls = []
 
     def fake_export(config, path, name="vector_unit"):
@@ -191,18 +191,17 @@ def test_export_skipped_when_unchanged(tmp_path, monkeypatch):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("// verilog\n")
         return path
-    monkeypatch.setattr(runner, "BUILD", tmp_path)
-    monkeypatch.setattr(sim.export, "export", fake_export)
+    monkeypatch.setattr(flow.export, "export", fake_export)
     small = preset("small")
-    path = runner._export(small, "small")
+    path = flow.export.cached_export(small, "small", tmp_path / "verilog")
     assert path == tmp_path / "verilog" / "vector_unit_small.v" and len(calls) == 1
-    assert runner._export(small, "small") == path and len(calls) == 1          # unchanged: no export
+    assert flow.export.cached_export(small, "small", tmp_path / "verilog") == path and len(calls) == 1          # unchanged: no export
     path.unlink()
-    runner._export(small, "small")
+    flow.export.cached_export(small, "small", tmp_path / "verilog")
     assert len(calls) == 2                                                      # file missing
     stamp = path.with_name(path.name + ".stamp")
     stamp.write_text("stale\n")
-    runner._export(small, "small")
+    flow.export.cached_export(small, "small", tmp_path / "verilog")
     assert len(calls) == 3                                                      # sources changed
-    assert runner.export_stamp(small) == runner.export_stamp(preset("small"))
-    assert runner.export_stamp(small) != runner.export_stamp(preset("small", ub_debug_port=False))
+    assert flow.export.export_stamp(small) == flow.export.export_stamp(preset("small"))
+    assert flow.export.export_stamp(small) != flow.export.export_stamp(preset("small", ub_debug_port=False))

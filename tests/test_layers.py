@@ -18,7 +18,7 @@ MAY_IMPORT = {
     "rtl": {"rtl"},                                                   # the hardware: itself only
     "golden": {"golden", "rtl.isa"},                                  # the reference: the ISA only
     "pto": {"pto", "rtl.isa", "rtl.config", "golden"},                # the assembler: ISA, sizes, checks
-    "flow": {"flow", "rtl"},                                          # export, lint, synthesis of the RTL
+    "flow": {"flow", "rtl", "golden", "pto"},                         # export, lint, synthesis, generated docs
     "sim": {"sim", "rtl", "golden", "pto", "flow"},                   # simulation and its tools
     "cocotb_tests": {"cocotb_tests", "rtl", "golden", "pto", "sim"},  # testbenches
     "examples": {"examples", "rtl", "golden", "pto", "sim"},

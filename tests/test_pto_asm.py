@@ -1,4 +1,4 @@
-"""The PTO assembler (sim/pto): types, the three syntax forms of every instruction, the builder, placement,
+"""The PTO assembler (pto): types, the three syntax forms of every instruction, the builder, placement,
 binding and the errors (file:line:col with a caret)."""
 
 import numpy as np

@@ -276,7 +276,7 @@ def test_ub_overflow_suggests_a_configuration(tmp_path):
 
 
 def test_export_set_message():
-    r = cli("--config", "small", "--set", "ub_bytez=1", module="sim.export")
+    r = cli("--config", "small", "--set", "ub_bytez=1", module="flow.export")
     user_error(r, "--set 'ub_bytez=1': unknown field 'ub_bytez' (did you mean ub_bytes?)")
 
 
@@ -286,7 +286,7 @@ def test_export_header_rebuilds_the_file(tmp_path, monkeypatch):
     """The header names the preset, the overridden fields (spelled as --set takes them) and the command line
     that writes the file again: run that command elsewhere and get the same bytes. (``ub_read_ports=1``: a
     quick export.)"""
-    from sim.export import main
+    from flow.export import main
     first, second = tmp_path / "a", tmp_path / "b"
     first.mkdir()
     second.mkdir()
@@ -302,7 +302,7 @@ def test_export_header_rebuilds_the_file(tmp_path, monkeypatch):
     (rebuild,) = re.findall(r"^// rebuild: (.*)$", head, re.M)
     import shlex
     args = shlex.split(rebuild)
-    assert args[:5] == ["python", "-m", "sim.export", "--config", "small"]
+    assert args[:5] == ["python", "-m", "flow.export", "--config", "small"]
     monkeypatch.chdir(second)
     main(args[3:])
     assert (second / "unit.v").read_text() == text

@@ -8,7 +8,7 @@ and which statuses it can answer (its places in :data:`CHECK_ORDER`).
 Everything that needs one of these facts reads it from here: the golden model's checks
 (``golden/check.py``), the hardware checker (``rtl/checker/``, which builds the checks common to all
 instructions from this table, once per operand slot), the driver and the harness (which slot an
-instruction writes), the documentation tables (``python -m sim.isa_doc``) and the assembler. What is
+instruction writes), the documentation tables (``python -m flow.docs``) and the assembler. What is
 special to one instruction (shape relations, GM ranges, validity patterns) stays beside its engine
 (``add_checks``) and in ``golden/check.py``'s per-instruction rules.
 

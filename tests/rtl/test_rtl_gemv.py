@@ -16,6 +16,7 @@ import pytest
 from amaranth.hdl import UnusedElaboratable
 
 from rtl.config import preset
+from rtl.engines.gemv import fire
 from rtl.engines.gemv.engine import GemvEngine
 from rtl.engines.gemv.reduce import Reducer, schedule
 from rtl.engines.gemv.mac import MacArray, mac_latency
@@ -214,10 +215,12 @@ def test_contract_c_words_within_reducer_interval(monkeypatch, unused_ok):
 
 
 def test_contract_go_before_first_product(monkeypatch, unused_ok):
-    """``cycles`` assumes ``go`` (``VectorUnit.GO_DELAY``, then local copies) is there before the first
+    """``cycles`` assumes ``go`` (``rtl.engines.base.GO_DELAY``, then local copies) is there before the first
     product could fire (``GemvEngine.FIRST_STEP``); a checker deeper than that breaks it."""
     config = preset("small")
-    monkeypatch.setattr(VectorUnit, "GO_DELAY", GemvEngine.FIRST_STEP)
+    assert VectorUnit.GO_DELAY == fire.GO_DELAY   # the front end raises go after the delay fire.py checks
+    _elaborate(config)
+    monkeypatch.setattr(fire, "GO_DELAY", GemvEngine.FIRST_STEP)
     with pytest.raises(ContractError, match="go's local copies"):
         _elaborate(config)
 

@@ -2,10 +2,10 @@
 operand slots and the map from instruction to files (``rtl.isa.INSTRUCTIONS``, ``rtl.top.ENGINES``), and the PTO
 Builder's op methods (``pto.builder``, from the instruction table).
 
-``python -m sim.isa_doc [encoding|slots|map|builder]`` prints them; ``docs/architecture.md``,
-``docs/semantics.md`` and ``docs/pto-as.md`` embed them between ``<!-- BEGIN GENERATED: python -m sim.isa_doc NAME -->`` and
+``python -m flow.docs [encoding|slots|map|builder]`` prints them; ``docs/architecture.md``,
+``docs/semantics.md`` and ``docs/pto-as.md`` embed them between ``<!-- BEGIN GENERATED: python -m flow.docs NAME -->`` and
 ``<!-- END GENERATED -->`` markers, and a test keeps the documents equal to the code
-(``python -m sim.isa_doc --write`` rewrites them).
+(``python -m flow.docs --write`` rewrites them).
 """
 
 import pathlib
@@ -130,7 +130,7 @@ GENERATED = {
 
 
 def _markers(name):
-    return f"<!-- BEGIN GENERATED: python -m sim.isa_doc {name} -->", "<!-- END GENERATED -->"
+    return f"<!-- BEGIN GENERATED: python -m flow.docs {name} -->", "<!-- END GENERATED -->"
 
 
 def render(text, name):

@@ -23,7 +23,7 @@ Waived warnings (all stem from how Yosys writes Amaranth's netlist, not from des
 - ``UNOPTFLAT``: Verilator's scheduling note on bit-level paths through wide packed signals that are
   not combinational loops at the bit level (Amaranth's own netlist check rejects real loops).
 
-CLI: ``python -m sim.lint --config small``; exits non-zero on any other warning.
+CLI: ``python -m flow.lint --config small``; exits non-zero on any other warning.
 """
 
 import argparse
@@ -32,7 +32,8 @@ import sys
 
 from rtl.config import PRESETS, preset
 
-from sim.runner import TOPLEVEL, _export, verilator_env
+from flow.export import TOPLEVEL, cached_export
+from flow.tools import verilator_env
 
 WAIVED = ("UNUSEDSIGNAL", "UNUSEDPARAM", "DECLFILENAME", "WIDTHEXPAND", "WIDTHTRUNC", "PROCASSINIT",
           "CASEOVERLAP", "CMPCONST", "UNDRIVEN", "UNOPTFLAT", "VARHIDDEN")
@@ -43,7 +44,7 @@ __all__ = ["lint", "main", "WAIVED"]
 def lint(config_name):
     """Lint ``VectorUnit(preset(config_name))``; returns ``(returncode, output)``. The Verilog is the
     simulators' export (``build/verilog/``, redone only when its sources changed, see ``sim.runner``)."""
-    path = _export(preset(config_name), config_name)
+    path = cached_export(preset(config_name), config_name)
     cmd = ["verilator", "--lint-only", "-Wall", *(f"-Wno-{w}" for w in WAIVED), "--top-module", TOPLEVEL,
            str(path)]
     proc = subprocess.run(cmd, env=verilator_env(), capture_output=True, text=True)
