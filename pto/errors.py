@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-__all__ = ["Loc", "AsmError", "InputError", "UsageError", "caret"]
+__all__ = ["Loc", "AsmError", "InputError", "UsageError", "TokenCursor", "caret"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +67,19 @@ class UsageError(ValueError):
     """A command-line argument the tools cannot use: a file that is missing, unreadable or of the wrong kind, an
     output that cannot be written, a configuration that does not exist; the message names the argument. (A
     ``ValueError``, which is what the API raised for these before.)"""
+
+
+class TokenCursor:
+    """A position ``i`` in a list of tokens, for the parsers: :meth:`next` takes the token :meth:`peek`
+    shows, :meth:`error` raises an :class:`AsmError` at a token (the current one by default). A subclass
+    defines ``peek`` (what lies past the end) and ``where`` (a token's :class:`Loc`)."""
+
+    i = 0
+
+    def next(self):
+        t = self.peek()
+        self.i += 1
+        return t
+
+    def error(self, msg, tok=None):
+        raise AsmError(msg, self.where(tok or self.peek()))

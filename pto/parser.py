@@ -19,7 +19,7 @@ Comments: ``//`` and ``#`` (when not ``#pto.``) to the end of the line.
 import pathlib
 import re
 
-from pto.errors import AsmError, Loc
+from pto.errors import AsmError, Loc, TokenCursor
 from pto.builder import Builder
 from pto.program import lookup_op
 from pto.types import parse_type
@@ -96,7 +96,7 @@ def _lex(text, file):
     return toks
 
 
-class _Parser:
+class _Parser(TokenCursor):
     def __init__(self, text, file):
         self.toks = _lex(text, file)
         self.i = 0
@@ -106,14 +106,9 @@ class _Parser:
     def peek(self, k=0):
         return self.toks[min(self.i + k, len(self.toks) - 1)]
 
-    def next(self):
-        t = self.peek()
-        self.i += 1
-        return t
-
-    def error(self, msg, tok=None):
-        tok = tok or self.peek()
-        raise AsmError(msg, tok.loc)
+    @staticmethod
+    def where(tok):
+        return tok.loc
 
     def _desc(self, t):
         return "end of file" if t.kind == "eof" else repr(t.text)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from rtl.isa import DTYPE_BYTES, DType, Layout
 
-from pto.errors import AsmError
+from pto.errors import AsmError, TokenCursor
 
 __all__ = ["ELEMENT_TYPES", "TileType", "MemRefType", "parse_type", "element_type", "element_name", "tile", "memref"]
 
@@ -169,7 +169,7 @@ def memref(rows, cols, dtype, row_stride=None):
 _TOKEN = re.compile(r"(?P<int>\d+)|(?P<q>\?)|(?P<id>[A-Za-z_][A-Za-z0-9_]*)|(?P<p>[<>\[\],=])")
 
 
-class _TypeLexer:
+class _TypeLexer(TokenCursor):
     """Tokens of a type body: integers, ``?``, identifiers and ``< > [ ] , =``; an ``x`` right after a number
     or a ``?`` is the shape separator (``16x16xf32`` lexes as 16 / x / 16 / x / f32)."""
 
@@ -198,14 +198,8 @@ class _TypeLexer:
     def peek(self):
         return self.toks[self.i] if self.i < len(self.toks) else ("end", "", len(self.text))
 
-    def next(self):
-        t = self.peek()
-        self.i += 1
-        return t
-
-    def error(self, msg, tok=None):
-        tok = tok or self.peek()
-        raise AsmError(msg, self._at(tok[2]))
+    def where(self, tok):
+        return self._at(tok[2])
 
     def expect(self, val):
         t = self.next()

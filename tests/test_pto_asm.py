@@ -339,18 +339,3 @@ def test_input_errors(inputs, msg):
     with pytest.raises(InputError) as e:
         _tpart_dynamic().bind(inputs)
     assert msg in str(e.value)
-
-
-def test_builder_program_equals_parsed_example():
-    import pathlib
-    ex = pathlib.Path(__file__).resolve().parent.parent / "examples" / "gather_scale.pto"
-    parsed = parse(ex.read_text(), str(ex))
-    b = Builder("gather_scale")
-    table = b.arg("table", memref(256, 32, "f16"))
-    idx = b.arg("idx", tile(16, 1, "i32"))
-    w = b.arg("weight", tile(16, 1, "f16", layout="col_major"))
-    rows = b.mgather_row(table, idx, tile(16, 32, "f16"), name="rows", oob="clamp")
-    scaled = b.trowexpandmul(rows, w, tile(16, 32, "f16"), name="scaled")
-    out = b.tstore(scaled, memref(16, 32, "f16"), name="out")
-    b.ret(scaled, out)
-    assert b.build().signature_key() == parsed.signature_key()

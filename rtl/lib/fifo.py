@@ -10,6 +10,31 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue"]
 
 
+def lut_ring(m, width, depth):
+    """The storage of a FIFO of ``depth`` entries in LUT RAM, added to ``m``: the memory (submodule
+    ``mem``), its write port and asynchronous read port, the write and read pointers ``produce`` and
+    ``consume`` (the ports' addresses) and ``count``, the entries held (``range(depth + 1)``). The caller
+    drives the ports' data and enables and moves the pointers and the count."""
+    mem = m.submodules.mem = memory.Memory(shape=width, depth=depth, init=[])
+    wp = mem.write_port()
+    rp = mem.read_port(domain="comb")
+    produce = Signal(range(depth))
+    consume = Signal(range(depth))
+    count = Signal(range(depth + 1))
+    m.d.comb += [wp.addr.eq(produce), rp.addr.eq(consume)]
+    return wp, rp, produce, consume, count
+
+
+def count_flags(m, count, nonempty, full, add, remove, capacity):
+    """Keep ``count`` (entries of ``capacity``) and its two flags as registers: ``nonempty``
+    (``count != 0``) and ``full`` (``count == capacity``), updated from the register ``count`` on an
+    ``add`` without a ``remove`` and back."""
+    with m.If(add & ~remove):
+        m.d.sync += [count.eq(count + 1), nonempty.eq(1), full.eq(count == capacity - 1)]
+    with m.Elif(remove & ~add):
+        m.d.sync += [count.eq(count - 1), nonempty.eq(count != 1), full.eq(0)]
+
+
 class RegFifo(wiring.Component):
     """A synchronous FIFO of ``depth`` entries whose head is a register: ``r_data`` and ``r_rdy`` come from
     flip-flops. The other ``depth - 1`` entries are an asynchronously read memory (LUT RAM on an FPGA).
@@ -88,10 +113,7 @@ class RegFifo(wiring.Component):
         with m.Elif(direct):
             m.d.sync += head.eq(self.w_data)
         m.d.sync += valid.eq(from_mem | (direct & ~(self.w_taken & ~valid)) | (valid & ~pop))
-        with m.If(to_mem & ~from_mem):
-            m.d.sync += [count.eq(count + 1), nonempty.eq(1), full.eq(count == inner - 1)]
-        with m.Elif(from_mem & ~to_mem):
-            m.d.sync += [count.eq(count - 1), nonempty.eq(count != 1), full.eq(0)]
+        count_flags(m, count, nonempty, full, to_mem, from_mem, inner)
         return m
 
 
@@ -116,12 +138,7 @@ class LutFifo(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.depth
-        mem = m.submodules.mem = memory.Memory(shape=self.width, depth=n, init=[])
-        wp = mem.write_port()
-        rp = mem.read_port(domain="comb")
-        produce = Signal(range(n))
-        consume = Signal(range(n))
-        count = Signal(range(n + 1))
+        wp, rp, produce, consume, count = lut_ring(m, self.width, n)
         nonempty, full = Signal(), Signal()
 
         def incr(x):
@@ -131,16 +148,13 @@ class LutFifo(wiring.Component):
         read = self.r_en & nonempty
         m.d.comb += [
             self.w_rdy.eq(~full), self.r_rdy.eq(nonempty), self.r_data.eq(rp.data), self.level.eq(count),
-            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(~full), rp.addr.eq(consume),   # (as RegFifo)
+            wp.data.eq(self.w_data), wp.en.eq(~full),     # (as RegFifo)
         ]
         with m.If(write):
             m.d.sync += produce.eq(incr(produce))
         with m.If(read):
             m.d.sync += consume.eq(incr(consume))
-        with m.If(write & ~read):
-            m.d.sync += [count.eq(count + 1), nonempty.eq(1), full.eq(count == n - 1)]
-        with m.Elif(read & ~write):
-            m.d.sync += [count.eq(count - 1), nonempty.eq(count != 1), full.eq(0)]
+        count_flags(m, count, nonempty, full, write, read, n)
         return m
 
 

@@ -2,8 +2,10 @@
 and nothing else, so a consumer's late handshake never drives a wide register's enable."""
 
 from amaranth import *
-from amaranth.lib import memory, wiring
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from rtl.lib.fifo import lut_ring
 
 __all__ = ["FlagFifo"]
 
@@ -40,17 +42,11 @@ class FlagFifo(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.depth
-        mem = m.submodules.mem = memory.Memory(shape=self.width, depth=n, init=[])
-        wp = mem.write_port()
-        rp = mem.read_port(domain="comb")
-        produce = Signal(range(n))
-        consume = Signal(range(n))
-        count = Signal(range(n + 1))
+        wp, rp, produce, consume, count = lut_ring(m, self.width, n)
         w_rdy = Signal(init=1)
         r_rdy = Signal()
         m.d.comb += [
-            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(self.w_en),
-            rp.addr.eq(consume), self.r_data.eq(rp.data),
+            wp.data.eq(self.w_data), wp.en.eq(self.w_en), self.r_data.eq(rp.data),
             self.w_rdy.eq(w_rdy), self.r_rdy.eq(r_rdy),
         ]
         # the flags of the next count, each a compare of ``count`` selected by (w_en, r_en): the enables

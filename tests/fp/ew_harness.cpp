@@ -14,6 +14,7 @@
 //                                      "mismatches=N pairs=M valid_errors=V".
 #include "Vewtop.h"
 #include "verilated.h"
+#include "harness_io.h"
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -22,30 +23,14 @@
 
 static Vewtop* top;
 
-static void tick() {
-    top->clk = 1;
-    top->eval();
-    top->clk = 0;
-    top->eval();
-}
-
-static void reset() {
-    top->valid = 0;
-    top->rst = 1;
-    tick();
-    top->rst = 0;
-}
+static void tick() { tick(top); }
+static void reset() { reset_idle(top); }
 
 static int stream(int lat, const char* inp, const char* outp) {
-    FILE* f = fopen(inp, "rb");
-    if (!f) { perror(inp); return 2; }
-    fseek(f, 0, SEEK_END);
-    long bytes = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    size_t n = bytes / 12;
-    std::vector<uint32_t> rec(3 * n), res(n);
-    if (fread(rec.data(), 12, n, f) != n) { perror("read"); return 2; }
-    fclose(f);
+    size_t n;
+    std::vector<uint32_t> rec;
+    if (!read_records(inp, 12, rec, n)) return 2;
+    std::vector<uint32_t> res(n);
     reset();
     long valid_errors = 0;
     for (size_t i = 0; i < n + lat; i++) {
@@ -66,10 +51,7 @@ static int stream(int lat, const char* inp, const char* outp) {
         if (i >= (size_t)lat) res[i - lat] = top->result;
         tick();
     }
-    f = fopen(outp, "wb");
-    if (!f) { perror(outp); return 2; }
-    fwrite(res.data(), 4, n, f);
-    fclose(f);
+    if (!write_words(outp, res, n)) return 2;
     printf("valid_errors=%ld\n", valid_errors);
     return 0;
 }

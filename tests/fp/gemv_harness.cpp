@@ -19,6 +19,7 @@
 //                                      "mismatches=N pairs=M valid_errors=V".
 #include "Vgemvtop.h"
 #include "verilated.h"
+#include "harness_io.h"
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,19 +30,8 @@ static Vgemvtop* top;
 static const int BW = sizeof(top->b) / 4;
 static const int NL = sizeof(top->fin_data) / 4;
 
-static void tick() {
-    top->clk = 1;
-    top->eval();
-    top->clk = 0;
-    top->eval();
-}
-
-static void reset() {
-    top->valid = 0;
-    top->rst = 1;
-    tick();
-    top->rst = 0;
-}
+static void tick() { tick(top); }
+static void reset() { reset_idle(top); }
 
 static void set_b(const uint32_t* w) { memcpy(&top->b, w, sizeof(top->b)); }
 
@@ -54,15 +44,10 @@ static uint32_t fin_word() {
 
 static int stream(const char* inp, const char* outp, long extra) {
     const int R = 2 + BW, O = 1 + NL;
-    FILE* f = fopen(inp, "rb");
-    if (!f) { perror(inp); return 2; }
-    fseek(f, 0, SEEK_END);
-    long bytes = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    size_t n = bytes / (4 * R);
-    std::vector<uint32_t> rec((size_t)R * n), res((size_t)O * (n + extra));
-    if (fread(rec.data(), 4 * R, n, f) != n) { perror("read"); return 2; }
-    fclose(f);
+    size_t n;
+    std::vector<uint32_t> rec;
+    if (!read_records(inp, 4 * R, rec, n)) return 2;
+    std::vector<uint32_t> res((size_t)O * (n + extra));
     reset();
     for (size_t i = 0; i < n + extra; i++) {
         if (i < n) {
@@ -84,10 +69,7 @@ static int stream(const char* inp, const char* outp, long extra) {
         get_fin(o + 1);
         tick();
     }
-    f = fopen(outp, "wb");
-    if (!f) { perror(outp); return 2; }
-    fwrite(res.data(), 4 * O, n + extra, f);
-    fclose(f);
+    if (!write_words(outp, res, (size_t)O * (n + extra))) return 2;
     return 0;
 }
 

@@ -11,6 +11,7 @@
 //                                       prints the first mismatches and "mismatches=N pairs=M".
 #include "Vfptop.h"
 #include "verilated.h"
+#include "harness_io.h"
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -19,23 +20,13 @@
 
 static Vfptop* top;
 
-static void tick() {
-    top->clk = 1;
-    top->eval();
-    top->clk = 0;
-    top->eval();
-}
+static void tick() { tick(top); }
 
 static int stream(int sel, int lat, const char* inp, const char* outp) {
-    FILE* f = fopen(inp, "rb");
-    if (!f) { perror(inp); return 2; }
-    fseek(f, 0, SEEK_END);
-    long bytes = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    size_t n = bytes / 8;
-    std::vector<uint32_t> ab(2 * n), res(n);
-    if (fread(ab.data(), 8, n, f) != n) { perror("read"); return 2; }
-    fclose(f);
+    size_t n;
+    std::vector<uint32_t> ab;
+    if (!read_records(inp, 8, ab, n)) return 2;
+    std::vector<uint32_t> res(n);
     top->sel = sel;
     top->en = 1;
     top->in_valid = 0;
@@ -57,10 +48,7 @@ static int stream(int sel, int lat, const char* inp, const char* outp) {
         if (want_valid) res[i - lat] = top->result;
         if (lat) tick();
     }
-    f = fopen(outp, "wb");
-    if (!f) { perror(outp); return 2; }
-    fwrite(res.data(), 4, n, f);
-    fclose(f);
+    if (!write_words(outp, res, n)) return 2;
     printf("valid_errors=%ld\n", valid_errors);
     return 0;
 }

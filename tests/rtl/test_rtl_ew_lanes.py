@@ -7,15 +7,12 @@ signs), weighted random float pairs (ties, cancellation, overflow, underflow) an
 (~200 cycles/s); the bulk float sweeps run on Verilator (tests/fp/test_ew_lanes_verilator.py, test_ew_lanes_exhaustive.py).
 """
 
-import contextlib
-import gc
 
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
 from amaranth import Module, Signal
-from amaranth._unused import MustUse
 
 from golden import numerics
 from rtl.engines.elementwise import lanes as lanes_module
@@ -26,6 +23,7 @@ from rtl.fpga.dsp import product
 from rtl.isa import DTYPE_BYTES, DType
 from rtl.lib.contract import ContractError
 from tests.fp.ref import random_pairs, special_values
+from rtl_contract import built_not_used
 
 W = 16
 INT_TYPES = [DType.INT8, DType.UINT8, DType.INT16, DType.UINT16, DType.INT32, DType.UINT32]
@@ -193,16 +191,6 @@ def test_product_cycles():
     assert seen == [0] * (P - 1) + [(1000 + j) * 3 for j in range(6 - P + 1)]
 
 
-@contextlib.contextmanager
-def _built_not_used():
-    """Components built only to be elaborated (up to a ``ContractError``) are never used: no warning for
-    them (collected before the silence ends)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(MustUse, "_MustUse__silence", True)
-        yield
-        gc.collect()
-
-
 def _elaborate_lanes():
     """One slot of lanes, elaborated (its units built, not elaborated)."""
     ElementwiseLanes(4).elaborate(None)
@@ -211,7 +199,7 @@ def _elaborate_lanes():
 def test_unit_latency_contract(monkeypatch):
     """The slot's stages count each fp unit's latency as its depth: a unit whose latency differs fails at
     elaboration (here an adder, and a narrowing converter, one cycle slower than their depth)."""
-    with _built_not_used():
+    with built_not_used():
         _elaborate_lanes()
 
     class SlowAdd(FPAdd):
@@ -225,7 +213,7 @@ def test_unit_latency_contract(monkeypatch):
             self.latency += fmt is FP32
 
     for name, unit in (("FPAdd", SlowAdd), ("FPConvert", SlowConvert)):
-        with monkeypatch.context() as mp, _built_not_used():
+        with monkeypatch.context() as mp, built_not_used():
             mp.setattr(lanes_module, name, unit)
             with pytest.raises(ContractError):
                 _elaborate_lanes()
@@ -235,7 +223,7 @@ def test_cheap_path_contract(monkeypatch):
     """MAX / MIN's keys and compare use their results at the products' stage: a multiplier of another
     latency fails at elaboration."""
     monkeypatch.setattr(CheapPath, "PRODUCT_CYCLES", CheapPath.PRODUCT_CYCLES + 1)
-    with _built_not_used(), pytest.raises(ContractError):
+    with built_not_used(), pytest.raises(ContractError):
         _elaborate_lanes()
 
 
