@@ -283,23 +283,29 @@ def _rules_tpart(op, t, gm, cmd, config):
                                         f"shape and the other must not exceed it")
 
 
+def _init_like_c(op, init, c, *, valid):
+    """TGEMV_ACC's / TGEMV_BIAS's third source (``init``, if any) has C's static shape, or its valid shape."""
+    if not init:
+        return
+    got, want = ((init.vr, init.vc), (c.vr, c.vc)) if valid else ((init.rows, init.cols), (c.rows, c.cols))
+    if got != want:
+        yield Status.SHAPE_MISMATCH, (f"{op.name}: {_name(init)} {'valid' if valid else 'static'} shape {got} != C "
+                                      f"{'valid ' if valid else ''}{want}")
+
+
 def _rules_gemv(op, t, gm, cmd, config):
     c, a, b, init = t["dst"], t["src0"], t["src1"], t.get("src2")
     if a.rows != c.rows or a.cols != b.rows or b.cols != c.cols:
         yield Status.SHAPE_MISMATCH, (f"{op.name}: static shapes A ({a.rows}, {a.cols}), B ({b.rows}, {b.cols}), "
                                       f"C ({c.rows}, {c.cols}) must satisfy A.rows == C.rows, A.cols == B.rows, "
                                       f"B.cols == C.cols")
-    if init and (init.rows, init.cols) != (c.rows, c.cols):
-        yield Status.SHAPE_MISMATCH, (f"{op.name}: {_name(init)} static shape ({init.rows}, {init.cols}) != C "
-                                      f"({c.rows}, {c.cols})")
+    yield from _init_like_c(op, init, c, valid=False)
     K, N = b.vr, b.vc
     if a.vr != c.vr or a.vc != K or c.vc != N:
         yield Status.SHAPE_MISMATCH, (f"{op.name}: valid shapes A ({a.vr}, {a.vc}), B ({K}, {N}), C ({c.vr}, "
                                       f"{c.vc}) must satisfy A.valid_rows == C.valid_rows, A.valid_cols == K, "
                                       f"C.valid_cols == N")
-    if init and (init.vr, init.vc) != (c.vr, c.vc):
-        yield Status.SHAPE_MISMATCH, (f"{op.name}: {_name(init)} valid shape ({init.vr}, {init.vc}) != C valid "
-                                      f"({c.vr}, {c.vc})")
+    yield from _init_like_c(op, init, c, valid=True)
     if c.vr != 1:
         yield Status.DIM_OUT_OF_RANGE, f"{op.name}: m = C valid rows {c.vr} must be 1"
     for name, v in (("K", K), ("N", N)):
