@@ -383,7 +383,7 @@ def model(profile, supported=None):
     first use)."""
     key = (Profile(profile), None if supported is None else frozenset(supported))
     if key not in _models:
-        _models[key] = CoverageModel(*key)
+        _models[key] = CoverageModel(key[0], supported=key[1])
     return _models[key]
 
 

@@ -1,8 +1,11 @@
-"""ECP5 area of one engine (yosys ``synth_ecp5`` only, no place and route): what an engine costs.
+"""ECP5 area of one engine, or of the whole unit (yosys ``synth_ecp5`` only, no place and route): what an
+engine costs, and what a unit built with fewer engines costs.
 
     python -m flow.area GemvEngine [--config default] [--set gemv_lanes=8] [--out build/synth/area]
+    python -m flow.area VectorUnit --config default --set engines=transfer+local_gather+elementwise
 
-Elaborates the engine (a class of ``rtl.top.ENGINES``) for the configuration on its own, its ports left
+Elaborates the engine (a class of ``rtl.top.ENGINES``; ``VectorUnit``: the whole unit, with the engines
+``Config.engines`` names) for the configuration on its own, its ports left
 as they are (area does not need them registered; for Fmax use ``make synth``, the whole unit), runs the
 same ``synth_ecp5`` as ``flow.synth`` and prints the cells: LUT4, CCU2C, FF, MULT18X18D, DP16KD, LUT RAM,
 in total and by block of the engine (``flow.synth.area_by_block``: its submodules, e.g. ``rd_a``,
@@ -28,8 +31,8 @@ def engine_area(engine_name, config_name="default", sets=(), out_root="build/syn
     """Cells of engine ``engine_name`` for ``preset(config_name)`` with ``sets``; returns the result dict."""
     from amaranth.back import rtlil
     from rtl.fpga.dsp import ECP5
-    from rtl.top import ENGINES
-    by_name = {cls.__name__: cls for cls in ENGINES}
+    from rtl.top import ENGINES, VectorUnit
+    by_name = {cls.__name__: cls for cls in (*ENGINES, VectorUnit)}
     if engine_name not in by_name:
         raise ValueError(f"unknown engine {engine_name!r}; engines: {', '.join(by_name)}")
     config, overrides = config_from(config_name, sets)
@@ -56,7 +59,7 @@ def engine_area(engine_name, config_name="default", sets=(), out_root="build/syn
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("engine", help="engine class name, e.g. GemvEngine")
+    p.add_argument("engine", help="engine class name, e.g. GemvEngine, or VectorUnit for the whole unit")
     p.add_argument("--config", default="default")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     p.add_argument("--out", default="build/synth/area")

@@ -177,3 +177,13 @@ def test_merge_adds_hits(tmp_path):
     assert "HOLES" in text and "TGEMV x FP32/FP16/FP16" in text
     png = report.plot(mine, tmp_path / "coverage.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_harness_model_roots(monkeypatch):
+    """``model(profile, supported)`` (what the harness samples into) names its root after the profile and
+    the missing families: the whole unit's runs (every opcode supported) merge under ``tilevec_a5``."""
+    from rtl.isa import Opcode
+    monkeypatch.setattr(cov, "_models", {})
+    assert cov.model(Profile.A5, frozenset(Opcode)).root == "tilevec_a5"
+    assert cov.model(Profile.A5, None).root == "tilevec_a5"
+    assert cov.model(Profile.A5, NO_GEMV).root == "tilevec_a5_without_gemv"
