@@ -42,6 +42,8 @@ like ``OK``. Results the golden model calls undefined raise too, unless the benc
 there so that later commands start from the same state.
 """
 
+import collections
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -136,7 +138,9 @@ class EngineBench:
     def __init__(self, config, engine, *, seed=0, stall=0.3, latency=3, timeout=20_000, gm_windows=(),
                  on_undefined="raise", go_delay=VectorUnit.GO_DELAY):
         self.config = config
-        self.engine = engine(config) if isinstance(engine, type) else engine
+        # an engine class: the design built for it is reused (``_Design``); an instance: built for this bench
+        self._design = _design(engine, config) if isinstance(engine, type) else None
+        self.engine = self._design.engine if self._design else engine
         self.golden = Machine(config)
         self.axi = None
         if "axi" in self.engine.signature.members:
@@ -145,7 +149,8 @@ class EngineBench:
         self.timeout, self.gm_windows, self.on_undefined = timeout, list(gm_windows), on_undefined
         self.go_delay = go_delay
         self.results = []
-        self._ub = _BenchUb(config)
+        self._ub = self._design.ub if self._design else _BenchUb(config)
+        self._stimulus = ()
         self._ctx = None        # the testbench context while the simulation runs
         self._whole = None      # all UB words as one value (built once: the banks exist after elaboration)
 
@@ -241,28 +246,98 @@ class EngineBench:
     def run(self, stimulus):
         """Simulate: preload the UB, then await ``stimulus(self)`` (an async function) or execute each
         command of a list. Returns ``results``."""
+        self._stimulus = stimulus
+        if self._design is not None:
+            self._design.run(self)
+            return self.results
         sim = Simulator(_Top(self.engine, self._ub))
         sim.add_clock(1e-8)
         if self.axi is not None:
             sim.add_process(self.axi.read_side)
             sim.add_process(self.axi.write_side)
-
-        async def bench(ctx):
-            self._ctx = ctx
-            self._whole = self._ub.rows(0, self.config.ub_words)
-            self._store(0, self.config.ub_words)
-            if callable(stimulus):
-                await stimulus(self)
-            else:
-                for cmd in stimulus:
-                    await self.execute(cmd)
-
-        sim.add_testbench(bench)
+        sim.add_testbench(self._testbench)
         try:
             sim.run()
         finally:
             self._ctx = None
         return self.results
+
+    async def _testbench(self, ctx):
+        self._ctx = ctx
+        try:
+            self._whole = self._ub.rows(0, self.config.ub_words)
+            self._store(0, self.config.ub_words)
+            if callable(self._stimulus):
+                await self._stimulus(self)
+            else:
+                for cmd in self._stimulus:
+                    await self.execute(cmd)
+        finally:
+            self._ctx = None
+
+
+def _rtl_constants():
+    """A fingerprint of the upper-case constants of the loaded ``rtl`` modules and of their classes: a test
+    that patches one (``monkeypatch``) before it runs an engine gets a design of its own."""
+    items = []
+    for name, module in sorted(sys.modules.items()):
+        if module is None or not (name == "rtl" or name.startswith("rtl.")):
+            continue
+        for key, value in vars(module).items():
+            if key.isupper():
+                items.append((name, key, repr(value)))
+            elif isinstance(value, type) and value.__module__ == name:
+                items.extend((name, key, k, repr(v)) for k, v in vars(value).items() if k.isupper())
+    return hash(tuple(items))
+
+
+class _Design:
+    """An engine of one class and configuration wired to a bench UB, elaborated and compiled into a
+    ``Simulator`` once and reused, after ``Simulator.reset`` (every signal and memory back to its initial
+    value, every process restarted), by the benches that follow: elaborating and compiling an engine takes
+    longer than most block tests simulate. The AXI slave processes and the testbench are trampolines to
+    the bench that runs."""
+
+    def __init__(self, engine_class, config):
+        self.engine, self.ub = engine_class(config), _BenchUb(config)
+        self.sim = Simulator(_Top(self.engine, self.ub))
+        self.sim.add_clock(1e-8)
+        if "axi" in self.engine.signature.members:
+            self.sim.add_process(self._axi_read)
+            self.sim.add_process(self._axi_write)
+        self.sim.add_testbench(self._testbench)
+        self.bench, self.used = None, False
+
+    async def _axi_read(self, ctx):
+        await self.bench.axi.read_side(ctx)
+
+    async def _axi_write(self, ctx):
+        await self.bench.axi.write_side(ctx)
+
+    async def _testbench(self, ctx):
+        await self.bench._testbench(ctx)
+
+    def run(self, bench):
+        self.bench = bench
+        if self.used:
+            self.sim.reset()
+        self.used = True
+        self.sim.run()
+
+
+#: Designs kept per process (least recently used dropped): a test module's configurations.
+DESIGNS_KEPT = 3
+_designs = collections.OrderedDict()
+
+
+def _design(engine_class, config):
+    """The :class:`_Design` of ``engine_class`` for ``config`` (built on first use)."""
+    key = (engine_class, config, _rtl_constants())
+    design = _designs.pop(key, None) or _Design(engine_class, config)
+    _designs[key] = design
+    while len(_designs) > DESIGNS_KEPT:
+        _designs.popitem(last=False)
+    return design
 
 
 def run_engine(config, engine, commands, *, ub_init=None, gm_init=None, **options):
