@@ -255,12 +255,17 @@ class EngineBench:
         if self.axi is not None:
             sim.add_process(self.axi.read_side)
             sim.add_process(self.axi.write_side)
+        sim.add_process(self.monitor)
         sim.add_testbench(self._testbench)
         try:
             sim.run()
         finally:
             self._ctx = None
         return self.results
+
+    async def monitor(self, ctx):
+        """A process that watches the engine while the bench runs (a subclass's protocol checks; an
+        assertion fails the simulation at once). Default: none."""
 
     async def _testbench(self, ctx):
         self._ctx = ctx
@@ -305,6 +310,7 @@ class _Design:
         if "axi" in self.engine.signature.members:
             self.sim.add_process(self._axi_read)
             self.sim.add_process(self._axi_write)
+        self.sim.add_process(self._monitor)
         self.sim.add_testbench(self._testbench)
         self.bench, self.used = None, False
 
@@ -313,6 +319,9 @@ class _Design:
 
     async def _axi_write(self, ctx):
         await self.bench.axi.write_side(ctx)
+
+    async def _monitor(self, ctx):
+        await self.bench.monitor(ctx)
 
     async def _testbench(self, ctx):
         await self.bench._testbench(ctx)

@@ -17,7 +17,6 @@ from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Status, decode,
 from rtl.lib.contract import ContractError
 from rtl.top import VectorUnit
 
-import rtl_engine_bench
 from rtl_engine_bench import EngineBench
 
 GM_BYTES = 1 << 20      # the AXI slave model's memory
@@ -28,43 +27,28 @@ class ProtocolBench(EngineBench):
     ``arvalid`` / ``awvalid`` / ``wvalid`` is high without its ``ready``, it stays high and its payload
     holds until the handshake (AXI4 A3.2.1). A violation fails the simulation at once."""
 
-    def run(self, stimulus):
+    async def monitor(self, ctx):
         axi = self.engine.axi
         channels = {
             "AR": (axi.arvalid, axi.arready, [axi.araddr, axi.arlen, axi.arsize, axi.arburst, axi.arid]),
             "AW": (axi.awvalid, axi.awready, [axi.awaddr, axi.awlen, axi.awsize, axi.awburst, axi.awid]),
             "W": (axi.wvalid, axi.wready, [axi.wdata, axi.wstrb, axi.wlast]),
         }
-
-        async def monitor(ctx):
-            held = {}
-            signals = [x for valid, ready, payload in channels.values() for x in (valid, ready, *payload)]
-            cycle = 0
-            while True:
-                values = iter((await ctx.tick().sample(*signals))[2:])
-                cycle += 1
-                for name, (_, _, payload) in channels.items():
-                    valid, ready = next(values), next(values)
-                    now = tuple(int(next(values)) for _ in payload)
-                    if name in held:
-                        assert valid, f"{name}VALID dropped without a handshake (cycle {cycle})"
-                        assert now == held[name], f"{name} payload changed while waiting for READY (cycle {cycle})"
-                    held.pop(name, None)
-                    if valid and not ready:
-                        held[name] = now
-
-        simulator = rtl_engine_bench.Simulator
-
-        class _Sim(simulator):
-            def __init__(self, top):
-                super().__init__(top)
-                self.add_process(monitor)
-
-        rtl_engine_bench.Simulator = _Sim
-        try:
-            return super().run(stimulus)
-        finally:
-            rtl_engine_bench.Simulator = simulator
+        held = {}
+        signals = [x for valid, ready, payload in channels.values() for x in (valid, ready, *payload)]
+        cycle = 0
+        while True:
+            values = iter((await ctx.tick().sample(*signals))[2:])
+            cycle += 1
+            for name, (_, _, payload) in channels.items():
+                valid, ready = next(values), next(values)
+                now = tuple(int(next(values)) for _ in payload)
+                if name in held:
+                    assert valid, f"{name}VALID dropped without a handshake (cycle {cycle})"
+                    assert now == held[name], f"{name} payload changed while waiting for READY (cycle {cycle})"
+                held.pop(name, None)
+                if valid and not ready:
+                    held[name] = now
 
 
 def _lines(base, stride, lines, line_bytes):
