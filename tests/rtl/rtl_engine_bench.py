@@ -35,6 +35,11 @@ State written between commands, or the AXI traffic inspected, through the bench 
 
     bench.run(stimulus)
 
+An engine given as a class is elaborated and compiled once per process for each configuration and reused,
+reset, by the benches that follow (``_Design``: compiling an engine takes longer than most block tests
+simulate); an instance gets a design of its own. A bench that watches the engine overrides
+:meth:`EngineBench.monitor` (a process; ``test_rtl_transfer.ProtocolBench`` checks the AXI handshakes).
+
 Commands the golden machine rejects in its checks are a bug in the stimulus (an engine only receives
 commands the checker passed): the bench raises. Execution-time statuses (``EXEC_STATUSES``) are compared
 like ``OK``. Results the golden model calls undefined raise too, unless the bench is made with
