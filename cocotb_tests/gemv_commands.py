@@ -208,10 +208,11 @@ def scenario(rng, name, triple, K, N):
     (C_in / bias; ignored by TGEMV). None when the corner does not exist for the triple.
 
     * ``random``: normal values in a narrow band (sums round, partly cancel), 2% specials.
-    * ``specials``: 30% special values in A, B and init.
+    * ``specials``: 30% special values in A, B and init; an infinity in A at least (when its type has one).
     * ``neg_zero``: every product is -0 (B's zero takes the opposite sign of A, A finite); init -0, +0 or
-      random per column: TGEMV gives +0, C_in = -0 gives -0.
-    * ``inf_cancel``: +inf and -inf products in every column (B's infinities, or A's when B has none).
+      random per column: TGEMV gives +0, C_in = -0 gives -0. At least one zero in A.
+    * ``inf_cancel``: +inf and -inf products in every column (B's infinities, or A's: when B has none, and
+      half of the time when both have them).
     * ``nan``: NaNs with payloads and both signs, quiet and signalling, in A, B and init.
     * ``overflow``: operands near the largest finite value (products of bf16 / fp32 overflow fp32; sums of
       large fp32 products overflow).
@@ -235,8 +236,10 @@ def scenario(rng, name, triple, K, N):
     if name == "random":
         return values(rng, a_t, K, specials_rate=0.02), values(rng, b_t, K * N, specials_rate=0.02).reshape(K, N), init
     if name == "specials":
-        return (values(rng, a_t, K, specials_rate=0.3), values(rng, b_t, K * N, specials_rate=0.3).reshape(K, N),
-                values(rng, c_t, N, specials_rate=0.3))
+        a = values(rng, a_t, K, specials_rate=0.3)
+        if a_t in FLOAT_TYPES and _format(a_t)[3]:     # an infinity in A at least (B gets them by chance)
+            a[rng.randrange(K)] = _float(a_t, rng.randrange(2), (1 << _format(a_t)[0]) - 1, 0)
+        return a, values(rng, b_t, K * N, specials_rate=0.3).reshape(K, N), values(rng, c_t, N, specials_rate=0.3)
     if is_int:
         return None
     a = values(rng, a_t, K)
@@ -245,6 +248,7 @@ def scenario(rng, name, triple, K, N):
         a = values(rng, a_t, K, band=(-20, 20))
         zeros = [x for x in (_float(a_t, 0, 0, 0), _float(a_t, 1, 0, 0))]
         a = np.array([rng.choice(zeros) if rng.random() < 0.2 else x for x in a], a.dtype)
+        a[rng.randrange(K)] = rng.choice(zeros)              # at least one zero in A
         sign_b = 1 - _sign(a_t, a)                          # product sign = sign(a) xor sign(b) = 1
         b = np.repeat(np.array([_float(b_t, int(s), 0, 0) for s in sign_b], b.dtype)[:, None], N, axis=1)
         init = np.array([rng.choice([_float(c_t, 1, 0, 0)] * 2 + [_float(c_t, 0, 0, 0)]) if rng.random() < 0.8
@@ -257,11 +261,13 @@ def scenario(rng, name, triple, K, N):
         sign_b = 1 << (8 * DTYPE_BYTES[b_t] - 1)
         if not _format(b_t)[3] and not _format(a_t)[3]:
             return None                                 # e4m3 x e4m3: no infinity in any operand
-        if not _format(b_t)[3]:                         # infinities in A (shared by the columns)
+        # infinities in A (shared by the columns) when B has none, and half of the time when both have them
+        in_a = not _format(b_t)[3] or (_format(a_t)[3] and rng.random() < 0.5)
+        if in_a:
             k0, k1 = rng.sample(range(K), 2)
             a[k0] = a[k1] = _float(a_t, 0, (1 << _format(a_t)[0]) - 1, 0)
         for j in range(N):
-            if _format(b_t)[3]:
+            if not in_a:
                 k0, k1 = rng.sample(range(K), 2)
                 b[k0, j], b[k1, j] = _float(b_t, 0, (1 << _format(b_t)[0]) - 1, 0), \
                     _float(b_t, 1, (1 << _format(b_t)[0]) - 1, 0)

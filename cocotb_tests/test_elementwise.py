@@ -6,6 +6,7 @@ compared (the UB starts as random bytes, so everything outside the destination i
 Parameters: ``TILEVEC_DTYPE`` (a ``DType`` name) for ``ew_dtype``, ``TILEVEC_ROUNDS``.
 """
 
+import itertools
 import os
 import random
 
@@ -74,6 +75,23 @@ def _force_type(rng, config, op, dtype):
         return rowexpand_command(rng, config, op, dtype, mode=rng.choice([1, 2]), expanded=rng.randrange(2), R=R, C=C)
     return part_command(rng, config, op, dtype, R=R, C=C, partial=(rng.randrange(R + 1), rng.randrange(C + 1)),
                         full_slot=rng.randrange(2), layouts=(rng.choice([ROW, COL]),) * 3)
+
+
+@cocotb.test()
+async def ew_tpart_layouts(dut):
+    """TPART* with every (dst, src0, src1) layout mix, the full operand in either slot: each operand's
+    layout is its own (random commands mostly share one)."""
+    h = await Harness.start(dut)
+    rng = random.Random(h.rng.random())
+    await _fresh_ub(h)
+    for layouts in itertools.product([ROW, COL], repeat=3):
+        for full_slot in (0, 1):
+            op = rng.choice(PART_OPS)
+            dtype = rng.choice(sorted(INSTRUCTIONS[op].types[h.config.profile], key=lambda d: d.value))
+            R, C = rng.randrange(1, 9), rng.randrange(1, 20)
+            cmd = part_command(rng, h.config, op, dtype, R=R, C=C, full_slot=full_slot, layouts=layouts,
+                               partial=(rng.randrange(R + 1), rng.randrange(C + 1)))
+            await _run_checked(h, cmd)
 
 
 @cocotb.test()
