@@ -25,24 +25,24 @@ __all__ = ["Builder", "ATTRIBUTES", "method_name", "method_table"]
 ATTRIBUTES = {"oob": "oob", "nepi_log2": "num_elem_per_idx", "num_valid": "num_valid_indices"}
 
 
-def _status(v, loc):
-    if isinstance(v, Status):
+def _member(enum_type, v, loc, kind, choices):
+    """``v`` (a member, a name, or a parsed ``(kind, name)`` token) as a member of ``enum_type``, else an
+    :class:`AsmError` at ``loc``: ``unknown <kind> 'name' (<choices>)``."""
+    if isinstance(v, enum_type):
         return v
     name = v[1] if isinstance(v, tuple) else str(v)
     try:
-        return Status[name.upper()]
+        return enum_type[name.upper()]
     except KeyError:
-        raise AsmError(f"unknown status {name!r} (a name of rtl.isa.Status, e.g. shape_mismatch)", loc) from None
+        raise AsmError(f"unknown {kind} {name!r} ({choices})", loc) from None
+
+
+def _status(v, loc):
+    return _member(Status, v, loc, "status", "a name of rtl.isa.Status, e.g. shape_mismatch")
 
 
 def _oob(v, loc):
-    if isinstance(v, OobMode):
-        return v
-    name = v[1] if isinstance(v, tuple) else str(v)
-    try:
-        return OobMode[name.upper()]
-    except KeyError:
-        raise AsmError(f"unknown oob mode {name!r} (undefined, clamp, wrap, zero)", loc) from None
+    return _member(OobMode, v, loc, "oob mode", "undefined, clamp, wrap, zero")
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
