@@ -193,6 +193,10 @@ class Harness:
         dut.rst.value = 0
         await RisingEdge(dut.clk)
         h = cls(dut, config, driver, gm, seed)
+        global _starts
+        if _starts and h.has_debug_port:
+            await h._zero_ub()
+        _starts += 1
         if backpressure:
             h.set_backpressure(pause)
         return h
@@ -356,6 +360,12 @@ class Harness:
         if address < 0 or length < 0 or address + length > self.config.ub_bytes:
             raise ValueError(f"UB range 0x{address:x} + {length} is outside the {self.config.ub_bytes}-byte UB")
 
+    async def _zero_ub(self):
+        """Zero the RTL's whole UB through the debug port (one word per cycle; not shadowed: for
+        :meth:`start`, whose golden machine starts from zeros)."""
+        W = self.config.ub_word_bytes
+        await self._debug([(1, word, 0, (1 << W) - 1) for word in range(self.config.ub_words)])
+
     async def _debug(self, ops):
         """Run ``(we, word, wdata, be)`` transfers on the UB debug port, back to back (one per cycle
         while ``ready``); returns the read words in order. Handshakes are sampled at the clock edge."""
@@ -382,5 +392,22 @@ class Harness:
         return out
 
 
+#: :meth:`Harness.start` calls in this simulator process so far. A run of several testcases
+#: (``sim.regress.run_group``) starts every one after the first from the UB its predecessor wrote; reset
+#: does not clear RAM, so ``start`` zeroes it (the golden machine starts from zeros).
+_starts = 0
+
+
 def _current_test_name():
-    return os.environ.get("TILEVEC_TEST", "")
+    """The running testcase's label: ``TILEVEC_TEST`` (a run of one testcase, labelled by the runner), else
+    cocotb's name of the running test as ``sim.runner.testcase_label`` writes it (a run of several)."""
+    label = os.environ.get("TILEVEC_TEST")
+    if label:
+        return label
+    from cocotb.task import current_task
+    from sim.runner import testcase_label
+    try:
+        name = current_task().get_name()    # the test's main task: "Test <its name>"
+    except RuntimeError:
+        return ""
+    return testcase_label(name.removeprefix("Test "))

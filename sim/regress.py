@@ -18,7 +18,7 @@ from rtl.isa import DType, INSTRUCTIONS
 
 from sim.runner import BUILD, build, config_spec, list_testcases, run, testcase_label
 
-__all__ = ["Entry", "REGRESSION", "main"]
+__all__ = ["Entry", "REGRESSION", "run_entry", "run_group", "main"]
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,38 @@ def run_entry(entry, config="small", sim="icarus", waves=False):
     return run(entry.module, entry.testcase, entry.config_spec(config), sim, waves=waves,
                params=dict(entry.params), label=entry.name, group=f"{sim}-{config_spec(config)[1]}",
                coverage_config=config)
+
+
+def run_group(entries, config="small", sim="icarus", label=None):
+    """Run several entries of one module, with the same engines and parameters, in *one* simulator run
+    (no waves); returns ``(result, failures)``: the :class:`sim.runner.RunResult` and ``[(entry, why)]``
+    for every entry that failed or did not run.
+
+    Why: a simulator run costs ~3 s before its first cycle (Icarus loads the unit, Python imports numpy,
+    Amaranth, the golden model), more than most error and shape tests simulate; ``make test`` runs such
+    entries in groups. Each testcase still starts from reset, a zeroed UB (``Harness.start``), a fresh GM
+    model and its own random seed (cocotb seeds each test from its name), so it computes what it computes
+    alone. ``make sim`` keeps one run per entry (a waves file each)."""
+    entries = list(entries)
+    first = entries[0]
+    for e in entries[1:]:
+        if (e.module, e.unit_engines, e.params) != (first.module, first.unit_engines, first.params):
+            raise ValueError(f"run_group: {e.name} differs from {first.name} in module, engines or parameters")
+    spec = first.config_spec(config)
+    if not config_spec(spec)[0].ub_debug_port:
+        raise ValueError("run_group needs the UB debug port (Harness.start zeroes the UB between testcases)")
+    label = label or f"group-{first.name}-{len(entries)}"
+    result = run(first.module, [e.testcase for e in entries], spec, sim, params=dict(first.params), label=label,
+                 group=f"{sim}-{config_spec(config)[1]}", coverage_config=config)
+    cases = {c.name: c for c in result.cases}
+    failures = []
+    for e in entries:
+        case = cases.get(e.testcase)
+        if case is None:
+            failures.append((e, f"did not run (see {result.log_file})"))
+        elif case.result != "pass":
+            failures.append((e, f"{case.result}: {case.message}"))
+    return result, failures
 
 
 def _build(args):

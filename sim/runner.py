@@ -189,7 +189,8 @@ class RunResult:
 
 def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=None, params=None,
         label=None, group=None, coverage_config=None):
-    """Run one cocotb testcase of ``cocotb_tests/<module>.py``; returns a :class:`RunResult`.
+    """Run one cocotb testcase of ``cocotb_tests/<module>.py`` (or a list of them, one after the other in
+    one simulator run: ``sim.regress.run_group``, which gives the ``label``); returns a :class:`RunResult`.
 
     ``testcase`` is cocotb's name of the test (``list_testcases``), selected exactly (:func:`cocotb_filter`);
     ``params`` (a dict) reaches the testcase as environment variables ``TILEVEC_<KEY>``; ``label``
@@ -208,7 +209,8 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
     waves_file = test_dir / f"{label}.fst"
     env = {"TILEVEC_CONFIG": config_name, "TILEVEC_RECORDS": str(records)}
     env.update({f"TILEVEC_{key.upper()}": str(value) for key, value in (params or {}).items()})
-    env["TILEVEC_TEST"] = label
+    if isinstance(testcase, str):     # several: the harness labels each from cocotb's name of the test
+        env["TILEVEC_TEST"] = label
     if coverage_config:
         env["TILEVEC_COVERAGE_CONFIG"] = coverage_config
     plusargs = [f"+dumpfile_path={waves_file}"] if waves and sim == "icarus" else []
@@ -218,6 +220,9 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
         results_xml = runner.test(test_module=f"cocotb_tests.{module}", hdl_toplevel=TOPLEVEL,
                                   test_filter=cocotb_filter(module, testcase), test_dir=test_dir,
                                   build_dir=build_dir, extra_env=env, waves=waves, seed=seed, plusargs=plusargs,
+                                  # absolute: under pytest the runner would name it after the pytest test
+                                  # and, when a testcase fails, exit before returning that name
+                                  results_xml=str(test_dir / "results.xml"),
                                   timescale=("1ns", "1ps"), log_file=test_dir / "sim.log")
     except SystemExit:
         results_xml = test_dir / "results.xml"

@@ -37,3 +37,46 @@ def per_type(prefix, entries, slow=()):
         raise ValueError(f"slow names not in the regression: {sorted(unknown)}")
     keep = {e.name for e in entries if e.name not in typed and e.name not in slow}
     return split(entries, keep | {f"{prefix}_{d}" for d in NORMAL_DTYPES})
+
+
+#: Entries per simulator run in the normal set's groups (:func:`grouped`): a run costs ~3 s before its first
+#: cycle; four entries to a run keep enough runs to share 2 cores.
+GROUP_SIZE = 4
+
+
+def grouped(params, size=GROUP_SIZE):
+    """pytest parameters of *lists* of entries: the normal-set entries of ``params`` (``pytest.param`` s of
+    one entry, as :func:`split` makes them, or entries) that take no parameters, in runs of at most
+    ``size`` consecutive ones (one simulator run each, ``sim.regress.run_group``; id: their names joined
+    by ``+``, so ``-k <name>`` still selects one); every other entry (``slow``, or with parameters: each is
+    a run of its own) as a list of one, with its marks."""
+    out, batch = [], []
+
+    def flush():
+        if batch:
+            out.append(pytest.param(list(batch), id="+".join(e.name for e in batch)))
+            batch.clear()
+
+    for p in params:
+        entry, marks = (p.values[0], p.marks) if hasattr(p, "values") else (p, ())
+        if marks or entry.params:
+            out.append(pytest.param([entry], id=entry.name, marks=marks))
+            continue
+        batch.append(entry)
+        if len(batch) == size:
+            flush()
+    flush()
+    return out
+
+
+def run_entries(entries, config="small"):
+    """Run ``entries`` (one: ``sim.regress.run_entry``, with its waves directory as ``make sim`` names it;
+    several: one ``run_group``) on ``config``; fails naming each entry that failed and the log."""
+    from sim.regress import run_entry, run_group
+    if len(entries) == 1:
+        result = run_entry(entries[0], config=config)
+        assert result.passed, f"{entries[0].name} ({config}) failed: see {result.log_file}\n{result.summary()}"
+        return
+    result, failures = run_group(entries, config=config)
+    assert not failures, (f"{len(failures)} of {len(entries)} failed ({config}; log: {result.log_file}):\n"
+                          + "\n".join(f"  {e.name}: {why}" for e, why in failures))

@@ -6,15 +6,14 @@ tests/rtl/test_rtl_elementwise.py), the other types under ``slow``."""
 import pytest
 
 from sim.regress import REGRESSION, Entry, run_entry
-from tests.normal_set import per_type
+from tests.normal_set import grouped, per_type, run_entries
 
 pytestmark = pytest.mark.cocotb
 
 
-@pytest.mark.parametrize("entry", per_type("ew", [e for e in REGRESSION if e.module == "test_elementwise"]))
-def test_elementwise(entry):
-    result = run_entry(entry)
-    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
+@pytest.mark.parametrize("entries", grouped(per_type("ew", [e for e in REGRESSION if e.module == "test_elementwise"])))
+def test_elementwise(entries):
+    run_entries(entries)
 
 
 DEFAULT_CONFIG = [Entry("test_elementwise", "ew_seed_examples"),

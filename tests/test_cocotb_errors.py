@@ -3,14 +3,14 @@
 import pytest
 
 from sim.regress import REGRESSION, Entry, run_entry
+from tests.normal_set import grouped, run_entries
 
 pytestmark = pytest.mark.cocotb
 
 
-@pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == "test_errors"], ids=lambda e: e.name)
-def test_errors(entry):
-    result = run_entry(entry)
-    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
+@pytest.mark.parametrize("entries", grouped(e for e in REGRESSION if e.module == "test_errors"))
+def test_errors(entries):
+    run_entries(entries)
 
 
 def test_error_unsupported():

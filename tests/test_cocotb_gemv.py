@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from sim.regress import REGRESSION, Entry, run_entry
+from tests.normal_set import grouped, run_entries
 
 G = "test_gemv"
 
@@ -23,9 +24,9 @@ def _run(entry, config):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == G], ids=lambda e: e.name)
-def test_gemv(entry):
-    _run(entry, "small")
+@pytest.mark.parametrize("entries", grouped(e for e in REGRESSION if e.module == G))
+def test_gemv(entries):
+    run_entries(entries, "small")
 
 
 #: P = 2 in the normal set (shared with ``sim.bench``'s P = 2 rows under tests/test_bench.py).
@@ -35,9 +36,9 @@ P2_ENTRIES = [Entry(G, "gemv_specials", (("scenarios", "random,ties,cancel,neg_z
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("entry", P2_ENTRIES, ids=lambda e: e.name)
-def test_gemv_p2(entry):
-    _run(entry, P2)
+@pytest.mark.parametrize("entries", grouped(P2_ENTRIES))
+def test_gemv_p2(entries):
+    run_entries(entries, P2)
 
 
 def _slow():

@@ -11,7 +11,7 @@ tests/test_cocotb_errors.py."""
 import pytest
 
 from sim.regress import REGRESSION, Entry, run_entry
-from tests.normal_set import per_type
+from tests.normal_set import grouped, per_type, run_entries
 
 pytestmark = pytest.mark.cocotb
 
@@ -24,12 +24,10 @@ SLOW = ["lg_status_sweep"] + [f"lg_error_{s}" for s in ("dtype_invalid", "dtype_
                                                         "layout_unsupported")]
 
 
-@pytest.mark.parametrize("entry", per_type("lg", [e for e in REGRESSION if e.module == "test_local_gather"],
-                                                   slow=SLOW)
-                         + [pytest.param(STATUS_SWEEP_NORMAL, id=STATUS_SWEEP_NORMAL.name)])
-def test_local_gather(entry):
-    result = run_entry(entry)
-    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
+@pytest.mark.parametrize("entries", grouped(per_type("lg", [e for e in REGRESSION if e.module == "test_local_gather"],
+                                                        slow=SLOW) + [STATUS_SWEEP_NORMAL]))
+def test_local_gather(entries):
+    run_entries(entries)
 
 
 DEFAULT_CONFIG = [Entry("test_local_gather", "lg_seed_example"), Entry("test_local_gather", "lg_straddle"),

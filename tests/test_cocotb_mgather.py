@@ -5,15 +5,14 @@ import pytest
 
 from rtl.isa import DType
 from sim.regress import REGRESSION, Entry, run_entry
-from tests.normal_set import per_type
+from tests.normal_set import grouped, per_type, run_entries
 
 pytestmark = pytest.mark.cocotb
 
 
-@pytest.mark.parametrize("entry", per_type("mgather", [e for e in REGRESSION if e.module == "test_mgather"]))
-def test_mgather(entry):
-    result = run_entry(entry)
-    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
+@pytest.mark.parametrize("entries", grouped(per_type("mgather", [e for e in REGRESSION if e.module == "test_mgather"])))
+def test_mgather(entries):
+    run_entries(entries)
 
 
 #: The long sweep (make test-slow): every data type, four rounds of every mode / OOB mode / index type,

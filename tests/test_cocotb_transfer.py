@@ -3,13 +3,12 @@ smoke test and one type per element size (tests/normal_set.py); the other types 
 
 import pytest
 
-from sim.regress import REGRESSION, run_entry
-from tests.normal_set import per_type
+from sim.regress import REGRESSION
+from tests.normal_set import grouped, per_type, run_entries
 
 pytestmark = pytest.mark.cocotb
 
 
-@pytest.mark.parametrize("entry", per_type("roundtrip", [e for e in REGRESSION if e.module == "test_transfer"]))
-def test_transfer(entry):
-    result = run_entry(entry)
-    assert result.passed, f"{entry.name} failed: see {result.results_xml.parent / 'sim.log'}"
+@pytest.mark.parametrize("entries", grouped(per_type("roundtrip", [e for e in REGRESSION if e.module == "test_transfer"])))
+def test_transfer(entries):
+    run_entries(entries)

@@ -2,12 +2,12 @@
 
 import pytest
 
-from sim.regress import REGRESSION, run_entry
+from sim.regress import REGRESSION
+from tests.normal_set import grouped, run_entries
 
 pytestmark = pytest.mark.cocotb
 
 
-@pytest.mark.parametrize("entry", [e for e in REGRESSION if e.module == "test_ub_debug"], ids=lambda e: e.name)
-def test_ub_debug(entry):
-    result = run_entry(entry)
-    assert result.passed, f"{entry.name} failed: see {result.log_file}\n{result.summary()}"
+@pytest.mark.parametrize("entries", grouped(e for e in REGRESSION if e.module == "test_ub_debug"))
+def test_ub_debug(entries):
+    run_entries(entries)

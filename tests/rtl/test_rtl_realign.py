@@ -26,11 +26,31 @@ def _lines(rng, width, n, zeros):
     return lines
 
 
+#: One compiled simulator per width, reused (reset) by every test of this process: compiling a 32-byte
+#: Realigner (its byte shifters) takes longer than a test simulates. Its testbenches are trampolines to
+#: the current test's (``_SLOTS``).
+_SIMS = {}
+_SLOTS = {}
+_TESTBENCHES = (("feed_lines", True), ("feed_data", True), ("collect", False))     # (name, background)
+
+
+def _sim(width):
+    if width not in _SIMS:
+        dut = Realigner(width)
+        sim = Simulator(dut)
+        sim.add_clock(1e-8)
+        for name, background in _TESTBENCHES:
+            async def trampoline(ctx, name=name):
+                await _SLOTS[name](ctx)
+            sim.add_testbench(trampoline, background=background)
+        _SIMS[width] = [dut, sim, False]
+    return _SIMS[width]
+
+
 def _run(width, lines, rng, stall):
     """Simulate; returns (outputs as dicts, cycle of each output, cycle of each input word taken)."""
-    dut = Realigner(width)
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
+    state = _sim(width)
+    dut, sim, used = state
     n_out_total = sum(-(-(d + n) // width) for _, d, n, *_ in lines)
     outs, out_cycles, in_cycles = [], [], []
 
@@ -64,9 +84,10 @@ def _run(width, lines, rng, stall):
             cycle += 1
             assert cycle < 100_000, "realigner hangs"
 
-    sim.add_testbench(feed_lines, background=True)
-    sim.add_testbench(feed_data, background=True)
-    sim.add_testbench(collect)
+    _SLOTS.update(feed_lines=feed_lines, feed_data=feed_data, collect=collect)
+    if used:
+        sim.reset()
+    state[2] = True
     sim.run()
     return outs, out_cycles, in_cycles
 
