@@ -16,6 +16,7 @@ from its header), the command stream's 640 bits and the response's 64 split into
 region; tag, status, cycles), enums by name, counts (tags, cycles, shapes) in decimal.
 """
 
+import functools
 import math
 import pathlib
 import re
@@ -117,7 +118,13 @@ def signal_names(config, top="vector_unit"):
     """``{"scope.name": {value: name}}`` for every signal and struct field of ``VectorUnit(config)`` whose
     values have names: enum-shaped ones (Amaranth's ``Format.Enum``, from the enums in ``rtl/``) and FSM
     state registers. Scopes as in the FST (``vector_unit.elementwiseengine``); a struct field is
-    ``\\signal.field`` (Yosys' escaped name)."""
+    ``\\signal.field`` (Yosys' escaped name). Elaborating the unit takes seconds: the names are computed
+    once per process and configuration (a copy is returned)."""
+    return {ref: dict(names) for ref, names in _signal_names(config, top).items()}
+
+
+@functools.lru_cache(maxsize=4)
+def _signal_names(config, top):
     from amaranth.hdl import Format, Fragment
     from rtl.top import VectorUnit
     design = Fragment.get(VectorUnit(config), None).prepare()
