@@ -1,6 +1,42 @@
-"""Drive a float unit in Amaranth's Python simulator (small smoke checks only: ~10^4 ops/s)."""
+"""Drive a float unit in Amaranth's Python simulator (small smoke checks only: ~10^4 ops/s).
+
+Compiling a unit for the simulator takes longer than most of these checks simulate, so each unit instance
+keeps its compiled simulator (reset between runs), and :func:`unit` gives the same instance for the same
+class and arguments within a process (:func:`shared_unit`)."""
 
 from amaranth.sim import Simulator
+
+_UNITS = {}
+
+
+def shared_unit(cls, *args, **kwargs):
+    """``cls(*args, **kwargs)``, the same instance for the same arguments in this process (its compiled
+    simulator is reused by :func:`run_unit` and :func:`first_valid_cycle`)."""
+    key = (cls, args, tuple(sorted(kwargs.items())))
+    if key not in _UNITS:
+        _UNITS[key] = cls(*args, **kwargs)
+    return _UNITS[key]
+
+
+def _simulate(dut, bench):
+    """Run ``bench`` (a testbench) on ``dut``'s simulator: compiled on first use, reset after (the
+    testbench is a trampoline to the current ``bench``)."""
+    state = getattr(dut, "_amsim", None)
+    if state is None:
+        sim = Simulator(dut)
+        if dut.latency:
+            sim.add_clock(1e-6)
+        state = {"sim": sim, "bench": None, "used": False}
+
+        async def trampoline(ctx):
+            await state["bench"](ctx)
+        sim.add_testbench(trampoline)
+        dut._amsim = state
+    state["bench"] = bench
+    if state["used"]:
+        state["sim"].reset()
+    state["used"] = True
+    state["sim"].run()
 
 
 def run_unit(unit, a, b=None, en_pattern=None):
@@ -15,7 +51,6 @@ def run_unit(unit, a, b=None, en_pattern=None):
     # operand ports of a structured layout (FPMul unpacked=True) are driven as their bits
     port_a = unit.a.as_value() if hasattr(unit.a, "as_value") else unit.a
     port_b = None if b is None else (unit.b.as_value() if hasattr(unit.b, "as_value") else unit.b)
-    sim = Simulator(unit)
     L = unit.latency
 
     if L == 0:
@@ -27,10 +62,7 @@ def run_unit(unit, a, b=None, en_pattern=None):
                 ctx.set(unit.in_valid, 1)
                 assert ctx.get(unit.out_valid) == 1
                 out.append(ctx.get(unit.result))
-        sim.add_testbench(bench)
     else:
-        sim.add_clock(1e-6)
-
         async def bench(ctx):
             i = 0
             cycle = 0
@@ -53,18 +85,15 @@ def run_unit(unit, a, b=None, en_pattern=None):
                 await ctx.tick()
                 cycle += 1
                 assert cycle < 10 * (len(a) + L + 10), "pipeline never delivered"
-        sim.add_testbench(bench)
-    sim.run()
+    _simulate(unit, bench)
     return out
 
 
 def first_valid_cycle(unit):
     """Cycles from the first operand to its ``out_valid`` (measures the latency)."""
-    sim = Simulator(unit)
     seen = []
     if unit.latency == 0:
         return 0
-    sim.add_clock(1e-6)
 
     async def bench(ctx):
         ctx.set(unit.in_valid, 1)
@@ -75,6 +104,5 @@ def first_valid_cycle(unit):
                 seen.append(c)
                 return
             await ctx.tick()
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(unit, bench)
     return seen[0] if seen else None

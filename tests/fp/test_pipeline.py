@@ -6,7 +6,7 @@ import pytest
 
 from rtl.fp import BF16, FP8E4M3, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 
-from .amsim import first_valid_cycle, run_unit
+from .amsim import first_valid_cycle, run_unit, shared_unit
 from .checks import assert_bits_equal
 from .ref import random_pairs, ref_add, ref_convert, ref_mul
 from .vharness import GROUPS, run
@@ -21,8 +21,10 @@ REF = {"add": ref_add, "mul": ref_mul}
 @pytest.mark.parametrize("kind", ["add", "mul", "widen", "conv"])
 def test_latency_throughput_enable(kind, depth):
     fmt = FP16
-    unit = {"add": lambda: FPAdd(fmt, depth), "mul": lambda: FPMul(fmt, depth),
-            "widen": lambda: FPMulWiden(fmt, depth), "conv": lambda: FPConvert(fmt, depth)}[kind]
+    cls = {"add": FPAdd, "mul": FPMul, "widen": FPMulWiden, "conv": FPConvert}[kind]
+
+    def unit():                 # one instance: its compiled simulator serves all three runs
+        return shared_unit(cls, fmt, depth)
     u = unit()
     assert u.latency == depth
     assert first_valid_cycle(u) == depth
