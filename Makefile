@@ -63,7 +63,7 @@ bootstrap: $(STAMP) tools
 # ---- main jobs -------------------------------------------------------------------------------------
 sim: bootstrap
 	$(BIN)/python -m sim.regress --sim $(SIM) --config $(SIMCONFIG) -j $(JOBS)
-	$(BIN)/python -m sim.examples --sim $(SIM)
+	$(BIN)/python -m sim.examples --sim $(SIM) -j $(JOBS)
 
 # Functional coverage (README "Coverage"): the regression without waves (K=<pattern>: only those tests), then
 # every run's coverage.yml merged into build/coverage/report.txt and coverage.png; fails when a test failed.

@@ -1,15 +1,18 @@
 """The PTO-AS examples (``examples/``) on the RTL, each against the golden model and its own numpy reference.
 
-``python -m sim.examples [--sim icarus|verilator] [-k NAME]``: for every ``examples/NAME.pto`` with its
+``python -m sim.examples [--sim icarus|verilator] [-k NAME] [-j N]``: for every ``examples/NAME.pto`` with its
 input generator ``NAME.py``, generate the inputs, run the program with :func:`sim.programs.run.run_program`
 (the RTL and the golden side by side, every command's status and the whole UB compared) and compare each
 output with ``NAME.py``'s ``reference``, written from the seed. Examples the RTL cannot run are run on the
 golden model alone and reported as such: an instruction without an engine (TGEMV*, UNSUPPORTED today), or a
 program whose configuration is no preset (the literal NKI example needs a 2 MiB UB). Prints one line per
-example; exits non-zero if any fails. ``make sim`` runs it after the regression.
+example; exits non-zero if any fails. ``make sim`` runs it after the regression. ``-j``: examples run in
+parallel (each is one simulator run; the lines still come in name order).
 """
 
 import argparse
+import concurrent.futures
+import os
 import importlib.util
 import pathlib
 import sys
@@ -74,14 +77,16 @@ def main(argv=None):
     p = argparse.ArgumentParser(description="Run the PTO-AS examples on the RTL against the golden model.")
     p.add_argument("--sim", default="icarus", choices=["icarus", "verilator", "none"])
     p.add_argument("-k", default="", help="only examples whose name contains this")
+    p.add_argument("-j", type=int, default=os.cpu_count() or 1, help="parallel simulator runs")
     a = p.parse_args(argv)
     names = sorted(q.stem for q in EXAMPLES.glob("*.pto") if a.k in q.stem)
     failed = 0
     print(f"{'example':<28} {'result':<6} where")
-    for name in names:
-        ok, where, detail = run_example(name, a.sim)
-        failed += not ok
-        print(f"{name:<28} {'PASS' if ok else 'FAIL':<6} {where}" + (f"\n    {detail}" if detail else ""))
+    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.j)) as pool:
+        for name, (ok, where, detail) in zip(names, pool.map(run_example, names, [a.sim] * len(names))):
+            failed += not ok
+            print(f"{name:<28} {'PASS' if ok else 'FAIL':<6} {where}" + (f"\n    {detail}" if detail else ""),
+                  flush=True)
     print(f"\n{len(names) - failed} passed, {failed} failed")
     return 1 if failed else 0
 

@@ -121,6 +121,23 @@ def run_group(entries, config="small", sim="icarus", label=None):
     return result, failures
 
 
+def previous_seconds(entry, config="small", sim="icarus"):
+    """Wall seconds of ``entry``'s last run on ``config`` (its results file under ``build/run/``), or None."""
+    from sim.runner import parse_results
+    try:
+        cases = parse_results(BUILD / "run" / f"{sim}-{config_spec(config)[1]}" / entry.name / "results.xml")
+    except (OSError, ValueError, SyntaxError):
+        return None
+    return sum(c.time for c in cases) or None
+
+
+def longest_first(entries, config="small", sim="icarus"):
+    """``entries`` ordered for a pool of workers: longest previous run first (entries never run first of
+    all), so that no long run starts last and keeps one core busy alone at the end."""
+    seconds = {e: previous_seconds(e, config, sim) for e in entries}
+    return sorted(entries, key=lambda e: -(seconds[e] if seconds[e] is not None else float("inf")))
+
+
 def _build(args):
     spec, sim, waves = args
     build(spec, sim, waves)
@@ -202,13 +219,16 @@ def main(argv=None):
     entries = [e for e in REGRESSION if args.k in e.name]
     specs = list(dict.fromkeys(e.config_spec(args.config) for e in entries))
     print(f"building {args.sim}{' with waves' if waves else ''}: {', '.join(specs)} ...", flush=True)
-    jobs = [(e, args.config, args.sim, waves) for e in entries]
+    # results come back in REGRESSION order (the table and the CSV); the pool takes the longest first
+    order = longest_first(entries, args.config, args.sim)
+    jobs = [(e, args.config, args.sim, waves) for e in order]
     rows = []
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.j) as pool:
         list(pool.map(_build, [(spec, args.sim, waves) for spec in specs]))
         for entry, result in pool.map(_job, jobs):
             print(f"  {'PASS' if result.passed else 'FAIL'}  {entry.name}", flush=True)
             rows.append((entry, result))
+    rows.sort(key=lambda row: entries.index(row[0]))
     table = _summarize(rows)
     print()
     _print_table(table)
