@@ -3,7 +3,7 @@ machine on the whole unit.
 
 Every command runs on the RTL and on the golden machine (``Harness``); after each one the whole UB is
 compared (the UB starts as random bytes, so everything outside the destination is a canary).
-Parameters: ``TILEVEC_DTYPE`` (a ``DType`` name) for ``ew_dtype``, ``TILEVEC_ROUNDS``.
+Parameters: ``TILEVEC_ROUNDS``.
 """
 
 import itertools
@@ -42,12 +42,17 @@ async def _run_checked(h, cmd, label=None):
     return rsp
 
 
-@cocotb.test()
-async def ew_dtype(dut):
+#: The data types of the elementwise family (``ew_dtype`` runs once per type).
+EW_TYPES = sorted({d for op in EW_OPS for types in INSTRUCTIONS[op].types.values() for d in types},
+                  key=lambda d: d.value)
+
+
+@cocotb.parametrize(dtype=[d.name for d in EW_TYPES])
+async def ew_dtype(dut, dtype):
     """One data type, every opcode of the family that accepts it: random shapes, both TROWEXPAND modes and
     operand placements, every TPART validity pattern and layout mix, in-place destinations."""
     h = await Harness.start(dut)
-    dtype = DType[_env("DTYPE", "FP16")]
+    dtype = DType[dtype]
     rng = random.Random(h.rng.random())
     rounds = int(_env("ROUNDS", "2"))
     await _fresh_ub(h)

@@ -2,7 +2,7 @@
 
 Every command runs on the RTL and on the golden machine (``Harness``); after each one the whole UB is
 compared (everything outside the destination is a canary: the UB is filled with random bytes first).
-Parameters: ``TILEVEC_DTYPE`` (a ``DType`` name) for ``lg_dtype``, ``TILEVEC_ROUNDS``.
+Parameters: ``TILEVEC_ROUNDS``.
 """
 
 import os
@@ -117,11 +117,11 @@ async def _gather_and_check(h, cmd, idx, *, label=None, masked=False):
     return rsp, undefined
 
 
-@cocotb.test()
-async def lg_dtype(dut):
+@cocotb.parametrize(dtype=[d.name for d in DType])
+async def lg_dtype(dut, dtype):
     """One data type: every num_elem_per_idx, 1-3 groups, full and partial num_valid, random indices,
     odd static shapes; whole UB against golden after every command."""
-    dtype = DType[_env("DTYPE", "FP32")]
+    dtype = DType[dtype]
     h = await Harness.start(dut)
     ub = h.config.ub_bytes
     for nepi_log2 in NEPI_LOG2:

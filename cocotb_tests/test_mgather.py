@@ -2,7 +2,7 @@
 
 Every case compares the whole UB with the golden machine (everything outside the destination is a
 canary); UNDEFINED mode with out-of-range indices checks every defined byte and that nothing outside
-the destination changed. Parameters: ``TILEVEC_DTYPE`` (a ``DType`` name), ``TILEVEC_ROUNDS``.
+the destination changed. Parameters: ``TILEVEC_ROUNDS``.
 """
 
 import os
@@ -80,10 +80,10 @@ async def _case(h, dtype, row_mode, oob, itype, *, dst_base=0x000, idx_base=0x60
         assert (await h.run(cmd))["status"] == Status.OK
 
 
-@cocotb.test()
-async def mgather_random(dut):
+@cocotb.parametrize(dtype=[d.name for d in DType])
+async def mgather_random(dut, dtype):
     """One data type: row and element mode x CLAMP/WRAP/ZERO/UNDEFINED x int32/uint32 index tiles."""
-    dtype = DType[os.environ.get("TILEVEC_DTYPE", "FP32")]
+    dtype = DType[dtype]
     h = await Harness.start(dut, backpressure=True)
     h.gm_write(0, bytes(h.rng.randrange(256) for _ in range(h.config.ub_bytes)))
     await h.run({"opcode": Opcode.TLOAD, "dst": tile(0, h.config.ub_bytes // 256, 256, DType.UINT8),

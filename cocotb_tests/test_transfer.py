@@ -1,7 +1,7 @@
 """TLOAD / TSTORE round trips, bit-exact against the golden machine, with canaries everywhere.
 
 Parameters (environment, set by ``tests/cocotb`` through ``sim.runner.run(params=...)``):
-``TILEVEC_DTYPE`` (a ``DType`` name), ``TILEVEC_ROUNDS``, ``TILEVEC_BACKPRESSURE`` (0/1).
+``TILEVEC_ROUNDS``, ``TILEVEC_BACKPRESSURE`` (0/1).
 """
 
 import os
@@ -61,10 +61,10 @@ def _random_transfer(h, dtype):
     return t, gm(GM_SRC), gm(GM_DST)
 
 
-@cocotb.test()
-async def roundtrip_random(dut):
+@cocotb.parametrize(dtype=[d.name for d in DType])
+async def roundtrip_random(dut, dtype):
     """Random tiles of one data type: TLOAD from GM, TSTORE to fresh GM, compare UB and GM with golden."""
-    dtype = DType[_env("DTYPE", "FP32")]
+    dtype = DType[dtype]
     h = await Harness.start(dut, backpressure=_env("BACKPRESSURE", "1") == "1")
     await _fill_ub(h)
     for _ in range(int(_env("ROUNDS", "4"))):

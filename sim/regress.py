@@ -1,10 +1,11 @@
 """The regression: every cocotb run of the project, for ``make sim`` and the pytest wrappers.
 
 ``python -m sim.regress [--sim icarus|verilator] [--config small] [--no-waves] [-k PATTERN] [-j N]``
-builds once per configuration, runs every entry of :data:`REGRESSION` (in parallel), writes an FST and
-a GTKWave save file per test under ``build/run/<sim>-<config>/<label>/``, prints a summary table
-(test, instruction, shape, data type, cycles, result), writes ``build/sim-summary.csv`` and exits
-non-zero when any test fails.
+builds once per configuration, runs every entry of :data:`REGRESSION` (in parallel; entries that take no
+parameters four to a simulator run, :func:`batches`), writes an FST and a GTKWave save file per test under
+``build/run/<sim>-<config>/<label>/`` (a grouped test's FST is a link to its run's, and its save file
+opens on its own part of it), prints a summary table (test, instruction, shape, data type, cycles,
+result), writes ``build/sim-summary.csv`` and exits non-zero when any test fails.
 """
 
 import argparse
@@ -14,11 +15,9 @@ import os
 import sys
 from dataclasses import dataclass
 
-from rtl.isa import DType, INSTRUCTIONS
-
 from sim.runner import BUILD, build, config_spec, list_testcases, run, testcase_label
 
-__all__ = ["Entry", "REGRESSION", "run_entry", "run_group", "main"]
+__all__ = ["Entry", "REGRESSION", "GROUP_SIZE", "batches", "run_entry", "run_group", "main"]
 
 
 @dataclass(frozen=True)
@@ -58,21 +57,25 @@ class Entry:
 
 
 def _regression():
+    def per_type(module, function, prefix):
+        """``function``'s cases (``@cocotb.parametrize(dtype=...)``), labelled ``<prefix>_<DTYPE>``."""
+        return [Entry(module, t, label=f"{prefix}_{t.rsplit('=', 1)[1]}") for t in list_testcases(module)
+                if t.startswith(f"{function}/dtype=")]
+
+    def others(module, *functions):
+        return [Entry(module, t) for t in list_testcases(module) if t.split("/")[0] not in functions]
+
     entries = [Entry("test_transfer", "roundtrip_smoke")]
-    entries += [Entry("test_transfer", "roundtrip_random", (("dtype", d.name),), f"roundtrip_{d.name}")
-                for d in DType]
+    entries += per_type("test_transfer", "roundtrip_random", "roundtrip")
     entries += [Entry("test_errors", t) for t in list_testcases("test_errors")]
-    entries += [Entry("test_mgather", "mgather_random", (("dtype", d.name),), f"mgather_{d.name}")
-                for d in DType]
-    entries += [Entry("test_mgather", t) for t in list_testcases("test_mgather") if t != "mgather_random"]
-    entries += [Entry("test_local_gather", "lg_dtype", (("dtype", d.name),), f"lg_{d.name}") for d in DType]
-    entries += [Entry("test_local_gather", t) for t in list_testcases("test_local_gather") if t != "lg_dtype"]
-    ew_types = sorted({d for op, ins in INSTRUCTIONS.items() if ins.family == "elementwise"
-                       for types in ins.types.values() for d in types}, key=lambda d: d.value)
-    entries += [Entry("test_elementwise", "ew_dtype", (("dtype", d.name),), f"ew_{d.name}") for d in ew_types]
-    entries += [Entry("test_elementwise", t) for t in list_testcases("test_elementwise") if t != "ew_dtype"]
+    entries += per_type("test_mgather", "mgather_random", "mgather")
+    entries += others("test_mgather", "mgather_random")
+    entries += per_type("test_local_gather", "lg_dtype", "lg")
+    entries += others("test_local_gather", "lg_dtype")
+    entries += per_type("test_elementwise", "ew_dtype", "ew")
+    entries += others("test_elementwise", "ew_dtype")
     entries += [Entry("test_gemv", "gemv_triples", (("group", g),), f"gemv_triples_{g}") for g in ("a2a3", "fp8")]
-    entries += [Entry("test_gemv", t) for t in list_testcases("test_gemv") if t != "gemv_triples"]
+    entries += others("test_gemv", "gemv_triples")
     entries += [Entry("test_gm_model", "gm_latency_exact", (("latency", n),), f"gm_latency_{n}") for n in (32, 3)]
     entries += [Entry("test_ub_debug", t) for t in list_testcases("test_ub_debug")]
     return entries
@@ -89,16 +92,40 @@ def run_entry(entry, config="small", sim="icarus", waves=False):
                coverage_config=config)
 
 
-def run_group(entries, config="small", sim="icarus", label=None):
-    """Run several entries of one module, with the same engines and parameters, in *one* simulator run
-    (no waves); returns ``(result, failures)``: the :class:`sim.runner.RunResult` and ``[(entry, why)]``
-    for every entry that failed or did not run.
+#: Entries per simulator run (:func:`batches`): a run costs ~3 s before its first cycle; four entries to a
+#: run keep enough runs to share 2 cores.
+GROUP_SIZE = 4
+
+
+def batches(entries, size=GROUP_SIZE):
+    """``entries`` as simulator runs (lists, in order): consecutive entries of one module and engines that
+    take no parameters in runs of at most ``size`` (:func:`run_group`); every other entry alone."""
+    out, batch = [], []
+    for entry in entries:
+        if batch and (len(batch) == size or (entry.module, entry.unit_engines)
+                      != (batch[0].module, batch[0].unit_engines)):
+            out.append(batch)
+            batch = []
+        if entry.params:
+            out.append([entry])
+        else:
+            batch.append(entry)
+    if batch:
+        out.append(batch)
+    return out
+
+
+def run_group(entries, config="small", sim="icarus", label=None, waves=False):
+    """Run several entries of one module, with the same engines and parameters, in *one* simulator run;
+    returns ``(result, failures)``: the group's :class:`sim.runner.RunResult` and ``[(entry, why)]`` for
+    every entry that failed or did not run. Each entry also gets the directory a run of its own would have
+    (:func:`entry_result` reads it): its testcase's results file and records, and with ``waves`` a link to
+    the run's FST and a save file that opens on the testcase's part of it.
 
     Why: a simulator run costs ~3 s before its first cycle (Icarus loads the unit, Python imports numpy,
-    Amaranth, the golden model), more than most error and shape tests simulate; ``make test`` runs such
-    entries in groups. Each testcase still starts from reset, a zeroed UB (``Harness.start``), a fresh GM
-    model and its own random seed (cocotb seeds each test from its name), so it computes what it computes
-    alone. ``make sim`` keeps one run per entry (a waves file each)."""
+    Amaranth, the golden model), more than most error and shape tests simulate. Each testcase still starts
+    from reset, a zeroed UB (``Harness.start``), a fresh GM model and its own random seed (cocotb seeds
+    each test from its name), so it computes what it computes alone."""
     entries = list(entries)
     first = entries[0]
     for e in entries[1:]:
@@ -108,8 +135,8 @@ def run_group(entries, config="small", sim="icarus", label=None):
     if not config_spec(spec)[0].ub_debug_port:
         raise ValueError("run_group needs the UB debug port (Harness.start zeroes the UB between testcases)")
     label = label or f"group-{first.name}-{len(entries)}"
-    result = run(first.module, [e.testcase for e in entries], spec, sim, params=dict(first.params), label=label,
-                 group=f"{sim}-{config_spec(config)[1]}", coverage_config=config)
+    result = run(first.module, [e.testcase for e in entries], spec, sim, waves=waves, params=dict(first.params),
+                 label=label, group=f"{sim}-{config_spec(config)[1]}", coverage_config=config)
     cases = {c.name: c for c in result.cases}
     failures = []
     for e in entries:
@@ -118,7 +145,49 @@ def run_group(entries, config="small", sim="icarus", label=None):
             failures.append((e, f"did not run (see {result.log_file})"))
         elif case.result != "pass":
             failures.append((e, f"{case.result}: {case.message}"))
+    _entry_views(result, entries, config, sim, waves)
     return result, failures
+
+
+def _entry_dir(entry, config, sim):
+    return BUILD / "run" / f"{sim}-{config_spec(config)[1]}" / entry.name
+
+
+def _entry_views(result, entries, config, sim, waves):
+    """Each grouped entry's own directory: ``results.xml`` with its testcase alone, ``records.jsonl`` with
+    its commands, ``sim.log`` linked to the run's; with waves, ``<name>.fst`` linked to the run's FST and
+    ``<name>.gtkw`` on the testcase's window of simulated time (cocotb's results give each testcase's)."""
+    import json
+    import shutil
+    from xml.etree import ElementTree
+    from sim.runner import testcase_label
+    tree = ElementTree.parse(result.results_xml) if result.results_xml.exists() else None
+    windows = {case.name: case.sim_window_ns for case in result.cases}
+    for e in entries:
+        d = _entry_dir(e, config, sim)
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+        (d / "sim.log").symlink_to(os.path.relpath(result.log_file, d))
+        if tree is not None:
+            root = ElementTree.Element("testsuites")
+            suite = ElementTree.SubElement(root, "testsuite", name=f"group {result.testcase}")
+            suite.extend(c for c in tree.getroot().iter("testcase") if c.get("name") == e.testcase)
+            ElementTree.ElementTree(root).write(d / "results.xml")
+        name = testcase_label(e.testcase)
+        (d / "records.jsonl").write_text("".join(json.dumps(r) + "\n" for r in result.records if r["test"] == name))
+        if waves and result.waves_file.exists():
+            fst = d / f"{e.name}.fst"
+            fst.symlink_to(os.path.relpath(result.waves_file, d))
+            _save_file(fst, windows.get(e.testcase))
+
+
+def entry_result(entry, config="small", sim="icarus"):
+    """The :class:`sim.runner.RunResult` in ``entry``'s own directory (a run of its own, or its view of a
+    :func:`run_group`)."""
+    from sim.runner import RunResult
+    d = _entry_dir(entry, config, sim)
+    return RunResult(entry.name, d / "results.xml", d / "records.jsonl", d / f"{entry.name}.fst")
 
 
 def previous_seconds(entry, config="small", sim="icarus"):
@@ -131,11 +200,14 @@ def previous_seconds(entry, config="small", sim="icarus"):
     return sum(c.time for c in cases) or None
 
 
-def longest_first(entries, config="small", sim="icarus"):
-    """``entries`` ordered for a pool of workers: longest previous run first (entries never run first of
-    all), so that no long run starts last and keeps one core busy alone at the end."""
-    seconds = {e: previous_seconds(e, config, sim) for e in entries}
-    return sorted(entries, key=lambda e: -(seconds[e] if seconds[e] is not None else float("inf")))
+def longest_first(runs, config="small", sim="icarus"):
+    """``runs`` (entries, or lists of entries run together) ordered for a pool of workers: longest previous
+    run first (a run with an entry never run before first of all), so that no long run starts last and keeps
+    one core busy alone at the end."""
+    def seconds(run):
+        times = [previous_seconds(e, config, sim) for e in (run if isinstance(run, list) else [run])]
+        return float("inf") if None in times else sum(times)
+    return sorted(runs, key=lambda run: -seconds(run))
 
 
 def _build(args):
@@ -143,16 +215,24 @@ def _build(args):
     build(spec, sim, waves)
 
 
+def _save_file(fst, window_ns=None):
+    try:
+        from sim.waves import write_gtkw
+        write_gtkw(fst, window_ns=window_ns)
+    except RuntimeError as e:       # no fst2vcd: waves still usable, just without a save file
+        print(f"note: {e}", file=sys.stderr)
+
+
 def _job(args):
-    entry, config, sim, waves = args
-    result = run_entry(entry, config, sim, waves)
-    if waves and result.waves_file.exists():
-        try:
-            from sim.waves import write_gtkw
-            write_gtkw(result.waves_file)
-        except RuntimeError as e:       # no fst2vcd: waves still usable, just without a save file
-            print(f"note: {e}", file=sys.stderr)
-    return entry, result
+    """One simulator run of a batch; ``[(entry, result)]``, each entry's :class:`sim.runner.RunResult`."""
+    batch, config, sim, waves = args
+    if len(batch) == 1:
+        result = run_entry(batch[0], config, sim, waves)
+        if waves and result.waves_file.exists():
+            _save_file(result.waves_file)
+        return [(batch[0], result)]
+    run_group(batch, config, sim, waves=waves)
+    return [(e, entry_result(e, config, sim)) for e in batch]
 
 
 def _summarize(rows):
@@ -219,15 +299,16 @@ def main(argv=None):
     entries = [e for e in REGRESSION if args.k in e.name]
     specs = list(dict.fromkeys(e.config_spec(args.config) for e in entries))
     print(f"building {args.sim}{' with waves' if waves else ''}: {', '.join(specs)} ...", flush=True)
-    # results come back in REGRESSION order (the table and the CSV); the pool takes the longest first
-    order = longest_first(entries, args.config, args.sim)
-    jobs = [(e, args.config, args.sim, waves) for e in order]
+    # the table and the CSV keep REGRESSION order; the pool takes the longest runs first
+    order = longest_first(batches(entries), args.config, args.sim)
+    jobs = [(batch, args.config, args.sim, waves) for batch in order]
     rows = []
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.j) as pool:
         list(pool.map(_build, [(spec, args.sim, waves) for spec in specs]))
-        for entry, result in pool.map(_job, jobs):
-            print(f"  {'PASS' if result.passed else 'FAIL'}  {entry.name}", flush=True)
-            rows.append((entry, result))
+        for done in pool.map(_job, jobs):
+            for entry, result in done:
+                print(f"  {'PASS' if result.passed else 'FAIL'}  {entry.name}", flush=True)
+                rows.append((entry, result))
     rows.sort(key=lambda row: entries.index(row[0]))
     table = _summarize(rows)
     print()

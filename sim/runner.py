@@ -121,7 +121,9 @@ def build(config_name="small", sim="icarus", waves=False):
 class TestcaseResult:
     """One testcase of a results XML: cocotb's ``name``, ``result`` (``"pass"``, ``"fail"`` or
     ``"skip"``; an error counts as a failure), the failure or skip ``message`` (its first line, the
-    exception's message; ``""`` when it passed), the exception ``type`` and the wall-clock ``time`` in s."""
+    exception's message; ``""`` when it passed), the exception ``type``, the wall-clock ``time`` in s and
+    the simulated time it ran, ``sim_window_ns`` = (start, stop) (cocotb's ``sim_time_start`` /
+    ``sim_time_stop`` properties, in ns; ``None`` when the file has none)."""
     __test__ = False            # not a pytest test class
 
     name: str
@@ -129,6 +131,7 @@ class TestcaseResult:
     message: str = ""
     type: str = ""
     time: float = 0.0
+    sim_window_ns: tuple = None
 
 
 def parse_results(results_xml):
@@ -144,7 +147,12 @@ def parse_results(results_xml):
                 message = element.get("message") or (element.text or "").strip()
                 kind = element.get("type") or ""
                 break
-        cases.append(TestcaseResult(case.get("name", ""), result, message, kind, float(case.get("time") or 0)))
+        props = {p.get("name"): p.get("value") for p in case.iter("property")}
+        window = None
+        if {"sim_time_start", "sim_time_stop"} <= props.keys() and props.get("sim_time_unit", "ns") == "ns":
+            window = (float(props["sim_time_start"]), float(props["sim_time_stop"]))
+        cases.append(TestcaseResult(case.get("name", ""), result, message, kind, float(case.get("time") or 0),
+                                    window))
     return cases
 
 

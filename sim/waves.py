@@ -24,7 +24,7 @@ import shutil
 import struct
 import subprocess
 
-__all__ = ["fst_signals", "fst_span", "fit_zoom", "struct_fields", "write_gtkw", "signal_names", "write_filters",
+__all__ = ["fst_signals", "fst_span", "fst_timescale", "fit_zoom", "struct_fields", "write_gtkw", "signal_names", "write_filters",
            "filters_for"]
 
 _AXI_CHANNELS = (("AXI AR (read address)", "m_axi__ar"), ("AXI R (read data)", "m_axi__r"),
@@ -69,6 +69,20 @@ def fst_span(fst):
         return None
     start, end = struct.unpack(">QQ", head[9:25])
     return (start, end) if end >= start else None
+
+
+def fst_timescale(fst):
+    """The FST's time unit as a power of ten of a second (``-12``: ps), from its header block (a signed byte
+    after the start and end times, the endianness double, and the memory, scope, variable, variable-count
+    and block-count words); None when it has no such header."""
+    try:
+        with open(fst, "rb") as f:
+            head = f.read(74)
+    except OSError:
+        return None
+    if len(head) < 74 or head[0] != 0:
+        return None
+    return struct.unpack(">b", head[73:74])[0]
 
 
 #: GTKWave's zoom: ``zoom`` z shows ``ZOOM_BASE ** -z`` time units per ``ZOOM_FRAME`` pixels (its default zoom
@@ -254,14 +268,15 @@ def _fields(save, top, tdata, layout, prefix, enum_filters, groups):
                            flt)
 
 
-def write_gtkw(fst, out=None, top="vector_unit", filters=None):
+def write_gtkw(fst, out=None, top="vector_unit", filters=None, window_ns=None):
     """Write ``<fst>.gtkw`` (or ``out``) grouping the FST's signals; returns its path. ``filters``:
     ``{"scope.name": filter file}`` (default: :func:`filters_for` the run directory) applied to those
     traces so GTKWave shows names instead of numbers.
 
-    The file opens on the whole run (:func:`fst_span`, :func:`fit_zoom`), the command and response streams'
-    data split into their fields (:func:`struct_fields` of ``rtl.isa.Command`` / ``Response``), counts in
-    decimal."""
+    The file opens on the whole run (:func:`fst_span`, :func:`fit_zoom`), or with ``window_ns=(start, end)``
+    (simulated ns) on that part of it with markers A and B at its ends (one testcase of a run of several,
+    ``sim.regress.run_group``), the command and response streams' data split into their fields
+    (:func:`struct_fields` of ``rtl.isa.Command`` / ``Response``), counts in decimal."""
     from rtl.isa import Command, Response
     fst = pathlib.Path(fst)
     out = pathlib.Path(out) if out else fst.with_suffix(".gtkw")
@@ -272,6 +287,11 @@ def write_gtkw(fst, out=None, top="vector_unit", filters=None):
         filters = filters_for(fst) or {}
     enum_filters = {kind: filters[f"{top}.{ref}"] for kind, ref in _ENUM_REFS.items() if f"{top}.{ref}" in filters}
     span = fst_span(fst)
+    marks = {}
+    if window_ns is not None and fst_timescale(fst) is not None:
+        unit = 10.0 ** (-9 - fst_timescale(fst))         # FST time units per ns
+        span = tuple(round(t * unit) for t in window_ns)
+        marks = {"a": span[0], "b": span[1]}
 
     with open(out, "w") as f:
         save = _Save(f, filters)
@@ -282,7 +302,7 @@ def write_gtkw(fst, out=None, top="vector_unit", filters=None):
         g.sst_expanded(False)
         if span is not None:
             g.timestart(span[0])
-            g.zoom_markers(fit_zoom(span[1] - span[0]))
+            g.zoom_markers(fit_zoom(span[1] - span[0]), **marks)
         else:
             g.zoom_markers(-8.0)
         with g.group("command / response"):

@@ -39,32 +39,26 @@ def per_type(prefix, entries, slow=()):
     return split(entries, keep | {f"{prefix}_{d}" for d in NORMAL_DTYPES})
 
 
-#: Entries per simulator run in the normal set's groups (:func:`grouped`): a run costs ~3 s before its first
-#: cycle; four entries to a run keep enough runs to share 2 cores.
-GROUP_SIZE = 4
-
-
-def grouped(params, size=GROUP_SIZE):
+def grouped(params, size=None):
     """pytest parameters of *lists* of entries: the normal-set entries of ``params`` (``pytest.param`` s of
-    one entry, as :func:`split` makes them, or entries) that take no parameters, in runs of at most
-    ``size`` consecutive ones (one simulator run each, ``sim.regress.run_group``; id: their names joined
-    by ``+``, so ``-k <name>`` still selects one); every other entry (``slow``, or with parameters: each is
-    a run of its own) as a list of one, with its marks."""
-    out, batch = [], []
+    one entry, as :func:`split` makes them, or entries) as ``sim.regress.batches`` runs them (at most
+    ``size``, default ``sim.regress.GROUP_SIZE``, consecutive ones that take no parameters to a simulator run;
+    id: their names joined by ``+``, so ``-k <name>`` still selects one); every marked (``slow``) entry as a
+    list of one, with its marks."""
+    from sim.regress import GROUP_SIZE, batches
+    out, plain = [], []
 
     def flush():
-        if batch:
-            out.append(pytest.param(list(batch), id="+".join(e.name for e in batch)))
-            batch.clear()
+        out.extend(pytest.param(b, id="+".join(e.name for e in b)) for b in batches(plain, size or GROUP_SIZE))
+        plain.clear()
 
     for p in params:
         entry, marks = (p.values[0], p.marks) if hasattr(p, "values") else (p, ())
-        if marks or entry.params:
-            out.append(pytest.param([entry], id=entry.name, marks=marks))
-            continue
-        batch.append(entry)
-        if len(batch) == size:
+        if marks:
             flush()
+            out.append(pytest.param([entry], id=entry.name, marks=marks))
+        else:
+            plain.append(entry)
     flush()
     return out
 

@@ -17,8 +17,8 @@ def test_elementwise(entries):
 
 
 DEFAULT_CONFIG = [Entry("test_elementwise", "ew_seed_examples"),
-                  Entry("test_elementwise", "ew_dtype", (("dtype", "FP32"),), "ew_FP32"),
-                  Entry("test_elementwise", "ew_dtype", (("dtype", "INT8"),), "ew_INT8")]
+                  Entry("test_elementwise", "ew_dtype/dtype=FP32", label="ew_FP32"),
+                  Entry("test_elementwise", "ew_dtype/dtype=INT8", label="ew_INT8")]
 
 
 @pytest.mark.slow          # Icarus build of the default unit: make test-slow

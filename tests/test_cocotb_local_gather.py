@@ -31,7 +31,7 @@ def test_local_gather(entries):
 
 
 DEFAULT_CONFIG = [Entry("test_local_gather", "lg_seed_example"), Entry("test_local_gather", "lg_straddle"),
-                  Entry("test_local_gather", "lg_dtype", (("dtype", "FP32"),), "lg_FP32")]
+                  Entry("test_local_gather", "lg_dtype/dtype=FP32", label="lg_FP32")]
 
 
 @pytest.mark.slow          # ~90 s on 2 cores (Icarus build of the default unit, 64 KiB UB images): make test-slow

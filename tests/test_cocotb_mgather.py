@@ -17,7 +17,7 @@ def test_mgather(entries):
 
 #: The long sweep (make test-slow): every data type, four rounds of every mode / OOB mode / index type,
 #: on the default configuration (32-byte words: runs of up to 8 elements, 64 reads in flight).
-SWEEP = [Entry("test_mgather", "mgather_random", (("dtype", d.name), ("rounds", 4)), f"mgather_sweep_{d.name}")
+SWEEP = [Entry("test_mgather", f"mgather_random/dtype={d.name}", (("rounds", 4),), f"mgather_sweep_{d.name}")
          for d in DType]
 
 
