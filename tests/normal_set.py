@@ -42,25 +42,18 @@ def per_type(prefix, entries, slow=()):
 def grouped(params, size=None):
     """pytest parameters of *lists* of entries: the normal-set entries of ``params`` (``pytest.param`` s of
     one entry, as :func:`split` makes them, or entries) as ``sim.regress.batches`` runs them (at most
-    ``size``, default ``sim.regress.GROUP_SIZE``, consecutive ones that take no parameters to a simulator run;
-    id: their names joined by ``+``, so ``-k <name>`` still selects one); every marked (``slow``) entry as a
-    list of one, with its marks."""
+    ``size``, default ``sim.regress.GROUP_SIZE``, consecutive ones that take no parameters to a simulator run,
+    the marked entries between them skipped over; id: their names joined by ``+``, so ``-k <name>`` still
+    selects one), then every marked (``slow``) entry as a list of one, with its marks."""
     from sim.regress import GROUP_SIZE, batches
-    out, plain = [], []
-
-    def flush():
-        out.extend(pytest.param(b, id="+".join(e.name for e in b)) for b in batches(plain, size or GROUP_SIZE))
-        plain.clear()
-
+    plain, marked = [], []
     for p in params:
         entry, marks = (p.values[0], p.marks) if hasattr(p, "values") else (p, ())
         if marks:
-            flush()
-            out.append(pytest.param([entry], id=entry.name, marks=marks))
+            marked.append(pytest.param([entry], id=entry.name, marks=marks))
         else:
             plain.append(entry)
-    flush()
-    return out
+    return [pytest.param(b, id="+".join(e.name for e in b)) for b in batches(plain, size or GROUP_SIZE)] + marked
 
 
 def run_entries(entries, config="small"):
