@@ -108,6 +108,11 @@ class Instruction:
         return next((s for s in self.slots if s.name == name), None)
 
     @property
+    def gm_writes(self):
+        """The instruction writes the GM region (TSTORE's ``destination``); every other GM use reads it."""
+        return self.gm == "destination"
+
+    @property
     def slot_names(self):
         return tuple(s.name for s in self.slots)
 

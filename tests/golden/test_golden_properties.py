@@ -9,7 +9,7 @@ from golden.numerics import DTYPE_NUMPY
 from golden import Machine, UndefinedResult, check, ops
 
 import golden_oracle as oracle
-from golden_cmds import gm, tile
+from golden_cmds import gm, legal_command, tile
 from golden_helpers import rand_tile, ubits
 
 CFG = preset("small")
@@ -152,78 +152,11 @@ def test_plausible_commands_check_equals_execute(op, data):
         assert (m.ub[~fp] == ub[~fp]).all()
 
 
-def _legal(op, d):
-    """A random legal command of ``op`` (small config: four 1 KiB tile slots) drawn with ``d``."""
-    from golden.profiles import TYPES, GEMV_TRIPLES
-    from rtl.isa import Profile
-    I = lambda lo, hi: d(st.integers(lo, hi))
-    lay = lambda: d(st.sampled_from(list(Layout)))
-    R, C = I(1, 8), I(1, 8)
-    if op in (Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM):
-        dt = d(st.sampled_from(sorted(TYPES[op][Profile.A5], key=lambda x: x.value)))
-        it = d(st.sampled_from([DType.INT32, DType.UINT32]))
-        vr, vc = I(1, R), I(1, C)
-        size = DTYPE_NUMPY[dt].itemsize
-        row = op == Opcode.MGATHER_ROW
-        T = I(1, 12)
-        g = gm(0x1000 + I(0, 4) * 8, T, vc if row else I(1, 6), (vc + I(0, 3)) * size if row else 0, dt)
-        idx = tile(0x400, R, 1 if row else C, it, vr, 1 if row else vc)
-        return {"opcode": op, "oob": d(st.sampled_from(list(OobMode))), "dst": tile(0, R, C, dt, vr, vc),
-                "src0": idx, "gm": g}
-    if op == Opcode.LOCAL_GATHER:
-        dt = d(st.sampled_from([DType.UINT8, DType.INT16, DType.FP32]))
-        rows = 16 * I(1, 2)
-        X, nepi_log2 = I(1, 2), I(0, 2)
-        n = I(0, 16 * X)
-        n_eff = n or 16 * X
-        size = DTYPE_NUMPY[dt].itemsize
-        cols = I(1, max(1, 1024 // max(1, rows * size)))
-        cols = min(cols, 1024 // size // max(rows, 1))
-        if n_eff * (1 << nepi_log2) * max(rows, 1) * size > 1024:
-            n, X = 0, 0
-            n_eff = 0
-        return {"opcode": op, "nepi_log2": nepi_log2, "num_valid": n,
-                "dst": tile(0, rows, n_eff << nepi_log2, dt), "src0": tile(0x400, rows, cols, dt),
-                "src1": tile(0x800, rows, X, DType.UINT16)}
-    if op in ops.TROWEXPAND_FUNCTIONS:
-        dt = d(st.sampled_from(sorted(TYPES[op][Profile.A5], key=lambda x: x.value)))
-        vr, vc = I(1, R), I(1, C)
-        blk = 32 // DTYPE_NUMPY[dt].itemsize
-        mode1 = d(st.booleans())
-        exp = tile(0x800, R, 1, dt, vr, 1, Layout.COL_MAJOR) if mode1 else tile(0x800, R, blk, dt, vr, blk)
-        if d(st.booleans()):                   # both at dst's valid shape: src1 is the expanded operand
-            vc = exp["valid_cols"]
-            return {"opcode": op, "dst": tile(0, R, exp["cols"], dt, vr, vc),
-                    "src0": tile(0x400, R, exp["cols"], dt, vr, vc), "src1": exp}
-        full = tile(0x400, R, C, dt, vr, vc)
-        if (exp["valid_rows"], exp["valid_cols"]) == (vr, vc):
-            full["valid_cols"] = vc = 0 if vc else 1
-            if vc > C:
-                return None
-        s0, s1 = (full, exp) if d(st.booleans()) else (exp, full)
-        return {"opcode": op, "dst": tile(0, R, C, dt, vr, vc), "src0": s0, "src1": s1}
-    if op in ops.TPART_FUNCTIONS:
-        dt = d(st.sampled_from(sorted(TYPES[op][Profile.A5], key=lambda x: x.value)))
-        vr, vc = I(1, R), I(1, C)
-        o = (I(0, vr), I(0, vc))
-        a, b = ((vr, vc), o) if d(st.booleans()) else (o, (vr, vc))
-        return {"opcode": op, "dst": tile(0, R, C, dt, vr, vc, lay()), "src0": tile(0x400, R, C, dt, *a, lay()),
-                "src1": tile(0x800, R, C, dt, *b, lay())}
-    if op in (Opcode.TGEMV, Opcode.TGEMV_ACC, Opcode.TGEMV_BIAS):
-        ct, at, bt = d(st.sampled_from(sorted(GEMV_TRIPLES[Profile.A5], key=lambda x: [y.value for y in x])))
-        K, N = I(1, 12), I(1, 8)
-        c = {"opcode": op, "dst": tile(0, 1, N, ct), "src0": tile(0x400, 1, K, at), "src1": tile(0x800, K, N, bt)}
-        if op != Opcode.TGEMV:
-            c["src2"] = tile(0 if d(st.booleans()) and op == Opcode.TGEMV_ACC else 0xC00, 1, N, ct)
-        return c
-    return None
-
-
 @settings(max_examples=150, deadline=None)
 @given(op=st.sampled_from([o for o in Opcode if o not in (Opcode.TLOAD, Opcode.TSTORE)]), data=st.data(),
        seed=seeds)
 def test_legal_commands_execute(op, data, seed):
-    cmd = _legal(op, data.draw)
+    cmd = legal_command(op, data.draw)
     assume(cmd is not None)
     assert check(cmd, CFG) == Status.OK, cmd
     rng = np.random.default_rng(seed)
