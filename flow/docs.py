@@ -83,12 +83,13 @@ def _exists(path):
 
 
 def instruction_map():
-    """Where each instruction lives: RTL component, golden function, cocotb testbench, block test."""
+    """Where each instruction lives: its pipe (``rtl.isa.Pipe``), RTL component, golden function, cocotb
+    testbench, block test."""
     import inspect
     from rtl.top import ENGINES
     engine = {op: e for e in ENGINES for op in e.opcodes}
-    rows = ["| instruction | RTL component | golden function | testbench | block test | seed |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| instruction | pipe | RTL component | golden function | testbench | block test | seed |",
+            "|---|---|---|---|---|---|---|"]
     for op, ins in INSTRUCTIONS.items():
         e = engine.get(op)
         if e is None:
@@ -99,7 +100,7 @@ def instruction_map():
             part = package / f"{ins.family}.py"          # the family's own part of a shared engine (MGATHER)
             if (ROOT / part).exists():
                 rtl += f", parts in `{part.as_posix()}`"
-        rows.append(f"| {op.name} | {rtl} | `golden.ops.{ins.golden}` | "
+        rows.append(f"| {op.name} | {ins.pipe.value} | {rtl} | `golden.ops.{ins.golden}` | "
                     f"{_exists(f'cocotb_tests/test_{ins.family}.py')} | {_exists(f'tests/rtl/test_rtl_{ins.family}.py')} | "
                     f"{ins.seed or '-'} |")
     return "\n".join(rows)

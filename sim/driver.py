@@ -65,6 +65,8 @@ class Driver:
         self.clock = clock
         self._tag = 0
         self._records = os.environ.get("TILEVEC_RECORDS")
+        #: ``[(start, end)]`` of the last :meth:`execute_back_to_back`, one per command.
+        self.schedule = []
 
     async def execute(self, cmd, *, label=None):
         """Send one instruction (dict for :data:`rtl.isa.Command`), wait for its response.
@@ -100,8 +102,11 @@ class Driver:
         it is idle again) and collect the responses: the whole program as the unit runs it, without the
         testbench's pauses between commands. Returns ``(responses, total)``: ``total`` is the program's cycles
         counted as each response counts its own, from the clock edge that accepts the first command to the
-        edge that raises the last response's ``tvalid`` (one instruction: its ``cycles``). Not recorded in
-        ``TILEVEC_RECORDS``; a hang fails as in :meth:`execute`."""
+        edge that raises the last response's ``tvalid`` (one instruction: its ``cycles``). Sets
+        :attr:`schedule`: per command ``(start, end)``, the cycle (from the first acceptance, 0) of the edge
+        that accepts it and of the edge that raises its response's ``tvalid`` (start + its ``cycles``), what
+        ``python -m sim run --timeline`` draws. Not recorded in ``TILEVEC_RECORDS``; a hang fails as in
+        :meth:`execute`."""
         import cocotb
         from cocotb.triggers import ClockCycles, First, RisingEdge
         from cocotb.utils import get_sim_time
@@ -110,19 +115,20 @@ class Driver:
         if not cmds:
             return [], 0
         bus = self.cmd_source.bus
-        accepted = {}
+        accepted = {"edges": []}
 
-        async def first_accept():            # Python wakes each clock only until the first command is taken
+        async def accepts():                 # Python wakes each clock only until the last command is taken
             last = get_sim_time("ps")
-            while True:
+            while len(accepted["edges"]) < len(cmds):
                 await RisingEdge(self.clock)
                 now = get_sim_time("ps")
                 if bus.tvalid.value == 1 and bus.tready.value == 1:
-                    accepted["time"], accepted["period"] = now, now - last
-                    return
+                    if not accepted["edges"]:
+                        accepted["time"], accepted["period"] = now, now - last
+                    accepted["edges"].append(now)
                 last = now
 
-        watch = cocotb.start_soon(first_accept())
+        watch = cocotb.start_soon(accepts())
         sent = []
         for cmd in cmds:
             cmd = dict(cmd)
@@ -143,7 +149,10 @@ class Driver:
             responses.append(rsp)
         end = get_sim_time("ps")               # the edge that took the last response, a cycle after its tvalid
         await watch
-        return responses, round((end - accepted["time"]) / accepted["period"]) - 1
+        t0, period = accepted["time"], accepted["period"]
+        starts = [round((t - t0) / period) for t in accepted["edges"]]
+        self.schedule = [(a, a + int(r["cycles"])) for a, r in zip(starts, responses)]
+        return responses, round((end - t0) / period) - 1
 
     def _record(self, cmd, rsp, label):
         if not self._records:

@@ -1,17 +1,19 @@
 """``python -m sim run`` on the RTL (Icarus, small configuration): two examples through the generic testbench
 ``cocotb_tests/test_pto.py`` (every command shadowed by the golden, the whole UB compared after each one),
-outputs against the examples' numpy references; and TGEMV_ACC, which the RTL answers UNSUPPORTED today."""
+outputs against the examples' numpy references, and the schedule ``--timeline`` draws; and (slow) the
+TGEMV_ACC example on the default unit's GEMV engine."""
 
 import pytest
 
 from tests.test_pto_run import EXAMPLES, example
 from sim.programs.run import run_program
+from sim.timeline import draw
 
 pytestmark = pytest.mark.cocotb
 
 
 @pytest.mark.parametrize("name", ["gather_scale", "tpartadd"])
-def test_example_rtl(name):
+def test_example_rtl(name, tmp_path):
     mod = example(name)
     x = mod.inputs(seed=3)
     rep = run_program(EXAMPLES / f"{name}.pto", x, sim="icarus", label=f"pto_test_{name}")
@@ -20,16 +22,28 @@ def test_example_rtl(name):
     # the whole program, commands back to back: each instruction's cycles, and a few between them (issue #34)
     n = len(rep.rows)
     assert rep.sum_cycles <= rep.total_cycles <= rep.sum_cycles + 4 * (n - 1), (rep.total_cycles, rep.sum_cycles)
+    # the schedule the timeline draws: one instruction at a time today, each as long as its cycles, the last
+    # ending where the program's total ends
+    assert len(rep.schedule) == n and rep.schedule[0][1] == 0 and rep.schedule[-1][2] == rep.total_cycles
+    for (_, s0, e0), (_, s1, _) in zip(rep.schedule, rep.schedule[1:]):
+        assert e0 < s1, rep.schedule
+    assert [e - s for _, s, e in rep.schedule] == [r.cycles for r in rep.rows]
+    util = draw(rep.schedule, tmp_path / "timeline.png", labels=[r.op for r in rep.rows])
+    assert (tmp_path / "timeline.png").stat().st_size > 0
+    assert sum(util.values()) == pytest.approx(rep.sum_cycles / rep.total_cycles)
     for k, v in mod.reference(x).items():
         assert rep.outputs[k].tobytes() == v.tobytes(), k
 
 
 @pytest.mark.slow            # builds the default configuration
-def test_tgemv_acc_unsupported_on_rtl():
+def test_tgemv_acc_on_rtl():
+    """The seed's TGEMV_ACC example on the default unit's GEMV engine, against its numpy reference."""
     mod = example("tgemv_acc")
-    rep = run_program(EXAMPLES / "tgemv_acc.pto", mod.inputs(), sim="icarus", label="pto_test_tgemv_acc")
-    assert [r.status for r in rep.rows] == ["UNSUPPORTED"] and not rep.ok
-    assert "no engine" in rep.problems[0]
+    x = mod.inputs()
+    rep = run_program(EXAMPLES / "tgemv_acc.pto", x, sim="icarus", label="pto_test_tgemv_acc")
+    assert rep.ok and [r.status for r in rep.rows] == ["OK"], rep.problems
+    for k, v in mod.reference(x).items():
+        assert rep.outputs[k].tobytes() == v.tobytes(), k
 
 
 def test_waves_with_save_file():

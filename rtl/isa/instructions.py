@@ -20,11 +20,12 @@ Type rules come in two kinds:
   (C_in, bias) has the accumulator's type.
 """
 
+import enum
 from dataclasses import dataclass, field
 
 from rtl.isa import DType, Opcode, Profile, Status
 
-__all__ = ["CHECK_ORDER", "EXEC_STATUSES", "Slot", "Instruction", "INSTRUCTIONS", "TILE_SLOTS", "instruction",
+__all__ = ["CHECK_ORDER", "EXEC_STATUSES", "Pipe", "Slot", "Instruction", "INSTRUCTIONS", "TILE_SLOTS", "instruction",
            "main_slot", "LOCAL_GATHER_GROUP", "LOCAL_GATHER_MAX_INDICES", "LOCAL_GATHER_MAX_NEPI_LOG2",
            "GEMV_MAX_DIM", "GEMV_PARTIAL_SUMS", "EXPAND_BLOCK_BYTES"]
 
@@ -51,6 +52,17 @@ GEMV_MAX_DIM = 4095                 #: TGEMV*: K and N in [1, 4095]
 #: (docs/semantics.md; a unit's own P is ``Config.gemv_partial_sums``, by default this one).
 GEMV_PARTIAL_SUMS = 8
 EXPAND_BLOCK_BYTES = 32             #: TROWEXPAND* mode 2: one 32-byte block per row
+
+class Pipe(enum.Enum):
+    """The pipe an instruction runs in: the machines this unit follows run these at the same time, each in
+    order (Ascend's MTE2, MTE3, V and M pipes; issue #33 brings them to this unit). Today's unit runs one
+    instruction at a time; the pipe already names the lane an instruction takes in a timeline
+    (``python -m sim run P.pto --timeline T.png``)."""
+    GM_TO_UB = "GM -> UB"       #: TLOAD, MGATHER (Ascend MTE2)
+    UB_TO_GM = "UB -> GM"       #: TSTORE (MTE3)
+    VECTOR = "vector"           #: the elementwise family, local_gather (V)
+    MATRIX = "matrix"           #: the TGEMV family (M, the cube)
+
 
 _ALL = frozenset(DType)
 _BOTH = frozenset(Profile)
@@ -91,6 +103,7 @@ class Instruction:
     slots: tuple
     family: str
     golden: str
+    pipe: Pipe
     gm: str = ""                    # role of the GM descriptor ("" = not used)
     gm_typed: bool = False          # the GM descriptor's dtype joins the ``same`` type group
     immediates: tuple = ()
@@ -161,14 +174,14 @@ def _gemv(opcode, summary, init_role=None):
     if init_role:
         slots.append(Slot("src2", init_role, "init"))
     return Instruction(
-        opcode, summary, tuple(slots), family="gemv", golden=opcode.name.lower(), type_rule="gemv",
+        opcode, summary, tuple(slots), family="gemv", golden=opcode.name.lower(), pipe=Pipe.MATRIX, type_rule="gemv",
         types=None, triples=_gemv_triples(), special=(Status.SHAPE_MISMATCH, Status.DIM_OUT_OF_RANGE),
         limits={"max_dim": GEMV_MAX_DIM, "m": 1}, seed="TGEMV_ACC.txt",
         note=f"m = 1; K, N in [1, {GEMV_MAX_DIM}]" + ("; C_in may be the C_out tile" if init_role == "C_in" else ""))
 
 
 _MGATHER = dict(
-    family="mgather", gm="table", gm_typed=True, immediates=("oob",),
+    family="mgather", pipe=Pipe.GM_TO_UB, gm="table", gm_typed=True, immediates=("oob",),
     # MGATHER is an A5 instruction (its seed documents only include/pto/npu/a5/MGather.hpp): the A2A3
     # profile accepts no type at all, so every MGATHER answers DTYPE_UNSUPPORTED there.
     types={Profile.A2A3: frozenset(), Profile.A5: _ALL},
@@ -185,7 +198,7 @@ _TROWEXPAND = dict(
     # dst must be row-major; the full operand's layout rule depends on which source it is (special)
     slots=(Slot("dst", "dst", writes=True), Slot("src0", "src0", row_major=frozenset()),
            Slot("src1", "src1", row_major=frozenset())),
-    family="elementwise",
+    family="elementwise", pipe=Pipe.VECTOR,
     # the seed gives half, float, int16, int32 (A2/A3/A5) + uint16, uint32 (A5); bf16, int8, uint8 added for A5
     types={Profile.A2A3: frozenset({DType.FP16, DType.FP32, DType.INT16, DType.INT32}),
            Profile.A5: frozenset({DType.FP16, DType.FP32, DType.BF16, DType.INT8, DType.INT16, DType.INT32,
@@ -199,7 +212,7 @@ _TROWEXPAND = dict(
 _TPART = dict(
     # A5 accepts row- and column-major tiles; A2/A3 row-major only
     slots=tuple(Slot(s.name, s.role, s.kind, frozenset({Profile.A2A3}), s.writes) for s in _EW_SLOTS),
-    family="elementwise",
+    family="elementwise", pipe=Pipe.VECTOR,
     types={Profile.A2A3: frozenset({DType.INT32, DType.INT16, DType.FP16, DType.FP32}),
            Profile.A5: frozenset({DType.UINT8, DType.INT8, DType.UINT16, DType.INT16, DType.UINT32,
                                   DType.INT32, DType.FP16, DType.FP32, DType.BF16})},
@@ -222,10 +235,10 @@ _TRANSFER = dict(family="transfer", gm_typed=True,
 #: One entry per opcode, in opcode order.
 INSTRUCTIONS = {ins.opcode: ins for ins in (
     Instruction(Opcode.TLOAD, "GM region -> UB tile (valid region), 2-D strided",
-                (Slot("dst", "tile", row_major=frozenset(), writes=True),), golden="tload", gm="source",
+                (Slot("dst", "tile", row_major=frozenset(), writes=True),), golden="tload", gm="source", pipe=Pipe.GM_TO_UB,
                 exec_statuses=(Status.AXI_READ_ERROR,), **_TRANSFER),
     Instruction(Opcode.TSTORE, "UB tile (valid region) -> GM region, 2-D strided",
-                (Slot("src0", "tile", row_major=frozenset()),), golden="tstore", gm="destination",
+                (Slot("src0", "tile", row_major=frozenset()),), golden="tstore", gm="destination", pipe=Pipe.UB_TO_GM,
                 exec_statuses=(Status.AXI_WRITE_ERROR,), **_TRANSFER),
     Instruction(Opcode.MGATHER_ROW, "dst[i, :] = table[idx[i], :]", _MG_SLOTS, golden="mgather_row", **_MGATHER),
     Instruction(Opcode.MGATHER_ELEM, "dst[i, j] = table_flat[idx[i, j]]", _MG_SLOTS, golden="mgather_elem",
@@ -233,7 +246,7 @@ INSTRUCTIONS = {ins.opcode: ins for ins in (
     Instruction(
         Opcode.LOCAL_GATHER, "NKI local_gather inside the UB, per group of 16 rows",
         (Slot("dst", "dst", writes=True), Slot("src0", "source"), Slot("src1", "index tile", "index")),
-        family="local_gather", golden="local_gather", immediates=("nepi_log2", "num_valid"),
+        family="local_gather", golden="local_gather", pipe=Pipe.VECTOR, immediates=("nepi_log2", "num_valid"),
         # a pure copy that "preserves the input data types": every type, both profiles
         index_types=frozenset({DType.UINT16}),
         special=(Status.SHAPE_MISMATCH, Status.PARAM_INVALID, Status.DIM_OUT_OF_RANGE),

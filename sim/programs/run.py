@@ -51,7 +51,8 @@ class Report:
     expects (at its source line, with the golden's rule; their text is in ``problems`` too). ``missing``:
     {output name: why it was never computed} (an instruction on its way failed): left out of ``outputs``.
     ``total_cycles``: RTL runs, the whole program's cycles, the first command accepted to the last response
-    with the commands back to back (``sum_cycles``: the instructions' own cycles added up)."""
+    with the commands back to back (``sum_cycles``: the instructions' own cycles added up), and ``schedule``
+    each instruction's ``(start, end)`` cycles in that run (``sim.timeline`` draws it)."""
     rows: list
     outputs: dict
     problems: list = field(default_factory=list)
@@ -61,6 +62,7 @@ class Report:
     errors: list = field(default_factory=list)
     missing: dict = field(default_factory=dict)
     total_cycles: int = None
+    schedule: list = None
 
     @property
     def sum_cycles(self):
@@ -213,6 +215,8 @@ def _rtl_report(image, rows, golden, results, result, sim):
     for r, c in zip(rows, results["commands"]):
         r.status, r.cycles, r.undefined = c["status"], c["cycles"], c["undefined"]
     rep.total_cycles = results.get("total_cycles")
+    if results.get("schedule"):
+        rep.schedule = [(c["opcode"], start, end) for c, (start, end) in zip(image.commands, results["schedule"])]
     if results["error"]:
         rep.problems.append(results["error"] + f" (log: {result.log_file})")
     outs = {o["name"]: o for o in image.outputs}
@@ -332,12 +336,18 @@ def main(argv=None):
                    "with --sim none also NAME,field=value,...")
     p.add_argument("--waves", action="store_true", help="write an FST of the RTL run and its GTKWave save file")
     p.add_argument("--out", help="write the outputs to this .npz")
+    p.add_argument("--timeline", metavar="PNG", help="draw the RTL run's instructions as bars in their pipes' "
+                   "lanes over cycles, with each pipe's utilization (sim/timeline.py)")
     a = p.parse_args(argv)
     # everything the user named, checked before anything runs (a long simulation must not end in an unwritable
     # --out)
     program = readable_file(a.program, "program")
     if a.out:
         writable_file(a.out, "--out")
+    if a.timeline:
+        writable_file(a.timeline, "--timeline")
+        if a.sim == "none":
+            raise UsageError("--timeline draws an RTL run: give --sim icarus or verilator, not none")
     if a.config:
         from pto.program import config_from_spec
         config_from_spec(a.config, source=f"--config {a.config!r}")
@@ -347,6 +357,10 @@ def main(argv=None):
     if rep.total_cycles is not None:
         print(f"total {rep.total_cycles} cycles, first command accepted to last response, commands back to back "
               f"(sum of instruction cycles {rep.sum_cycles})")
+    if a.timeline and rep.schedule:
+        from sim.timeline import draw
+        util = draw(rep.schedule, a.timeline, title=pathlib.Path(program).name, labels=[r.op for r in rep.rows])
+        print(f"timeline -> {a.timeline}: " + ", ".join(f"{pipe.value} {100 * u:.0f}%" for pipe, u in util.items()))
     if a.out:
         save_outputs(a.out, rep.outputs)
         print(f"outputs: {', '.join(f'{k} {v.shape} {v.dtype}' for k, v in rep.outputs.items()) or 'none'} "

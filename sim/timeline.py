@@ -1,0 +1,73 @@
+"""A program's run as a timeline: each instruction a bar in its pipe's lane over cycles, each pipe's utilization.
+
+``python -m sim run P.pto --timeline T.png`` draws the RTL run of a program's commands back to back (the run
+its total cycles are measured on; ``Driver.schedule`` gives each command's start, the edge that accepts it,
+and end, the edge that raises its response). The lanes are the pipes of ``rtl.isa.Pipe`` (GM -> UB, UB -> GM,
+vector, matrix), as Ascend's and Neuron's profilers show their engines; a pipe's utilization is the share of
+the program's cycles in which at least one of its instructions was running. Today's unit runs one
+instruction at a time, so the bars never overlap and the utilizations add up to at most 100%: the figure
+shows what running the pipes at once (issue #33) has to gain.
+"""
+
+from rtl.isa import INSTRUCTIONS, Opcode, Pipe
+
+__all__ = ["utilization", "draw"]
+
+#: One colour per pipe (matplotlib's tab10).
+COLOURS = {Pipe.GM_TO_UB: "tab:blue", Pipe.UB_TO_GM: "tab:green", Pipe.VECTOR: "tab:orange",
+           Pipe.MATRIX: "tab:purple"}
+
+
+def _pipe(opcode):
+    return INSTRUCTIONS[Opcode(opcode)].pipe
+
+
+def utilization(schedule):
+    """``{pipe: busy share}`` of a schedule ``[(opcode, start, end)]``: the cycles of ``[first start, last
+    end)`` in which an instruction of the pipe runs, over all of them (0 for a pipe with none; an empty
+    schedule gives zeros)."""
+    out = {pipe: 0.0 for pipe in Pipe}
+    if not schedule:
+        return out
+    t0 = min(s for _, s, _ in schedule)
+    total = max(e for _, _, e in schedule) - t0
+    for pipe in Pipe:
+        spans = sorted((s, e) for op, s, e in schedule if _pipe(op) == pipe)
+        busy, reach = 0, t0
+        for s, e in spans:                      # the union of the pipe's intervals
+            s = max(s, reach)
+            if e > s:
+                busy += e - s
+                reach = e
+        out[pipe] = busy / total if total else 0.0
+    return out
+
+
+def draw(schedule, path, *, title="", labels=None):
+    """Write the timeline of ``schedule`` (``[(opcode, start, end)]``, cycles) to ``path`` (PNG); ``labels``:
+    the bars' texts (default: the opcodes' names). Returns :func:`utilization`."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    util = utilization(schedule)
+    lanes = list(Pipe)
+    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.7 * len(lanes)))
+    for k, (op, start, end) in enumerate(schedule):
+        pipe = _pipe(op)
+        y = lanes.index(pipe)
+        ax.broken_barh([(start, max(end - start, 1))], (y - 0.35, 0.7), facecolors=COLOURS[pipe],
+                       edgecolor="black", linewidth=0.5)
+        text = labels[k] if labels else Opcode(op).name
+        ax.text(start + (end - start) / 2, y, text, ha="center", va="center", fontsize=7, clip_on=True)
+    ax.set_yticks(range(len(lanes)), [f"{p.value}  {100 * util[p]:.0f}%" for p in lanes])
+    ax.invert_yaxis()
+    ax.set_xlabel("cycle")
+    end = max((e for _, _, e in schedule), default=1)
+    ax.set_xlim(0, end)
+    ax.set_title(f"{title + ': ' if title else ''}{len(schedule)} instructions, {end} cycles "
+                 "(lane: pipe, busy share of the run)")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return util

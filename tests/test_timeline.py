@@ -1,0 +1,43 @@
+"""``sim.timeline``: each pipe's busy share of a schedule, and the drawing ``python -m sim run --timeline``
+writes. (The schedule of a real RTL run is checked in tests/test_pto_rtl.py.)"""
+
+import subprocess
+import sys
+
+import pytest
+
+from rtl.isa import Opcode, Pipe
+from sim.timeline import draw, utilization
+
+
+def test_utilization_is_the_union_of_each_pipes_intervals():
+    schedule = [(Opcode.TLOAD, 0, 40), (Opcode.MGATHER_ROW, 30, 60),      # GM -> UB: [0, 60), overlapping
+                (Opcode.TPARTADD, 60, 80), (Opcode.LOCAL_GATHER, 90, 100),  # vector: 30 cycles
+                (Opcode.TSTORE, 80, 100)]                                  # UB -> GM: 20
+    util = utilization(schedule)
+    assert util == {Pipe.GM_TO_UB: 0.6, Pipe.UB_TO_GM: 0.2, Pipe.VECTOR: 0.3, Pipe.MATRIX: 0.0}
+    assert utilization([]) == {p: 0.0 for p in Pipe}
+
+
+def test_pipes_of_the_instruction_table():
+    """The pipes issue #33 names: GM -> UB (TLOAD, MGATHER), UB -> GM (TSTORE), vector (the elementwise
+    family, local_gather), matrix (the TGEMV family)."""
+    from rtl.isa import INSTRUCTIONS
+    want = {"transfer": None, "mgather": Pipe.GM_TO_UB, "local_gather": Pipe.VECTOR, "elementwise": Pipe.VECTOR,
+            "gemv": Pipe.MATRIX}
+    for op, ins in INSTRUCTIONS.items():
+        expect = want[ins.family] or (Pipe.GM_TO_UB if op == Opcode.TLOAD else Pipe.UB_TO_GM)
+        assert ins.pipe == expect, op
+
+
+def test_draw_writes_a_png(tmp_path):
+    out = tmp_path / "t.png"
+    util = draw([(Opcode.TLOAD, 0, 10), (int(Opcode.TGEMV.value), 10, 30)], out, title="x")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert util[Pipe.MATRIX] == pytest.approx(2 / 3)
+
+
+def test_timeline_needs_an_rtl_run(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "sim", "run", "examples/tpartadd.pto", "--sim", "none",
+                        "--timeline", str(tmp_path / "t.png")], capture_output=True, text=True)
+    assert r.returncode == 2 and "--timeline draws an RTL run" in r.stderr, r.stderr
