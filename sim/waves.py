@@ -57,32 +57,33 @@ def fst_signals(fst):
     return out
 
 
-def fst_span(fst):
-    """``(start, end)`` simulation time of an FST in its time unit, from its header block (FST's header: block
-    type 0, then a 64-bit length, start time and end time, big-endian); None when it has no such header."""
+def _fst_header(fst):
+    """The first 74 bytes of an FST's header block (block type 0, a 64-bit length, start and end time, the
+    endianness double, the memory, scope, variable, variable-count and block-count words, the time scale),
+    or None when the file has no such header."""
     try:
         with open(fst, "rb") as f:
-            head = f.read(25)
+            head = f.read(74)
     except OSError:
         return None
-    if len(head) < 25 or head[0] != 0:
+    return head if len(head) == 74 and head[0] == 0 else None
+
+
+def fst_span(fst):
+    """``(start, end)`` simulation time of an FST in its time unit (big-endian words of its header); None
+    when it has no header."""
+    head = _fst_header(fst)
+    if head is None:
         return None
     start, end = struct.unpack(">QQ", head[9:25])
     return (start, end) if end >= start else None
 
 
 def fst_timescale(fst):
-    """The FST's time unit as a power of ten of a second (``-12``: ps), from its header block (a signed byte
-    after the start and end times, the endianness double, and the memory, scope, variable, variable-count
-    and block-count words); None when it has no such header."""
-    try:
-        with open(fst, "rb") as f:
-            head = f.read(74)
-    except OSError:
-        return None
-    if len(head) < 74 or head[0] != 0:
-        return None
-    return struct.unpack(">b", head[73:74])[0]
+    """The FST's time unit as a power of ten of a second (``-12``: ps), a signed byte of its header; None
+    when it has no header."""
+    head = _fst_header(fst)
+    return None if head is None else struct.unpack(">b", head[73:74])[0]
 
 
 #: GTKWave's zoom: ``zoom`` z shows ``ZOOM_BASE ** -z`` time units per ``ZOOM_FRAME`` pixels (its default zoom
