@@ -11,11 +11,14 @@ result), writes ``build/sim-summary.csv`` and exits non-zero when any test fails
 import argparse
 import concurrent.futures
 import csv
+import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass
+from xml.etree import ElementTree
 
-from sim.runner import BUILD, build, config_spec, list_testcases, run, testcase_label
+from sim.runner import BUILD, RunResult, build, config_spec, list_testcases, run, testcase_label
 
 __all__ = ["Entry", "REGRESSION", "GROUP_SIZE", "batches", "run_entry", "run_group", "main"]
 
@@ -157,10 +160,6 @@ def _entry_views(result, entries, config, sim, waves):
     """Each grouped entry's own directory: ``results.xml`` with its testcase alone, ``records.jsonl`` with
     its commands, ``sim.log`` linked to the run's; with waves, ``<name>.fst`` linked to the run's FST and
     ``<name>.gtkw`` on the testcase's window of simulated time (cocotb's results give each testcase's)."""
-    import json
-    import shutil
-    from xml.etree import ElementTree
-    from sim.runner import testcase_label
     tree = ElementTree.parse(result.results_xml) if result.results_xml.exists() else None
     windows = {case.name: case.sim_window_ns for case in result.cases}
     for e in entries:
@@ -185,7 +184,6 @@ def _entry_views(result, entries, config, sim, waves):
 def entry_result(entry, config="small", sim="icarus"):
     """The :class:`sim.runner.RunResult` in ``entry``'s own directory (a run of its own, or its view of a
     :func:`run_group`)."""
-    from sim.runner import RunResult
     d = _entry_dir(entry, config, sim)
     return RunResult(entry.name, d / "results.xml", d / "records.jsonl", d / f"{entry.name}.fst")
 

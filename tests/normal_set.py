@@ -12,6 +12,8 @@ of each kind of run and marks the rest ``slow`` (``make test-slow`` and ``make s
 
 import pytest
 
+from sim.regress import GROUP_SIZE, batches
+
 #: The per-type runs the normal set keeps (one type per element size).
 NORMAL_DTYPES = ("INT8", "FP16", "FP32")
 
@@ -39,13 +41,12 @@ def per_type(prefix, entries, slow=()):
     return split(entries, keep | {f"{prefix}_{d}" for d in NORMAL_DTYPES})
 
 
-def grouped(params, size=None):
+def grouped(params, size=GROUP_SIZE):
     """pytest parameters of *lists* of entries: the normal-set entries of ``params`` (``pytest.param`` s of
     one entry, as :func:`split` makes them, or entries) as ``sim.regress.batches`` runs them (at most
-    ``size``, default ``sim.regress.GROUP_SIZE``, consecutive ones that take no parameters to a simulator run,
+    ``size`` consecutive ones that take no parameters to a simulator run,
     the marked entries between them skipped over; id: their names joined by ``+``, so ``-k <name>`` still
     selects one), then every marked (``slow``) entry as a list of one, with its marks."""
-    from sim.regress import GROUP_SIZE, batches
     plain, marked = [], []
     for p in params:
         entry, marks = (p.values[0], p.marks) if hasattr(p, "values") else (p, ())
@@ -53,7 +54,7 @@ def grouped(params, size=None):
             marked.append(pytest.param([entry], id=entry.name, marks=marks))
         else:
             plain.append(entry)
-    return [pytest.param(b, id="+".join(e.name for e in b)) for b in batches(plain, size or GROUP_SIZE)] + marked
+    return [pytest.param(b, id="+".join(e.name for e in b)) for b in batches(plain, size)] + marked
 
 
 def run_entries(entries, config="small"):

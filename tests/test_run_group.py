@@ -13,7 +13,7 @@ from tests.normal_set import grouped, per_type
 UB_DEBUG = [e for e in REGRESSION if e.module == "test_ub_debug"]
 
 
-def test_grouped_keeps_slow_and_parametrized_entries_alone():
+def test_grouped_keeps_slow_entries_alone():
     entries = [e for e in REGRESSION if e.module == "test_elementwise"]
     params = per_type("ew", entries)
     groups = grouped(params, size=3)
@@ -66,12 +66,13 @@ def test_run_group_reports_each_testcase():
     assert result.cases[0].result == "pass"
     assert [(e, why.split(" ")[0]) for e, why in failures] == [(missing, "did")]
     # each entry's own directory reads as a run of its own
-    assert entry_result(UB_DEBUG[0]).passed and [c.name for c in entry_result(UB_DEBUG[0]).cases] == [UB_DEBUG[0].testcase]
+    alone = entry_result(UB_DEBUG[0])
+    assert alone.passed and [c.name for c in alone.cases] == [UB_DEBUG[0].testcase]
     assert not entry_result(missing).passed
 
 
 @pytest.mark.cocotb
-def test_run_group_waves_open_on_each_testcase(tmp_path):
+def test_run_group_waves_open_on_each_testcase():
     """With waves, each grouped testcase's save file opens on its own part of the run's FST: markers A and
     B at its start and end, one after the other, and the second testcase starting where the first ended."""
     import re

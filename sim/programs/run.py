@@ -52,7 +52,7 @@ class Report:
     {output name: why it was never computed} (an instruction on its way failed): left out of ``outputs``.
     ``total_cycles``: RTL runs, the whole program's cycles, the first command accepted to the last response
     with the commands back to back (``sum_cycles``: the instructions' own cycles added up), and ``schedule``
-    each instruction's ``(start, end)`` cycles in that run (``sim.timeline`` draws it)."""
+    each instruction's ``(opcode, start, end)`` in that run, in cycles (``sim.timeline`` draws it)."""
     rows: list
     outputs: dict
     problems: list = field(default_factory=list)
