@@ -82,6 +82,18 @@ def _mgather_ops():
     return [op for op, ins in INSTRUCTIONS.items() if ins.family == "mgather"]
 
 
+#: The type column of an instruction without operands (TSYNC) in the ``OP/DTYPE`` bins.
+NO_TYPE = "-"
+
+
+def _type_names(op, profile):
+    """The ``DTYPE`` parts of ``op``'s legal ``OP/DTYPE`` bins: its legal types', or :data:`NO_TYPE` alone
+    for an instruction without operands."""
+    if not instruction(op).slots:
+        return [NO_TYPE]
+    return [dt.name for dt in _sorted(legal_types(op, profile))]
+
+
 def legal_types(op, profile):
     """The types the table accepts for ``op``'s main slot in ``profile`` (GEMV: the accumulator's)."""
     ins = instruction(op)
@@ -150,8 +162,7 @@ def goal_bins(profile, supported=None):
     bins are no goal), as crosses ``{cross: [tuples]}``, in the order they are reported. Families without
     a legal type in the profile, or without an engine, have no items."""
     has = (lambda op: True) if supported is None else (lambda op: op in supported)
-    out = {"opcode_dtype.legal": [f"{op.name}/{dt.name}" for op in Opcode if has(op)
-                                  for dt in _sorted(legal_types(op, profile))],
+    out = {"opcode_dtype.legal": [f"{op.name}/{dt}" for op in Opcode if has(op) for dt in _type_names(op, profile)],
            "status.code": reachable_statuses(profile, supported)}
     mg = [op for op in _mgather_ops() if legal_types(op, profile) and has(op)]
     if mg:
@@ -191,8 +202,9 @@ def goal_bins(profile, supported=None):
 
 def illegal_bins(profile):
     """``OP/DTYPE`` combinations the table does not accept in ``profile`` (``OP/INVALID``: a reserved code)."""
-    return [f"{op.name}/{dt.name}" for op in Opcode for dt in DType if dt not in legal_types(op, profile)] + \
-           [f"{op.name}/INVALID" for op in Opcode]
+    ops = [op for op in Opcode if instruction(op).slots]     # TSYNC has no type to be illegal
+    return [f"{op.name}/{dt.name}" for op in ops for dt in DType if dt not in legal_types(op, profile)] + \
+           [f"{op.name}/INVALID" for op in ops]
 
 
 #: The groups whose bins are the goal (``illegal`` is not).
@@ -252,8 +264,11 @@ def command_features(cmd, status, machine=None):
     if not isinstance(op, Opcode):
         return f
     ins = INSTRUCTIONS[op]
-    main = tile_view(cmd, main_slot(op))
-    dt = main.dtype.name if isinstance(main.dtype, DType) else "INVALID"
+    if main_slot(op) is None:
+        dt = NO_TYPE
+    else:
+        main = tile_view(cmd, main_slot(op))
+        dt = main.dtype.name if isinstance(main.dtype, DType) else "INVALID"
     f["opcode_dtype_any"] = f"{op.name}/{dt}"
     if st is None or not (st == Status.OK or st in EXEC_STATUSES):
         return f

@@ -13,7 +13,7 @@ import sys
 
 from amaranth.lib import data
 
-from rtl.isa import (Command, DType, DTYPE_BYTES, GmDesc, INSTRUCTIONS, Layout, OobMode, Opcode, Profile,
+from rtl.isa import (Command, DType, DTYPE_BYTES, FRONT_END_OPCODES, GmDesc, INSTRUCTIONS, Layout, OobMode, Opcode, Profile,
     Response, Status, TILE_SLOTS, TileDesc)
 
 __all__ = ["tables", "slot_table", "instruction_map", "builder_table", "GENERATED", "render", "write_docs"]
@@ -41,6 +41,8 @@ def _enum_table(title, enum, extra=None):
 
 
 def _types(ins):
+    if not ins.slots and not ins.gm:
+        return "-"
     if ins.type_rule == "gemv":
         return "GEMV triples (" + ", ".join(f"{p.value}: {len(ins.triples[p])}" for p in Profile) + ")"
     parts = []
@@ -73,8 +75,10 @@ def slot_table():
                 text += ", row-major"
             cells.append(text)
         imm = ", ".join(f"`{i}`" for i in ins.immediates)
+        where = ('`' + engine[op] + '`' if op in engine else
+                 "the front end (`VectorUnit`)" if op in FRONT_END_OPCODES else 'none yet (UNSUPPORTED)')
         rows.append(f"| {op.name} | " + " | ".join(cells) + f" | {ins.gm} | {imm} | {_types(ins)} | {ins.note} | "
-                    f"{'`' + engine[op] + '`' if op in engine else 'none yet (UNSUPPORTED)'} |")
+                    f"{where} |")
     return "\n".join(rows)
 
 
@@ -92,7 +96,9 @@ def instruction_map():
             "|---|---|---|---|---|---|---|"]
     for op, ins in INSTRUCTIONS.items():
         e = engine.get(op)
-        if e is None:
+        if op in FRONT_END_OPCODES:
+            rtl = "the front end (`VectorUnit`, `rtl/top.py`)"
+        elif e is None:
             rtl = "none yet"
         else:
             package = pathlib.Path(inspect.getfile(e)).parent.relative_to(ROOT)
@@ -100,8 +106,10 @@ def instruction_map():
             part = package / f"{ins.family}.py"          # the family's own part of a shared engine (MGATHER)
             if (ROOT / part).exists():
                 rtl += f", parts in `{part.as_posix()}`"
-        rows.append(f"| {op.name} | {ins.pipe.value} | {rtl} | `golden.ops.{ins.golden}` | "
-                    f"{_exists(f'cocotb_tests/test_{ins.family}.py')} | {_exists(f'tests/rtl/test_rtl_{ins.family}.py')} | "
+        pipe = ins.pipe.value if ins.pipe else "none (waits for all)"
+        block = "- (no engine)" if op in FRONT_END_OPCODES else _exists(f'tests/rtl/test_rtl_{ins.family}.py')
+        rows.append(f"| {op.name} | {pipe} | {rtl} | `golden.ops.{ins.golden}` | "
+                    f"{_exists(f'cocotb_tests/test_{ins.family}.py')} | {block} | "
                     f"{ins.seed or '-'} |")
     return "\n".join(rows)
 

@@ -335,6 +335,8 @@ def _failures(cmd, config, supported=None, special=True):
         yield Status.UNSUPPORTED, f"{op.name}: this configuration has no engine for it"
         return
     ins = INSTRUCTIONS[op]
+    if not ins.slots and not ins.gm:
+        return                  # TSYNC: no operands, nothing to check (its other fields are ignored)
     t = {s.name: tile_view(cmd, s.name, s.role) for s in ins.slots}
     gm = gm_view(cmd) if ins.gm else None
     yield from _common(ins, t, gm, config)

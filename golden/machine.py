@@ -249,6 +249,8 @@ class Machine:
 
     def _run(self, op, cmd, t, g):
         prof = self.config.profile
+        if op == Opcode.TSYNC:
+            return ops.tsync()
         rd = lambda s: self.read_tile(t[s])
         v = lambda s: (t[s].vr, t[s].vc)
         if op == Opcode.TLOAD:

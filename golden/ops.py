@@ -26,7 +26,7 @@ __all__ = [
     "tload", "tstore", "mgather_row", "mgather_elem", "local_gather", "trowexpandmul", "trowexpandadd",
     "trowexpandsub", "trowexpandmax", "trowexpandmin", "tpartadd", "tpartmul", "tpartmax", "tpartmin",
     "trowexpand_roles", "tpart_pattern_ok", "TROWEXPAND_FUNCTIONS", "TPART_FUNCTIONS", "tgemv", "tgemv_acc",
-    "tgemv_bias", "gemv_reduce", "resolve_indices",
+    "tgemv_bias", "gemv_reduce", "resolve_indices", "tsync",
     "GEMV_MAX_DIM", "LOCAL_GATHER_GROUP", "LOCAL_GATHER_MAX_INDICES",
 ]
 
@@ -97,6 +97,12 @@ def tstore(src, src_valid):
     r, c = _valid(src_valid, "src")
     _check_static(src, (r, c), "src")
     return from_bits(bits(src)[:r, :c].copy(), dtype_of(src))
+
+
+def tsync():
+    """TSYNC: a barrier; no data changes. Its response comes when every instruction before it has finished
+    (docs/semantics.md, "TSYNC"); one instruction at a time, as this model runs them, that is at once."""
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ MGATHER

@@ -11,7 +11,7 @@ from rtl.engines.gemv.engine import GemvEngine
 from rtl.engines.local_gather.engine import LocalGatherEngine
 from rtl.engines.transfer.engine import TransferEngine
 from rtl.fpga import global_net
-from rtl.isa import COMMAND_BITS, RESPONSE_BITS, Command, Response, Status
+from rtl.isa import COMMAND_BITS, FRONT_END_OPCODES, RESPONSE_BITS, Command, Response, Status
 from rtl.lib.axi import Axi4Signature, AxiStreamSignature
 from rtl.ub.buffer import UnifiedBuffer
 
@@ -59,9 +59,10 @@ def engines_for(config):
 
 
 def supported_opcodes(config):
-    """The opcodes a unit of ``config`` executes (every other known opcode answers ``UNSUPPORTED``): the
-    set the golden model (``golden.Machine(config, supported=...)``) and coverage take."""
-    return frozenset(op for cls in engines_for(config) for op in cls.opcodes)
+    """The opcodes a unit of ``config`` executes (every other known opcode answers ``UNSUPPORTED``): its
+    engines' and the front end's own (:data:`rtl.isa.FRONT_END_OPCODES`, TSYNC); the set the golden
+    model (``golden.Machine(config, supported=...)``) and coverage take."""
+    return frozenset(op for cls in engines_for(config) for op in cls.opcodes) | FRONT_END_OPCODES
 
 
 class UbDebugSignature(wiring.Signature):
@@ -112,7 +113,9 @@ class VectorUnit(wiring.Component):
     reads may follow each other every cycle. Tie ``valid`` low when unused.
 
     Behaviour: one instruction at a time. A command is accepted (``tready`` high) only when the unit
-    is idle. The engine for its opcode gets ``start`` in the next cycle (speculatively, from a
+    is idle. TSYNC (:data:`rtl.isa.FRONT_END_OPCODES`), the barrier, goes to no engine: the checker passes
+    it and the front end answers ``OK`` at the verdict (``cycles`` = :attr:`REJECT_CYCLES`); with one
+    instruction at a time, everything before it has finished when it is accepted. The engine for its opcode gets ``start`` in the next cycle (speculatively, from a
     register) and owns the shared UB and AXI ports from then on, so it may read the UB at once; the
     checker (:class:`rtl.checker.checker.Checker`, ``LATENCY`` register stages) decides meanwhile. A passing
     verdict raises the engine's ``go`` from a register :attr:`GO_DELAY` cycles after ``start`` (its
@@ -228,6 +231,9 @@ class VectorUnit(wiring.Component):
                         m.next = "RESPOND"
                     with m.Elif(early_done | engine_done):
                         m.d.sync += status.eq(Mux(early_done, early_status, engine_status))
+                        m.next = "RESPOND"
+                    with m.Elif(~Cat(sel).any()):       # a front-end opcode (TSYNC): no engine runs it
+                        m.d.sync += status.eq(Status.OK)
                         m.next = "RESPOND"
                     with m.Else():
                         m.d.sync += [g.eq(s) for g, s in zip(gos, sel)]

@@ -71,6 +71,7 @@ def _regression():
     entries = [Entry("test_transfer", "roundtrip_smoke")]
     entries += per_type("test_transfer", "roundtrip_random", "roundtrip")
     entries += [Entry("test_errors", t) for t in list_testcases("test_errors")]
+    entries += [Entry("test_sync", t) for t in list_testcases("test_sync")]
     entries += per_type("test_mgather", "mgather_random", "mgather")
     entries += others("test_mgather", "mgather_random")
     entries += per_type("test_local_gather", "lg_dtype", "lg")

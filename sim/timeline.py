@@ -4,7 +4,8 @@
 its total cycles are measured on; ``Driver.schedule`` gives each command's start, the edge that accepts it,
 and end, the edge that raises its response). The lanes are the pipes of ``rtl.isa.Pipe`` (GM -> UB, UB -> GM,
 vector, matrix), as Ascend's and Neuron's profilers show their engines; a pipe's utilization is the share of
-the program's cycles in which at least one of its instructions was running. Today's unit runs one
+the program's cycles in which at least one of its instructions was running. TSYNC, in no pipe, is a dashed
+line where it answers. Today's unit runs one
 instruction at a time, so the bars never overlap and the utilizations add up to at most 100%: the figure
 shows what running the pipes at once (issue #33) has to gain.
 """
@@ -54,10 +55,14 @@ def draw(schedule, path, *, title="", labels=None):
     fig, ax = plt.subplots(figsize=(12, 1.2 + 0.7 * len(lanes)))
     for k, (op, start, end) in enumerate(schedule):
         pipe = _pipe(op)
+        text = labels[k] if labels else Opcode(op).name
+        if pipe is None:                # TSYNC, in no pipe: a line across the lanes where it answers
+            ax.axvline(end, color="black", linestyle="--", linewidth=0.8)
+            ax.text(end, len(lanes) - 0.55, text, ha="right", va="bottom", rotation=90, fontsize=7)
+            continue
         y = lanes.index(pipe)
         ax.broken_barh([(start, max(end - start, 1))], (y - 0.35, 0.7), facecolors=COLOURS[pipe],
                        edgecolor="black", linewidth=0.5)
-        text = labels[k] if labels else Opcode(op).name
         ax.text(start + (end - start) / 2, y, text, ha="center", va="center", fontsize=7, clip_on=True)
     ax.set_yticks(range(len(lanes)), [f"{p.value}  {100 * util[p]:.0f}%" for p in lanes])
     ax.invert_yaxis()

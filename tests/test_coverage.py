@@ -33,12 +33,15 @@ def test_opcode_dtype_bins_are_the_table(profile):
     legal = set(bins["opcode_dtype.legal"])
     expected = set()
     for op, ins in INSTRUCTIONS.items():
+        if not ins.slots:                               # TSYNC: one bin, no type
+            expected.add(f"{op.name}/{cov.NO_TYPE}")
+            continue
         types = ins.allowed(ins.slot(main_slot(op)), profile) if ins.type_rule == "gemv" else ins.types[profile]
         expected |= {f"{op.name}/{dt.name}" for dt in types}
-    assert legal == expected
+    assert legal == expected and "TSYNC/-" in legal
     illegal = set(cov.illegal_bins(profile))
     assert not legal & illegal
-    assert legal | illegal >= {f"{op.name}/{dt.name}" for op in Opcode for dt in DType}
+    assert legal | illegal >= {f"{op.name}/{dt.name}" for op in Opcode if INSTRUCTIONS[op].slots for dt in DType}
     # a unit with every engine never answers UNSUPPORTED (nor the reserved INDEX_OUT_OF_RANGE)
     assert bins["status.code"] == [s.name for s in Status if s not in (Status.INDEX_OUT_OF_RANGE,
                                                                        Status.UNSUPPORTED)]
@@ -109,6 +112,7 @@ def test_synthetic_commands_hit_the_expected_bins():
     m.sample(_ew(Opcode.TROWEXPANDMUL, DType.FP8E4M3, (4, 16), (4, 16), (4, 1)), Status.DTYPE_UNSUPPORTED)
     m.sample({"opcode": Opcode.TGEMV, "dst": tile(0, 1, 8, DType.FP32)}, Status.UNSUPPORTED)
     m.sample({"opcode": 0x7F}, Status.UNKNOWN_OPCODE)
+    m.sample({"opcode": Opcode.TSYNC, "dst": tile(0, 2, 8, DType.INT8)}, Status.OK)     # fields ignored
     it = m.items()
     assert it["opcode_dtype.legal"]["TROWEXPANDADD/FP16"] == 1
     assert it["opcode_dtype.legal"]["TLOAD/BF16"] == 1
@@ -116,12 +120,13 @@ def test_synthetic_commands_hit_the_expected_bins():
     assert it["opcode_dtype.legal"]["TPARTMAX/INT16"] == 1
     assert it["opcode_dtype.legal"]["MGATHER_ELEM/FP32"] == 1
     assert "TGEMV/FP32" not in it["opcode_dtype.legal"]            # no engine: no goal
-    assert sum(it["opcode_dtype.legal"].values()) == 4
+    assert it["opcode_dtype.legal"]["TSYNC/-"] == 1
+    assert sum(it["opcode_dtype.legal"].values()) == 5
     assert it["illegal.opcode_dtype"]["TROWEXPANDMUL/FP8E4M3"] == 1
     assert sum(it["illegal.opcode_dtype"].values()) == 1
     st = it["status.code"]
     assert (st["OK"], st["SHAPE_MISMATCH"], st["AXI_READ_ERROR"], st["DTYPE_UNSUPPORTED"], st["UNSUPPORTED"],
-            st["UNKNOWN_OPCODE"]) == (3, 1, 1, 1, 1, 1)
+            st["UNKNOWN_OPCODE"]) == (4, 1, 1, 1, 1, 1)
     assert it["trowexpand.opcode_x_mode_x_expanded"][("TROWEXPANDADD", "mode1", "src1")] == 1
     assert sum(it["trowexpand.opcode_x_mode_x_expanded"].values()) == 1
     assert it["tpart.opcode_x_pattern"][("TPARTMAX", "partial_rows")] == 1

@@ -25,16 +25,19 @@ def test_pipes_of_the_instruction_table():
     from rtl.isa import INSTRUCTIONS
     want = {"transfer": None, "mgather": Pipe.GM_TO_UB, "local_gather": Pipe.VECTOR, "elementwise": Pipe.VECTOR,
             "gemv": Pipe.MATRIX}
+    assert INSTRUCTIONS[Opcode.TSYNC].pipe is None          # the barrier: in no pipe, it waits for all
     for op, ins in INSTRUCTIONS.items():
+        if op == Opcode.TSYNC:
+            continue
         expect = want[ins.family] or (Pipe.GM_TO_UB if op == Opcode.TLOAD else Pipe.UB_TO_GM)
         assert ins.pipe == expect, op
 
 
 def test_draw_writes_a_png(tmp_path):
     out = tmp_path / "t.png"
-    util = draw([(Opcode.TLOAD, 0, 10), (int(Opcode.TGEMV.value), 10, 30)], out, title="x")
+    util = draw([(Opcode.TLOAD, 0, 10), (int(Opcode.TGEMV.value), 10, 30), (Opcode.TSYNC, 30, 34)], out, title="x")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert util[Pipe.MATRIX] == pytest.approx(2 / 3)
+    assert util[Pipe.MATRIX] == pytest.approx(20 / 34)     # the barrier counts in the run, in no pipe
 
 
 def test_timeline_needs_an_rtl_run(tmp_path):

@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.checker.stages import (CONDITION_CYCLES, PRODUCT_CYCLES, SUM_CYCLES, checker_context, dtype_in, stage,
                                 tile_checks, uses_stage)
-from rtl.isa import CHECK_ORDER, INSTRUCTIONS, TILE_SLOTS, Command, DType, Layout, Opcode, Status
+from rtl.isa import CHECK_ORDER, FRONT_END_OPCODES, INSTRUCTIONS, TILE_SLOTS, Command, DType, Layout, Opcode, Status
 from rtl.lib.tile import dtype_valid
 
 __all__ = ["Checker"]
@@ -16,6 +16,7 @@ class Checker(wiring.Component):
     """Pipelined instruction checker.
 
     Parameters: ``config``; ``engines``, the engine classes of this configuration. Their ``opcodes``
+    and the front end's own (:data:`rtl.isa.FRONT_END_OPCODES`: TSYNC, no operands, nothing to check)
     are supported (others answer ``UNSUPPORTED``). The checks common to every instruction come from the
     instruction table (:data:`rtl.isa.INSTRUCTIONS`): defined type codes, the types each slot
     accepts in ``config.profile`` and how they relate, UB alignment / range / valid <= static, and the
@@ -50,8 +51,8 @@ class Checker(wiring.Component):
     def __init__(self, config, engines):
         self._config = config
         self._engines = tuple(engines)
-        self._supported = tuple(sorted({op for engine in self._engines for op in engine.opcodes},
-                                       key=lambda op: op.value))
+        self._supported = tuple(sorted({op for engine in self._engines for op in engine.opcodes} |
+                                       FRONT_END_OPCODES, key=lambda op: op.value))
         super().__init__({"cmd": In(Command), "load": In(1, init=1), "status": Out(Status), "ok": Out(1)})
 
     def elaborate(self, platform):

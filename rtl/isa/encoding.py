@@ -44,6 +44,7 @@ class Opcode(enum.Enum, shape=8):
     TGEMV         = 0x30  #: C = A x B                               (seed TGEMV_ACC.txt)
     TGEMV_ACC     = 0x31  #: C_out = C_in + A x B
     TGEMV_BIAS    = 0x32  #: C = bias + A x B
+    TSYNC         = 0x40  #: barrier: answers when every instruction before it has finished (PTO's TSYNC)
 
 
 class DType(enum.Enum, shape=4):

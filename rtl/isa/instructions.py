@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from rtl.isa import DType, Opcode, Profile, Status
 
-__all__ = ["CHECK_ORDER", "EXEC_STATUSES", "Pipe", "Slot", "Instruction", "INSTRUCTIONS", "TILE_SLOTS", "instruction",
+__all__ = ["CHECK_ORDER", "EXEC_STATUSES", "FRONT_END_OPCODES", "Pipe", "Slot", "Instruction", "INSTRUCTIONS", "TILE_SLOTS", "instruction",
            "main_slot", "LOCAL_GATHER_GROUP", "LOCAL_GATHER_MAX_INDICES", "LOCAL_GATHER_MAX_NEPI_LOG2",
            "GEMV_MAX_DIM", "GEMV_PARTIAL_SUMS", "EXPAND_BLOCK_BYTES"]
 
@@ -64,6 +64,11 @@ class Pipe(enum.Enum):
     MATRIX = "matrix"           #: the TGEMV family (M, the cube)
 
 
+#: The opcodes the command front end answers itself, in no engine and no pipe (``Instruction.pipe`` is
+#: ``None``): every unit has them, whatever ``Config.engines`` says.
+FRONT_END_OPCODES = frozenset({Opcode.TSYNC})
+
+
 _ALL = frozenset(DType)
 _BOTH = frozenset(Profile)
 _FP8 = (DType.FP8E4M3, DType.FP8E5M2)
@@ -97,6 +102,8 @@ class Instruction:
     GM range ...), implemented by ``golden/check.py`` and by its engine's ``add_checks``.
     ``family``: the name its files carry (``rtl/<family>.py`` or the engine's module,
     ``golden.ops.<golden>``, ``cocotb_tests/test_<family>.py``, ``tests/rtl/test_rtl_<family>.py``).
+    ``pipe``: the :class:`Pipe` it runs in; ``None`` for the front end's own opcodes
+    (:data:`FRONT_END_OPCODES`: TSYNC, which has no operands).
     """
     opcode: Opcode
     summary: str
@@ -146,6 +153,8 @@ class Instruction:
     def statuses(self, profile=None):
         """The statuses the checks can answer for this instruction, in :data:`CHECK_ORDER`."""
         profiles = (profile,) if profile else tuple(Profile)
+        if not self.slots and not self.gm:
+            return tuple(x for x in CHECK_ORDER if x in self.special)      # TSYNC: no operand to check
         s = {Status.DTYPE_INVALID, Status.UB_MISALIGNED, Status.UB_OUT_OF_RANGE, Status.VALID_EXCEEDS_STATIC}
         if self.type_rule == "gemv" or any(self.types[p] != _ALL for p in profiles):
             s.add(Status.DTYPE_UNSUPPORTED)
@@ -270,6 +279,9 @@ INSTRUCTIONS = {ins.opcode: ins for ins in (
     _gemv(Opcode.TGEMV, "C = A x B (from +0)"),
     _gemv(Opcode.TGEMV_ACC, "C_out = C_in + A x B", "C_in"),
     _gemv(Opcode.TGEMV_BIAS, "C = bias + A x B", "bias"),
+    Instruction(Opcode.TSYNC, "barrier: answers when every instruction before it has finished", (),
+                family="sync", golden="tsync", pipe=None, types={p: frozenset() for p in Profile},
+                note="no operands (every other field is ignored); answered by the front end, no engine"),
 )}
 
 assert set(INSTRUCTIONS) == set(Opcode), "every opcode needs an entry in INSTRUCTIONS"
@@ -281,7 +293,8 @@ def instruction(opcode):
 
 
 def main_slot(opcode):
-    """The slot whose tile describes the instruction in summaries: the one it writes, or TSTORE's tile."""
+    """The slot whose tile describes the instruction in summaries: the one it writes, or TSTORE's tile;
+    ``None`` for an instruction without operands (TSYNC)."""
     ins = instruction(opcode)
     dest = ins.destination
-    return dest.name if dest else ins.slots[0].name
+    return dest.name if dest else (ins.slots[0].name if ins.slots else None)

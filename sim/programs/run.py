@@ -75,8 +75,8 @@ class Report:
 
 
 def _supported(config):
-    from rtl.top import engines_for
-    return [op for engine in engines_for(config) for op in engine.opcodes]
+    from rtl.top import supported_opcodes
+    return supported_opcodes(config)
 
 
 def run_golden(image, config, supported=None):

@@ -2,9 +2,11 @@
 
 import copy
 
-from rtl.isa import DType, Layout, OobMode, Opcode
+from rtl.isa import FRONT_END_OPCODES, DType, Layout, OobMode, Opcode
 
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
+#: The opcodes with operands (every one but the front end's TSYNC, which has none and ignores its fields).
+OPERAND_OPS = [op for op in Opcode if op not in FRONT_END_OPCODES]
 
 
 def tile(base, rows, cols, dtype, vr=None, vc=None, layout=ROW):
@@ -61,6 +63,7 @@ def base_cmds():
         Opcode.TGEMV_BIAS: {"opcode": Opcode.TGEMV_BIAS, "dst": tile(0x000, 1, 8, F32, 1, 5),
                             "src0": tile(0x040, 1, 16, DType.BF16, 1, 12),
                             "src1": tile(0x100, 16, 8, DType.BF16, 12, 5), "src2": tile(0x400, 1, 8, F32, 1, 5)},
+        Opcode.TSYNC: {"opcode": Opcode.TSYNC},
     }
 
 

@@ -8,7 +8,7 @@ from rtl.isa import Command, decode, DType, encode, Layout, OobMode, Opcode, Sta
 from golden.numerics import DTYPE_NUMPY
 from golden import Machine, UndefinedResult, ops
 
-from golden_cmds import cmd, gm, tile, base_cmds
+from golden_cmds import OPERAND_OPS, cmd, gm, tile, base_cmds
 from golden_helpers import rand_tile, ubits, same_bits
 import golden_oracle as oracle
 
@@ -67,7 +67,7 @@ def test_tstore_overlapping_lines_later_wins():
     assert m.gm.read(0x100, 6) == bytes([1, 2, 5, 6, 7, 8])
 
 
-@pytest.mark.parametrize("op", list(Opcode))
+@pytest.mark.parametrize("op", OPERAND_OPS)
 def test_illegal_commands_change_nothing(op):
     m = fresh(3)
     m.gm.write(0x2000, bytes(range(256)) * 4)
@@ -79,7 +79,19 @@ def test_illegal_commands_change_nothing(op):
     assert (m.ub == ub).all()
 
 
-@pytest.mark.parametrize("op", [o for o in Opcode if o not in (O.TLOAD, O.TSTORE)])
+def test_tsync_changes_nothing_and_ignores_its_fields():
+    """TSYNC has no operands: whatever its other fields hold (here a misaligned, out-of-range tile and a
+    reserved dtype), it answers OK and changes nothing, also in a configuration without any engine."""
+    m = fresh(4)
+    ub, pages = m.ub.copy(), m.gm.image()
+    junk = dict(cmd(O.TPARTADD, **{"dst.base": 0x101, "src0.dtype": 13}), opcode=O.TSYNC)
+    assert m.execute(junk) == Status.OK
+    assert (m.ub == ub).all() and m.gm.image() == pages
+    assert Machine(CFG, supported={O.TSYNC}).execute({"opcode": O.TSYNC}) == Status.OK
+    assert Machine(CFG, supported=set()).execute({"opcode": O.TSYNC}) == Status.UNSUPPORTED
+
+
+@pytest.mark.parametrize("op", [o for o in OPERAND_OPS if o not in (O.TLOAD, O.TSTORE)])
 def test_execute_equals_array_function_and_touches_only_dst_valid(op):
     m = fresh(op.value)
     rng = np.random.default_rng(op.value)

@@ -1,0 +1,42 @@
+"""TSYNC, the barrier, on the whole unit: answered by the front end with ``OK`` and nothing touched, whatever
+its other fields hold; after it, global memory holds every TSTORE issued before it; the unit takes the next
+command. (Today's unit runs one instruction at a time, so a barrier has nothing to wait for: these tests
+pin down its response and its neutrality, which stay when the pipes run at once.)
+"""
+
+import cocotb
+
+from rtl.isa import DType, Opcode, Status, gm_region, tile
+from rtl.top import VectorUnit
+
+from .harness import Harness
+
+#: TSYNC goes to no engine: the transfer engine is enough for the commands around it.
+UNIT_ENGINES = ("transfer",)
+
+SRC, DST = 0x1_0000, 0x2_0000
+
+
+@cocotb.test()
+async def tsync_after_stores(dut):
+    """TLOAD, TSTORE, TSYNC: the barrier answers OK in ``VectorUnit.REJECT_CYCLES`` (the checker's verdict
+    and the response's register), after the store's GM bytes are written; a TSYNC with arbitrary other
+    fields (a misaligned tile of a reserved type) is still OK and changes nothing; a TLOAD after it runs."""
+    h = await Harness.start(dut, backpressure=True)
+    h.gm_write(SRC, bytes(h.rng.randrange(256) for _ in range(1024)))
+    t = tile(0x100, 4, 8, DType.INT16, valid=(3, 7))
+    load = {"opcode": Opcode.TLOAD, "dst": t, "gm": gm_region(SRC, 3, 7, DType.INT16, 64)}
+    store = {"opcode": Opcode.TSTORE, "src0": t, "gm": gm_region(DST + 2, 3, 7, DType.INT16, 40)}
+    assert (await h.run(load))["status"] == Status.OK
+    assert (await h.run(store))["status"] == Status.OK
+    rsp = await h.run({"opcode": Opcode.TSYNC, "tag": 0x5A5A})
+    assert rsp["status"] == Status.OK and rsp["tag"] == 0x5A5A
+    assert rsp["cycles"] == VectorUnit.REJECT_CYCLES, rsp["cycles"]
+    h.check_gm(DST, 256)                    # the store's bytes are in GM when the barrier answers
+    junk = {"opcode": Opcode.TSYNC, "dst": dict(t, base=0x110, dtype=13), "gm": gm_region(SRC + 1, 9, 9, DType.FP32)}
+    assert (await h.run(junk))["status"] == Status.OK
+    for _ in range(3):                      # back to back
+        assert (await h.run({"opcode": Opcode.TSYNC}))["status"] == Status.OK
+    assert (await h.run(dict(load, dst=dict(t, base=0x400))))["status"] == Status.OK
+    await h.check_ub()
+    h.check_gm(DST, 256)
