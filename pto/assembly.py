@@ -73,7 +73,7 @@ def resolve(program, bound):
     for b in program.buffers:
         types[b.id] = bound.get(b.id, b.type if b.type.static else None)
     for ins in program.instrs:
-        if ins.inplace:
+        if ins.inplace or ins.out is None:
             continue
         t = {s: types[v.buffer.id] for s, v in ins.operands.items()}
         types[ins.out.buffer.id] = _concrete(ins, t, ins.out.buffer.type)
@@ -120,6 +120,8 @@ def command(ins, types, ub, gm):
 def describe(ins, types):
     """(shape, type) strings of an instruction's main tile for the run table (valid/static, dtype)."""
     slot = main_slot(ins.opcode)
+    if slot is None:                    # tsync: no tile
+        return "-", "-"
     v = ins.slots.get(slot)
     t = types.get(v.buffer.id) if v is not None else None
     if t is None:
@@ -322,7 +324,7 @@ class Assembly:
             info.append({"line": ins.line, "op": ins.name, "shape": shape, "dtype": dt,
                          "expect": ins.attrs.get("expect", Status.OK).name,
                          "loc": ins.loc.to_json() if ins.loc else None, "bound": ", ".join(at_run),
-                         "writes": ins.out.buffer.id, "reads": [v.buffer.id for v in ins.operands.values()],
+                         "writes": ins.out and ins.out.buffer.id, "reads": [v.buffer.id for v in ins.operands.values()],
                          "notes": {k: v for k, v in notes.items() if v}})
         m = Machine(cfg)
         gm_init = []

@@ -88,6 +88,9 @@ def method_table():
     rows = ["| method | op | operands, in order | result | attributes |", "|---|---|---|---|---|"]
     for op in Opcode:
         sig = signature(op)
+        if sig.output is None:          # tsync
+            rows.append(f"| `b.{method_name(op)}()` | `{mnemonic(op)}` | - | - | - |")
+            continue
         args = [_arg_name(r) for _, r, _ in sig.inputs]
         okind = sig.output[2]
         call = f"b.{method_name(op)}({', '.join(args + [okind + '_type'])})"
@@ -109,6 +112,13 @@ def _permissive_config():
         from rtl.isa import Profile
         _PERMISSIVE = Config(ub_bytes=1 << 24, gm_addr_bits=64, profile=Profile.A5)
     return _PERMISSIVE
+
+
+#: The pipe event types of PTOAS's ``pto.record_event`` / ``pto.wait_event`` (``#pto.pipe_event_type<...>``).
+SYNC_PIPES = ("TLOAD", "TSTORE_ACC", "TSTORE_VEC", "TMOV_M2L", "TMOV_M2S", "TMOV_M2B", "TMOV_M2V", "TMOV_V2M",
+              "TMATMUL", "TVEC", "TVECWAIT_EVENT")
+#: Their event ids (``#pto.event<EVENT_ID0>`` .. ``<EVENT_ID7>``: Ascend has 8 per pipe pair).
+SYNC_EVENTS = tuple(f"EVENT_ID{k}" for k in range(8))
 
 
 def _int(v, what, loc):
@@ -256,6 +266,8 @@ class Builder:
             raise AsmError(f"unknown op '{opname}'" + (f" (did you mean {close[0]}?)" if close else "")
                            + f"; known: {', '.join(known)}", loc)
         sig = signature(op)
+        if sig.output is None:
+            return self._barrier(op, operands, result_type, out, result_name, attrs, attr_locs, loc, form)
         operands = list(operands)
         operand_locs = list(operand_locs or [loc] * len(operands))
         attr_locs = attr_locs or {}
@@ -323,6 +335,32 @@ class Builder:
                     form, inplace, len(self.instrs), alias=out if inplace and result_name is not None else None)
         self.instrs.append(ins)
         return written
+
+    def _barrier(self, op, operands, result_type, out, name, attrs, attr_locs, loc, form):
+        """An instruction without operands and result (``tsync``): appended; returns None."""
+        if operands or result_type is not None or out is not None or name is not None:
+            raise AsmError(f"{mnemonic(op)} takes no operands and has no result (the barrier: it answers when "
+                           f"every instruction before it has finished; the unit orders the pipes itself, so it "
+                           f"needs no event tokens)", loc)
+        a = self._attrs(op, attrs or {}, attr_locs or {}, loc)
+        self.instrs.append(Instr(op, {}, None, a, loc, form, False, len(self.instrs)))
+        return None
+
+    def sync_event(self, kind, src, dst, event, loc=None):
+        """``pto.record_event`` / ``pto.wait_event`` (``kind`` ``"record"`` / ``"wait"``) of a program written
+        for Ascend, whose pipes need them to order each other: checked (``src``/``dst`` pipe names of
+        :data:`SYNC_PIPES`, ``event`` one of ``EVENT_ID0`` .. ``EVENT_ID7``) and dropped. This unit orders every
+        pair of instructions that share UB or GM bytes in hardware, so an event adds nothing; a program keeps
+        its meaning without them (docs/pto-as.md, "Synchronization")."""
+        loc = self._here(loc)
+        if kind not in ("record", "wait"):
+            raise AsmError(f"unknown event operation {kind!r} (record or wait)", loc)
+        for what, name in (("source pipe", src), ("destination pipe", dst)):
+            if name not in SYNC_PIPES:
+                raise AsmError(f"pto.{kind}_event: {what} {name!r} is not a pipe event type; known: "
+                               f"{', '.join(SYNC_PIPES)}", loc)
+        if event not in SYNC_EVENTS:
+            raise AsmError(f"pto.{kind}_event: event {event!r} is not one of {SYNC_EVENTS[0]} .. {SYNC_EVENTS[-1]}", loc)
 
     def _check_now(self, op, operands, sig, written, attrs, loc):
         """The golden's checks on the instruction at the call (``check``), when every operand's shape is static

@@ -10,6 +10,8 @@ Grammar (docs/pto-as.md)::
                | value '=' 'pto.alloc_tile' ':' type
                | 'pto.tassign' value ',' ('@tile' | '@gm') '(' int ')'
                | 'return' [value (',' value)* [':' types]]
+               | 'pto.tsync' [attr-dict] | 'tsync.op' attr                            (the barrier)
+               | ('pto.record_event' | 'pto.wait_event') '[' attr ',' attr ',' attr ']'  (checked, dropped)
     sig       := '(' types ')' '->' type | types '->' type
     attr-dict := '{' name '=' attr (',' name '=' attr)* '}'     attr := int | "string" | #pto.kind<word> | word
 
@@ -21,7 +23,7 @@ import re
 
 from pto.errors import AsmError, Loc, TokenCursor
 from pto.builder import Builder
-from pto.program import lookup_op
+from pto.program import lookup_op, signature
 from pto.types import parse_type
 
 __all__ = ["parse", "parse_file", "decode_source"]
@@ -264,6 +266,16 @@ class _Parser(TokenCursor):
             self.expect(")")
             b.tassign(b.value(v.text[1:], v.loc), int(a.text, 0), loc=a.loc, space="ub" if s.text == "@tile" else "gm")
             return False
+        if t.text.removeprefix("pto.") in ("record_event", "wait_event"):
+            self.event(self.next())
+            return False
+        if t.text.removeprefix("pto.") == "tsync.op":      # PTO's one-op barrier: here a barrier on everything
+            op = self.next()
+            a = self.next()
+            if a.kind != "attr" or not a.text.startswith("#pto.op<"):
+                self.error(f"expected the op of the barrier (#pto.op<TADD>), found {self._desc(a)}", a)
+            self.b.op("tsync", [], loc=op.loc, form="ssa")
+            return False
         if t.kind == "value":
             res = self.next()
             self.expect("=")
@@ -305,8 +317,36 @@ class _Parser(TokenCursor):
         if lookup_op(op.text) is None:
             self.b.op(op.text, [], loc=op.loc)        # raises "unknown op"
 
+    def event(self, op):
+        """``pto.record_event [#pto.pipe_event_type<SRC>, #pto.pipe_event_type<DST>, #pto.event<EVENT_IDn>]`` (or
+        ``wait_event``): checked by ``Builder.sync_event``, no instruction."""
+        self.expect("[", "'[' and the event's pipes and id")
+        parts = []
+        for k, kind in enumerate(("pipe_event_type", "pipe_event_type", "event")):
+            if k:
+                self.expect(",", "','")
+            a = self.next()
+            m = re.fullmatch(r"#pto\.([A-Za-z_]+)<\s*([A-Za-z0-9_]*)\s*>", a.text) if a.kind == "attr" else None
+            if m is None or m.group(1) != kind:
+                self.error(f"expected #pto.{kind}<...>, found {self._desc(a)}", a)
+            parts.append((m.group(2), a.loc))
+        self.expect("]", "']'")
+        kind = op.text.removeprefix("pto.").split("_")[0]
+        (src, _), (dst, _), (event, eloc) = parts
+        self.b.sync_event(kind, src, dst, event, loc=op.loc)
+
     def ssa(self, op, res):
         self._check_op(op)
+        if signature(lookup_op(op.text)).output is None:     # tsync: no operands, no result
+            if res is not None:
+                self.error(f"{op.text} has no result", res)
+            if self.peek().kind == "value" and self.peek(1).text != "=":     # (not the next "%r = ...")
+                self.error(f"{op.text} takes no operands here: the unit orders its pipes itself, so the barrier "
+                           f"waits for everything before it and needs no event tokens", self.peek())
+            attrs, alocs = self.attr_dict()
+            self.b.op(op.text, [], attrs=attrs, attr_locs=alocs, loc=op.loc,
+                      form="ssa" if op.text.startswith("pto.") else "sync")
+            return
         operands = []
         if self.peek().kind == "value":
             operands = [self.value_tok()]

@@ -55,6 +55,9 @@ def print_program(p):
             lines.append(f"  %{v.name} = pto.alloc_tile : {v.type}")
             place(v)
         sig = signature(ins.opcode)
+        if sig.output is None:                      # tsync: no operand, no result
+            lines.append(f"  pto.{ins.name}{_attrs(ins.attrs)}")
+            continue
         ops = [ins.operands[s] for s, _, _ in sig.inputs]
         names = ", ".join(f"%{v.name}" for v in ops)
         types = ", ".join(str(v.type) for v in ops)

@@ -62,7 +62,8 @@ def config_from_spec(spec, source=None):
 @dataclass(frozen=True)
 class Signature:
     """Assembly operands of one opcode: ``inputs`` = ((slot, role, kind), ...) in assembly order, ``output`` =
-    (slot, role, kind) of what it writes; kind ``tile`` or ``memref``."""
+    (slot, role, kind) of what it writes, kind ``tile`` or ``memref``; ``None`` for an instruction without
+    operands (``tsync``: no operand, no result)."""
     opcode: Opcode
     inputs: tuple
     output: tuple
@@ -73,6 +74,8 @@ class Signature:
 
 def signature(op):
     ins = INSTRUCTIONS[Opcode(op)]
+    if not ins.slots and not ins.gm:
+        return Signature(ins.opcode, (), None)
     dest = ins.destination
     srcs = [s for s in ins.slots if not s.writes]
     first = [s for s in srcs if s.kind == "init" and s.role == "C_in"]
@@ -110,7 +113,8 @@ class Value:
 @dataclass(eq=False)
 class Instr:
     """One instruction: ``operands`` {slot: Value} (the signature's inputs), ``out`` the Value written (a new
-    one, or an existing buffer's in DPS form), ``attrs`` {``oob``, ``nepi_log2``, ``num_valid``, ``expect``}."""
+    one, or an existing buffer's in DPS form; ``None`` for ``tsync``), ``attrs`` {``oob``, ``nepi_log2``,
+    ``num_valid``, ``expect``}."""
     opcode: Opcode
     operands: dict
     out: Value
@@ -129,7 +133,8 @@ class Instr:
     def slots(self):
         """{slot: Value} of every operand slot including the written one."""
         out = dict(self.operands)
-        out[signature(self.opcode).output[0]] = self.out
+        if self.out is not None:
+            out[signature(self.opcode).output[0]] = self.out
         return out
 
     @property
@@ -195,7 +200,7 @@ class Program:
         def v(x):
             return (x.name, str(x.type))
         return (self.name, tuple(v(a) for a in self.args), tuple(v(o) for o in self.outputs),
-                tuple((i.opcode, tuple((s, v(x)) for s, x in i.operands.items()), v(i.out), i.inplace,
+                tuple((i.opcode, tuple((s, v(x)) for s, x in i.operands.items()), i.out and v(i.out), i.inplace,
                        tuple(sorted((k, str(a)) for k, a in i.attrs.items()))) for i in self.instrs),
                 tuple((b.name, str(b.type), b.space, b.arg, b.addr) for b in self.ordered_buffers()),
                 tuple(sorted(self.attrs.items())))

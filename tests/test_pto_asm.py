@@ -125,7 +125,10 @@ def _legal(op):
     b = Builder(mnemonic(op).replace(".", "_"))
     f32, i32 = "f32", "i32"
     fam = INSTRUCTIONS[op].family
-    if op == Opcode.TLOAD:
+    if op == Opcode.TSYNC:
+        assert b.tsync() is None
+        b.ret()
+    elif op == Opcode.TLOAD:
         b.ret(b.tload(b.arg("m", memref(4, 8, f32)), tile(4, 8, f32)))
     elif op == Opcode.TSTORE:
         b.ret(b.tstore(b.arg("t", tile(4, 8, f32)), memref(4, 8, f32)))
@@ -166,11 +169,60 @@ def test_every_instruction_builder_equals_parser(op):
     dps = text.replace(text.split("\n")[1], f"  %{ins.out.name} = pto.alloc_tile : {ins.out.type}\n  pto.{mnemonic(op)} "
                        f"{_attr_text(text)}ins({', '.join('%' + v.name for v in ops)} : "
                        f"{', '.join(str(v.type) for v in ops)}) outs(%{ins.out.name} : {ins.out.type})") \
-        if ins.out.type.kind == "tile" else None
+        if ins.out is not None and ins.out.type.kind == "tile" else None
     if dps:
         d = parse(dps).instrs[0]
         assert (d.opcode, d.attrs, [v.name for v in d.operands.values()]) == \
                (ins.opcode, ins.attrs, [v.name for v in ins.operands.values()])
+
+
+_EVENT = "[#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID3>]"
+
+
+def test_sync_forms():
+    """The barrier (``tsync``, ``pto.tsync``, PTO's one-op ``tsync.op #pto.op<...>``: all one TSYNC, which
+    waits for everything) and PTOAS's events (checked, then dropped: no instruction)."""
+    body = "\n".join(["  %b = tpartadd %a, %a : !pto.tile<4x8xf32> -> !pto.tile<4x8xf32>",
+                      f"  pto.record_event {_EVENT}", f"  pto.wait_event {_EVENT}",
+                      "  tsync", "  pto.tsync", "  tsync.op #pto.op<TADD>", "  pto.tsync {expect = #pto.status<ok>}",
+                      "  pto.tsync", "  %c = tpartadd %b, %b : !pto.tile<4x8xf32> -> !pto.tile<4x8xf32>",
+                      "  return %b : !pto.tile<4x8xf32>"])
+    p = parse(prog(body, "%a: !pto.tile<4x8xf32>", "!pto.tile<4x8xf32>"))
+    assert [i.opcode for i in p.instrs] == [Opcode.TPARTADD] + [Opcode.TSYNC] * 5 + [Opcode.TPARTADD]
+    assert [i.form for i in p.instrs[1:6]] == ["sync", "ssa", "ssa", "ssa", "ssa"]
+    assert parse(p.text()).signature_key() == p.signature_key()
+    a = p.assemble()
+    assert [s for s, _ in a.static] == [Status.OK] * 7
+    cmds = a.bind({"a": np.ones((4, 8), np.float32)}).commands
+    assert cmds[1:6] == [{"opcode": Opcode.TSYNC}] * 5
+
+
+@pytest.mark.parametrize("line,col_of,msg", [
+    ("  tsync %a : !pto.tile<4x8xf32>", "%a", "takes no operands here"),
+    ("  %x = pto.tsync", "%x", "has no result"),
+    ("  tsync {oob = 1}", "1}", "has no attribute 'oob'"),
+    ("  tsync.op 3", "3", "expected the op of the barrier"),
+    ("  pto.record_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<PIPE_X>, #pto.event<EVENT_ID0>]",
+     "pto.record", "destination pipe 'PIPE_X' is not a pipe event type"),
+    ("  pto.wait_event [#pto.pipe_event_type<TLOAD>, #pto.pipe_event_type<TVEC>, #pto.event<EVENT_ID8>]",
+     "pto.wait", "EVENT_ID8"),
+    ("  pto.wait_event [#pto.pipe_event_type<TLOAD>, #pto.event<EVENT_ID0>]", "#pto.event", "expected #pto.pipe_event_type"),
+    ("  pto.record_event #pto.event<EVENT_ID0>", "#pto", "expected '['"),
+])
+def test_sync_errors(line, col_of, msg):
+    src = prog(line, "%a: !pto.tile<4x8xf32>")
+    e = _err(src)
+    assert msg in e.message, e
+    assert e.loc.line == 2 and e.loc.col == src.split("\n")[1].index(col_of) + 1, str(e)
+
+
+def test_builder_sync():
+    b = Builder("s")
+    b.sync_event("record", "TMATMUL", "TSTORE_ACC", "EVENT_ID7")
+    with pytest.raises(AsmError, match="no operands"):
+        b.tsync(b.arg("x", tile(4, 8, "f32")))
+    with pytest.raises(AsmError, match="source pipe"):
+        b.sync_event("wait", "MTE2", "TVEC", "EVENT_ID0")
 
 
 def _attr_text(text):

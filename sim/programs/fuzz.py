@@ -207,6 +207,9 @@ class _Gen:
         for _ in range(self.n):
             op = self.rng.choice(self.ops)
             fam = INSTRUCTIONS[op].family
+            if op == Opcode.TSYNC:              # the barrier: no operands, nothing to get wrong
+                self.b.tsync()
+                continue
             if op in fams:
                 gen = fams[op]
             elif fam == "elementwise":
@@ -226,7 +229,7 @@ class _Gen:
             if isinstance(rtype, TileType):
                 self.values.append(v)
                 self._overlap(v, operands)
-        outs = [v for v in self.values[-2:]] + [i.out for i in self.b.instrs if i.out.type.kind == "memref"]
+        outs = [v for v in self.values[-2:]] + [i.out for i in self.b.instrs if i.out is not None and i.out.type.kind == "memref"]
         self.b.ret(*outs)
         return self.b.build()
 
@@ -408,8 +411,8 @@ def main(argv=None):
     config_from_spec(a.config, source=f"--config {a.config!r}")
     ops = None
     if a.sim != "none":
-        from rtl.top import engines_for
-        ops = [op for e in engines_for(config_from_spec(a.config)) for op in e.opcodes]
+        from rtl.top import supported_opcodes
+        ops = sorted(supported_opcodes(config_from_spec(a.config)), key=lambda op: op.value)
     if a.instructions is not None:
         res = stream(a.instructions, a.seed, a.config, a.sim, ops, a.instrs, a.out, a.batch,
                      log=lambda m: print(m, flush=True))
