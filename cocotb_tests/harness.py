@@ -238,6 +238,15 @@ class Harness:
         if owner is not None and owner.name not in self.config.engines and owner.available(self.config):
             raise UnitLacksEngine(cmd, owner.name, self.config.engines)
 
+    async def busy_counters(self):
+        """``{pipe name: cycles}`` of the unit's per-pipe busy counters (``perf__busy__<k>``,
+        ``rtl.frontend.counters``), read after one clock edge (a counter takes a response's cycles one
+        cycle after the response is taken)."""
+        from rtl.frontend.counters import PIPES
+        await RisingEdge(self.dut.clk)
+        await RisingEdge(self.dut.clk)
+        return {pipe.value: int(getattr(self.dut, f"perf__busy__{k}").value) for k, pipe in enumerate(PIPES)}
+
     async def run(self, cmd, *, label=None):
         """Execute on the RTL and on the golden machine; the statuses must agree. Returns the response."""
         rsp = await self.driver.execute(cmd, label=label)

@@ -6,8 +6,8 @@ JSON file this test writes: per command the RTL's status and cycle count and the
 outputs' bytes (hex), or the first disagreement. Every command runs through ``Harness.run_masked``: shadowed
 by the golden machine, statuses compared, and the whole UB compared after each one. Then (``pto_program``)
 the commands run again from the initial state, back to back, for the program's total cycles
-(``total_cycles``: the first command accepted to the last response) and each command's ``schedule``
-(its start and end cycle in that run).
+(``total_cycles``: the first command accepted to the last response), each command's ``schedule``
+(its start and end cycle in that run) and each pipe's ``busy`` cycles in that run (the unit's counters).
 """
 
 import json
@@ -66,28 +66,33 @@ async def _time_program(h, image):
     """The whole program's cycles: its commands again, from the initial UB and GM, queued back to back
     (``Driver.execute_back_to_back``: the first command accepted to the last response, as the unit runs a
     program when nothing pauses between commands); the checked run pauses after each command to compare
-    the UB. Returns (total, statuses of the rerun, each command's (start, end) cycles: ``Driver.schedule``)."""
+    the UB. Returns (total, statuses of the rerun, each command's (start, end) cycles: ``Driver.schedule``,
+    each pipe's busy cycles over the rerun: the unit's counters' differences)."""
     await h.ub_load(0, image.ub, shadow=False)
     for addr, data in image.gm:
         h.driver.gm_write(addr, data)
+    before = await h.busy_counters()
     responses, total = await h.driver.execute_back_to_back(image.commands)
-    return total, [_name(r["status"]) for r in responses], h.driver.schedule
+    after = await h.busy_counters()
+    busy = {p: (after[p] - before[p]) % (1 << 32) for p in before}
+    return total, [_name(r["status"]) for r in responses], h.driver.schedule, busy
 
 
 @cocotb.test()
 async def pto_program(dut):
     image = Image.load(os.environ["TILEVEC_PROGRAM"])
     out_path = os.environ["TILEVEC_RESULTS"]
-    results = {"commands": [], "outputs": {}, "error": None, "total_cycles": None, "schedule": None}
+    results = {"commands": [], "outputs": {}, "error": None, "total_cycles": None, "schedule": None, "busy": None}
     h = await Harness.start(dut)
     try:
         await _run_image(h, image, results, save=lambda: _save(out_path, results))
-        total, statuses, schedule = await _time_program(h, image)
+        total, statuses, schedule, busy = await _time_program(h, image)
         if statuses != [c["status"] for c in results["commands"]]:
             results["error"] = f"the timed rerun answered {statuses}, the checked run {results['commands']}"
             raise AssertionError(results["error"])
         results["total_cycles"] = total
         results["schedule"] = schedule
+        results["busy"] = busy
     finally:
         _save(out_path, results)
 

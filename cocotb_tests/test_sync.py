@@ -6,7 +6,7 @@ pin down its response and its neutrality, which stay when the pipes run at once.
 
 import cocotb
 
-from rtl.isa import DType, Opcode, Status, gm_region, tile
+from rtl.isa import DType, Opcode, Pipe, Status, gm_region, tile
 from rtl.top import VectorUnit
 
 from .harness import Harness
@@ -19,16 +19,24 @@ SRC, DST = 0x1_0000, 0x2_0000
 
 @cocotb.test()
 async def tsync_after_stores(dut):
-    """TLOAD, TSTORE, TSYNC: the barrier answers OK in ``VectorUnit.REJECT_CYCLES`` (the checker's verdict
+    """TLOAD, TSTORE, TSYNC: the per-pipe busy counters take the load's and the store's cycles; the barrier
+    answers OK in ``VectorUnit.REJECT_CYCLES`` (the checker's verdict
     and the response's register), after the store's GM bytes are written; a TSYNC with arbitrary other
-    fields (a misaligned tile of a reserved type) is still OK and changes nothing; a TLOAD after it runs."""
+    fields (a misaligned tile of a reserved type) is still OK and changes nothing; neither it nor a rejected
+    command counts in any pipe; a TLOAD after them runs."""
     h = await Harness.start(dut, backpressure=True)
     h.gm_write(SRC, bytes(h.rng.randrange(256) for _ in range(1024)))
     t = tile(0x100, 4, 8, DType.INT16, valid=(3, 7))
     load = {"opcode": Opcode.TLOAD, "dst": t, "gm": gm_region(SRC, 3, 7, DType.INT16, 64)}
     store = {"opcode": Opcode.TSTORE, "src0": t, "gm": gm_region(DST + 2, 3, 7, DType.INT16, 40)}
-    assert (await h.run(load))["status"] == Status.OK
-    assert (await h.run(store))["status"] == Status.OK
+    busy0 = await h.busy_counters()
+    r_load, r_store = await h.run(load), await h.run(store)
+    assert r_load["status"] == r_store["status"] == Status.OK
+    busy1 = await h.busy_counters()
+    # the per-pipe counters took each instruction's cycles in its own pipe
+    assert {p: busy1[p] - busy0[p] for p in busy0} == {
+        Pipe.GM_TO_UB.value: r_load["cycles"], Pipe.UB_TO_GM.value: r_store["cycles"], Pipe.VECTOR.value: 0,
+        Pipe.MATRIX.value: 0}, (busy0, busy1)
     rsp = await h.run({"opcode": Opcode.TSYNC, "tag": 0x5A5A})
     assert rsp["status"] == Status.OK and rsp["tag"] == 0x5A5A
     assert rsp["cycles"] == VectorUnit.REJECT_CYCLES, rsp["cycles"]
@@ -37,6 +45,8 @@ async def tsync_after_stores(dut):
     assert (await h.run(junk))["status"] == Status.OK
     for _ in range(3):                      # back to back
         assert (await h.run({"opcode": Opcode.TSYNC}))["status"] == Status.OK
+    assert (await h.run(dict(store, gm=dict(store["gm"], base=DST + 1))))["status"] == Status.GM_MISALIGNED
+    assert await h.busy_counters() == busy1     # TSYNC and a rejected command count in no pipe
     assert (await h.run(dict(load, dst=dict(t, base=0x400))))["status"] == Status.OK
     await h.check_ub()
     h.check_gm(DST, 256)

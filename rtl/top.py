@@ -11,6 +11,7 @@ from rtl.engines.gemv.engine import GemvEngine
 from rtl.engines.local_gather.engine import LocalGatherEngine
 from rtl.engines.transfer.engine import TransferEngine
 from rtl.fpga import global_net
+from rtl.frontend.counters import PIPES, PerfSignature, PipeCounters, pipe_select
 from rtl.isa import COMMAND_BITS, FRONT_END_OPCODES, RESPONSE_BITS, Command, Response, Status
 from rtl.lib.axi import Axi4Signature, AxiStreamSignature
 from rtl.ub.buffer import UnifiedBuffer
@@ -99,6 +100,9 @@ class VectorUnit(wiring.Component):
     s_axis_cmd : AXI4-Stream sink, ``tdata`` = one :data:`rtl.isa.Command` [``s_axis_cmd__tdata`` ...]
     m_axis_rsp : AXI4-Stream source, ``tdata`` = one :data:`rtl.isa.Response` per command, in order
     m_axi : AXI4 master to global memory [``m_axi__araddr`` ...]; ID 0 only, INCR bursts
+    perf : per-pipe busy counters, :class:`rtl.frontend.counters.PerfSignature` [``perf__busy__0`` ...
+        ``perf__busy__3``: GM -> UB, UB -> GM, vector, matrix]: the ``cycles`` of the pipe's executed
+        instructions summed since reset, a cycle after their responses are taken
     ub_dbg : UB debug port, flipped :class:`UbDebugSignature` (only with ``config.ub_debug_port``, the
         default) [``ub_dbg__valid``, ``ub_dbg__ready``, ``ub_dbg__we``, ``ub_dbg__addr`` (word address),
         ``ub_dbg__wdata``, ``ub_dbg__be``, ``ub_dbg__rdata``, ``ub_dbg__rvalid``]
@@ -136,6 +140,7 @@ class VectorUnit(wiring.Component):
             "m_axis_rsp": Out(AxiStreamSignature(RESPONSE_BITS)),
             "m_axi": Out(Axi4Signature(addr_width=config.gm_addr_bits, data_width=config.axi_data_bits,
                                        id_width=config.axi_id_bits)),
+            "perf": Out(PerfSignature()),
         }
         if config.ub_debug_port:
             ports["ub_dbg"] = In(UbDebugSignature(config))
@@ -158,6 +163,8 @@ class VectorUnit(wiring.Component):
         engines = [cls(cfg) for cls in classes]
         m.submodules.ub = ub = UnifiedBuffer(cfg)
         m.submodules.checker = checker = Checker(cfg, classes)
+        m.submodules.counters = counters = PipeCounters()
+        wiring.connect(m, counters.perf, wiring.flipped(self.perf))
 
         cmd = Signal(Command)
         tag = Signal(Command["tag"].shape)
@@ -170,6 +177,7 @@ class VectorUnit(wiring.Component):
         rejected = Signal()
         m.d.sync += chk_status.eq(checker.status)
         cycles = Signal(Response["cycles"].shape)
+        pipe = Signal(len(PIPES), name="cmd_pipe")       # one-hot pipe of the accepted command
         # One-hot engine select, a register per engine (all zero: no engine): every multiplexer over
         # the engines is an AND-OR of registers, and each engine's ``start`` is a flip-flop.
         sel = [Signal(name=f"sel_{type(e).__name__.lower()}") for e in engines]
@@ -213,7 +221,8 @@ class VectorUnit(wiring.Component):
                 m.d.sync += [wait.eq(0), early_done.eq(0), rejected.eq(0)] + [g.eq(0) for g in gos] + \
                             [s.eq(0) for s in sel]
                 with m.If(self.s_axis_cmd.tvalid):
-                    m.d.sync += [cmd.eq(self.s_axis_cmd.tdata), cycles.eq(0)]
+                    m.d.sync += [cmd.eq(self.s_axis_cmd.tdata), cycles.eq(0),
+                                 pipe.eq(pipe_select(m, opcode, "accept_pipe"))]
                     # The engine starts in the first CHECK cycle, while the checker decides (speculatively:
                     # it may read the UB, but it holds its UB writes and AXI requests until ``go``).
                     # MGATHER fetches its first index there.
@@ -252,6 +261,8 @@ class VectorUnit(wiring.Component):
                 ]
                 with m.If(self.m_axis_rsp.tready):
                     m.d.comb += ret.eq(1)
+                    # the pipe's busy counter: an instruction the checker passed (TSYNC has no pipe)
+                    m.d.comb += [counters.add.eq(~rejected), counters.pipe.eq(pipe), counters.amount.eq(cycles)]
                     m.next = "IDLE"
 
         # Copies of the engine select for the shared ports, each a register of its own next to its loads

@@ -327,7 +327,11 @@ def write_gtkw(fst, out=None, top="vector_unit", filters=None, window_ns=None):
             for s, n, w in top_sigs:
                 if n in ("frontend_state", "status", "cycles", "active") or n in ("\\cmd.opcode", "\\cmd.tag"):
                     save.trace(s, n, w)
-        for title, prefix in (*_AXI_CHANNELS, ("UB debug port", "ub_dbg__")):
+        for title, prefix in (("pipes: busy cycles (perf__busy__0..3: GM -> UB, UB -> GM, vector, matrix)",
+                               "perf__busy__"), ("pipes: the accepted command's pipe (one-hot)", "cmd_pipe"),
+                              *_AXI_CHANNELS, ("UB debug port", "ub_dbg__")):
+            if not any(n.startswith(prefix) for _, n, _ in top_sigs):
+                continue
             with g.group(title, closed=True):
                 for s, n, w in top_sigs:
                     if n.startswith(prefix):

@@ -7,7 +7,12 @@ import pytest
 
 from tests.test_pto_run import EXAMPLES, example
 from sim.programs.run import run_program
+from rtl.isa import INSTRUCTIONS, Opcode, Pipe
 from sim.timeline import draw
+
+
+def pipe_of(op):
+    return INSTRUCTIONS[Opcode(op)].pipe
 
 pytestmark = pytest.mark.cocotb
 
@@ -31,6 +36,10 @@ def test_example_rtl(name, tmp_path):
     util = draw(rep.schedule, tmp_path / "timeline.png", labels=[r.op for r in rep.rows])
     assert (tmp_path / "timeline.png").stat().st_size > 0
     assert sum(util.values()) == pytest.approx(rep.sum_cycles / rep.total_cycles)
+    # the unit's per-pipe busy counters: each pipe's instructions' cycles, added up in hardware
+    want = {pipe.value: sum(r.cycles for r, (op, _, _) in zip(rep.rows, rep.schedule) if pipe_of(op) == pipe)
+            for pipe in Pipe}
+    assert rep.busy == want and sum(want.values()) == rep.sum_cycles, (rep.busy, want)
     for k, v in mod.reference(x).items():
         assert rep.outputs[k].tobytes() == v.tobytes(), k
 

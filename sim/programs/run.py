@@ -52,7 +52,8 @@ class Report:
     {output name: why it was never computed} (an instruction on its way failed): left out of ``outputs``.
     ``total_cycles``: RTL runs, the whole program's cycles, the first command accepted to the last response
     with the commands back to back (``sum_cycles``: the instructions' own cycles added up), and ``schedule``
-    each instruction's ``(opcode, start, end)`` in that run, in cycles (``sim.timeline`` draws it)."""
+    each instruction's ``(opcode, start, end)`` in that run, in cycles (``sim.timeline`` draws it); ``busy``
+    ``{pipe name: cycles}`` over that run from the unit's per-pipe counters (``perf__busy__*``)."""
     rows: list
     outputs: dict
     problems: list = field(default_factory=list)
@@ -63,6 +64,7 @@ class Report:
     missing: dict = field(default_factory=dict)
     total_cycles: int = None
     schedule: list = None
+    busy: dict = None
 
     @property
     def sum_cycles(self):
@@ -215,6 +217,7 @@ def _rtl_report(image, rows, golden, results, result, sim):
     for r, c in zip(rows, results["commands"]):
         r.status, r.cycles, r.undefined = c["status"], c["cycles"], c["undefined"]
     rep.total_cycles = results.get("total_cycles")
+    rep.busy = results.get("busy")
     if results.get("schedule"):
         rep.schedule = [(c["opcode"], start, end) for c, (start, end) in zip(image.commands, results["schedule"])]
     if results["error"]:
@@ -357,6 +360,9 @@ def main(argv=None):
     if rep.total_cycles is not None:
         print(f"total {rep.total_cycles} cycles, first command accepted to last response, commands back to back "
               f"(sum of instruction cycles {rep.sum_cycles})")
+    if rep.busy:
+        print("busy cycles per pipe (the unit's counters perf__busy__*): "
+              + ", ".join(f"{pipe} {n}" for pipe, n in rep.busy.items()))
     if a.timeline and rep.schedule:
         from sim.timeline import draw
         util = draw(rep.schedule, a.timeline, title=pathlib.Path(program).name, labels=[r.op for r in rep.rows])
