@@ -13,6 +13,14 @@ cocotbext-axi's stock ``AxiRam`` write side.
 
 Adding rows: add a case to an existing bench module's ``CASES`` or a :class:`Bench` entry here with a
 ``bound`` function ``(record, config) -> (bound bytes per cycle, what the bound is)``.
+
+A second table, **programs** (``build/bench/programs.md``), times the examples of :data:`PROGRAMS` (PTO-AS,
+``examples/``) as the runner does (``python -m sim run``: every result checked against the golden model, then
+the commands back to back): ``serial`` is the sum of the instructions' own cycles, ``run`` the program's
+cycles back to back, ``bound`` the busiest pipe's cycles (the unit's per-pipe busy counters: the cycles a
+machine running its pipes at once still needs), ``of bound`` = bound / run and ``speed-up`` = serial / run.
+The unit runs one instruction at a time, so ``run`` is at least ``serial`` and ``of bound`` is the share the
+busiest pipe has of it (issue #33 is to bring it to the bound).
 """
 
 import argparse
@@ -116,6 +124,53 @@ def gemv_extra(record, config):
             "MAC util": f"{100 * K * N / (gemv_bound(record, config)[0] * record['cycles']):.1f}%"}
 
 
+#: The examples the programs table times (``examples/<name>.pto`` with its input generator).
+PROGRAMS = ("double_buffer", "gather_scale_gemv")
+
+
+def program_row(name, rep):
+    """The programs table's row of a :class:`sim.programs.run.Report` of an RTL run (see the module
+    docstring)."""
+    serial, run_cycles = rep.sum_cycles, rep.total_cycles
+    pipe, bound = max(rep.busy.items(), key=lambda kv: kv[1])
+    return {"program": name, "instructions": len(rep.rows), "serial": serial, "run": run_cycles,
+            "bound": bound, "busiest pipe": pipe, "of bound": f"{100 * bound / run_cycles:.1f}%",
+            "speed-up": f"{serial / run_cycles:.2f}",
+            "pipes busy": ", ".join(f"{p} {n}" for p, n in rep.busy.items())}
+
+
+def program_rows(config, sim, log=print):
+    """Rows of the programs table for configuration spec ``config``; None when a program fails."""
+    from sim.examples import EXAMPLES, example_module
+    from sim.programs.run import run_program
+    rows = []
+    for name in PROGRAMS:
+        rep = run_program(EXAMPLES / f"{name}.pto", example_module(name).inputs(), sim=sim, config=config,
+                          label=f"bench-{name}")
+        if not rep.ok or rep.busy is None:
+            log(f"{name}: FAILED: {'; '.join(rep.problems)}")
+            return None
+        rows.append(program_row(name, rep))
+    return rows
+
+
+def _table(rows):
+    """(columns, rows with every column, the text lines: header, rule, one per row)."""
+    head = list(dict.fromkeys(k for r in rows for k in r))
+    rows = [{k: r.get(k, "") for k in head} for r in rows]
+    widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in head}
+    lines = [" | ".join(f"{k:<{widths[k]}}" for k in head), "-|-".join("-" * widths[k] for k in head)]
+    return head, rows, lines + [" | ".join(f"{str(r[k]):<{widths[k]}}" for k in head) for r in rows]
+
+
+def _write(out, stem, title, head, rows, lines):
+    (out / f"{stem}.md").write_text(f"{title}\n\n" + "\n".join(f"| {l} |" for l in lines) + "\n")
+    with open(out / f"{stem}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=head)
+        w.writeheader()
+        w.writerows(rows)
+
+
 @dataclass(frozen=True)
 class Bench:
     module: str
@@ -157,7 +212,7 @@ def main(argv=None):
     p.add_argument("--sim", default="icarus", choices=["icarus", "verilator"])
     p.add_argument("--latency", type=int, default=32, help="GM read latency in cycles")
     p.add_argument("--only", metavar="NAME", help="run only the benches whose module contains NAME "
-                                                   "(e.g. elementwise)")
+                                                   "(e.g. elementwise), or only the programs table (programs)")
     args = p.parse_args(argv)
     config = config_spec(args.config)[0]
     rows, skipped = [], []
@@ -200,25 +255,28 @@ def main(argv=None):
                 "bound is": what,
                 **(bench.extra(r, bench_config) if bench.extra else {}),
             })
-    head = list(dict.fromkeys(k for r in rows for k in r))
-    rows = [{k: r.get(k, "") for k in head} for r in rows]
-    widths = {k: max(len(k), *(len(str(r[k])) for r in rows)) for k in head}
-    lines = [" | ".join(f"{k:<{widths[k]}}" for k in head), "-|-".join("-" * widths[k] for k in head)]
-    lines += [" | ".join(f"{str(r[k]):<{widths[k]}}" for k in head) for r in rows]
-    title = (f"config {args.config}: {config.axi_data_bits}-bit AXI, {config.max_outstanding_reads} reads "
-             f"outstanding, GM read latency {args.latency} cycles ({args.sim})")
-    print(title)
-    if skipped:
-        print(f"skipped {len(skipped)} cases this configuration rejects: " + "; ".join(skipped))
-    print("\n".join(lines))
     out = BUILD / "bench"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.md").write_text(f"{title}\n\n" + "\n".join(f"| {l} |" for l in lines) + "\n")
-    with open(out / "bench.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=head)
-        w.writeheader()
-        w.writerows(rows)
-    print(f"\nwritten to {out / 'bench.md'} and {out / 'bench.csv'}")
+    title = (f"config {args.config}: {config.axi_data_bits}-bit AXI, {config.max_outstanding_reads} reads "
+             f"outstanding, GM read latency {args.latency} cycles ({args.sim})")
+    if rows:
+        head, rows, lines = _table(rows)
+        print(title)
+        if skipped:
+            print(f"skipped {len(skipped)} cases this configuration rejects: " + "; ".join(skipped))
+        print("\n".join(lines))
+        _write(out, "bench", title, head, rows, lines)
+        print(f"\nwritten to {out / 'bench.md'} and {out / 'bench.csv'}")
+    if not args.only or args.only == "programs":
+        prog = program_rows(args.config, args.sim)
+        if prog is None:
+            return 1
+        head, prog, lines = _table(prog)
+        ptitle = (f"programs, config {args.config} ({args.sim}; GM: the runner's model): serial = sum of the "
+                  f"instructions' cycles, run = back to back, bound = the busiest pipe's cycles")
+        print(f"\n{ptitle}\n" + "\n".join(lines))
+        _write(out, "programs", ptitle, head, prog, lines)
+        print(f"\nwritten to {out / 'programs.md'} and {out / 'programs.csv'}")
     return 0
 
 

@@ -23,3 +23,26 @@ def test_bench_runs(only, tmp_path, capsys):
     for line in lines[2:]:
         cells = [c.strip() for c in line.split(" | ")]
         assert float(cells[col].rstrip("%")) <= 100.0, f"above its bound: {line}"
+
+
+def test_program_row():
+    """The programs table from a run's report: the bound is the busiest pipe's counter, of bound its share of
+    the run, the speed-up serial over run."""
+    from types import SimpleNamespace
+    rep = SimpleNamespace(sum_cycles=300, total_cycles=320, rows=[0] * 6,
+                          busy={"GM -> UB": 100, "UB -> GM": 80, "vector": 120, "matrix": 0})
+    row = bench.program_row("p", rep)
+    assert (row["serial"], row["run"], row["bound"], row["busiest pipe"]) == (300, 320, 120, "vector")
+    assert row["of bound"] == "37.5%" and row["speed-up"] == "0.94"
+
+
+def test_bench_programs(capsys):
+    """The programs table on the RTL (the examples of bench.PROGRAMS, results checked against the golden)."""
+    assert bench.main(["--config", "small", "--only", "programs"]) == 0
+    out = capsys.readouterr().out
+    assert "double_buffer" in out and "gather_scale_gemv" in out
+    lines = [l for l in out.splitlines() if l.startswith(bench.PROGRAMS)]
+    for line in lines:
+        cells = [c.strip() for c in line.split(" | ")]
+        serial, run_cycles, bound = int(cells[2]), int(cells[3]), int(cells[4])
+        assert bound <= serial <= run_cycles, line      # one instruction at a time: no overlap yet
