@@ -27,7 +27,7 @@ from pto.builder import Builder
 from pto.program import config_from_spec, mnemonic
 from pto.types import MemRefType, TileType
 
-__all__ = ["random_program", "run_one", "stream", "StreamResult", "main"]
+__all__ = ["random_program", "run_one", "stream", "StreamResult", "dependencies", "dependency_summary", "main"]
 
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
 
@@ -325,17 +325,48 @@ def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None
     return not problems, (rep, problems), path
 
 
+def dependencies(commands, config):
+    """``Counter`` of ``(older pipe, younger pipe, kind)`` over every ordered pair of ``commands`` (one program's,
+    in order) that the checks pass, ``kind`` a hazard of ``golden.access.hazards`` (RAW, WAR, WAW on UB or GM
+    bytes): the dependencies a machine running its pipes at once must keep. TSYNC (no pipe) is left out."""
+    from collections import Counter
+    from golden.access import access, hazards
+    from golden.check import check
+    out, seen = Counter(), []
+    for cmd in commands:
+        pipe = INSTRUCTIONS[Opcode(cmd["opcode"])].pipe if isinstance(cmd["opcode"], Opcode) else None
+        if pipe is None or check(cmd, config) != Status.OK:
+            continue
+        a = access(cmd)
+        for older_pipe, older in seen:
+            for kind in hazards(older, a):
+                out[(older_pipe, pipe, kind)] += 1
+        seen.append((pipe, a))
+    return out
+
+
+def dependency_summary(counts):
+    """One line on :func:`dependencies`' counts: each kind's total, and how many of the 36 (pipe pair,
+    kind) combinations between two different pipes occurred."""
+    from rtl.isa import Pipe
+    cross = {(a, b, k) for a in Pipe for b in Pipe if a != b for k in ("RAW", "WAR", "WAW")}
+    hit = {key for key, n in counts.items() if key in cross and n}
+    kinds = ", ".join(f"{k} {sum(n for (_, _, kk), n in counts.items() if kk == k)}" for k in ("RAW", "WAR", "WAW"))
+    return f"dependencies {kinds}; across pipes: {len(hit)} of {len(cross)} (pipe pair, kind) combinations"
+
+
 @dataclass
 class StreamResult:
     """What :func:`stream` ran: ``instructions`` (commands executed and compared), ``programs``, ``skipped``
     (seeds whose draws never fitted the UB), ``failures`` [(seed, problems, .pto path)], ``seconds`` (wall),
-    ``next_seed``."""
+    ``next_seed``, ``dependencies`` (:func:`dependencies` summed over the programs)."""
     instructions: int = 0
     programs: int = 0
     skipped: int = 0
     failures: list = field(default_factory=list)
     seconds: float = 0.0
     next_seed: int = 0
+    dependencies: dict = field(default_factory=dict)
 
     @property
     def ok(self):
@@ -366,6 +397,9 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
             if problems:
                 res.failures.append((s, problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
                 continue
+            image = q.assemble(config).bind(inputs)
+            for key, n in dependencies(image.commands, cfg).items():
+                res.dependencies[key] = res.dependencies.get(key, 0) + n
             if sim == "none":
                 rep = run_program(q, inputs, sim="none")
                 res.programs += 1
@@ -374,7 +408,6 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
                 if not rep.ok:
                     res.failures.append((s, rep.problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
                 continue
-            image = q.assemble(config).bind(inputs)
             pending.append((s, text, inputs, image))
             count += len(image.commands)
         if pending:
@@ -422,6 +455,7 @@ def main(argv=None):
         print(f"{res.instructions} instructions in {res.programs} programs (seeds {a.seed}..{res.next_seed - 1}, "
               f"{res.skipped} skipped: no draw fits the UB) on {a.sim}/{a.config}: {len(res.failures)} mismatches, "
               f"{res.seconds:.0f} s wall")
+        print(dependency_summary(res.dependencies))
         return 0 if res.ok and res.instructions >= a.instructions else 1
     failed = 0
     for s in range(a.seed, a.seed + a.count):
