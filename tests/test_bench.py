@@ -36,6 +36,7 @@ def test_program_row():
     assert row["of bound"] == "37.5%" and row["speed-up"] == "0.94"
 
 
+@pytest.mark.slow            # the examples run on the RTL in make sim; test_pto_rtl checks Report.busy
 def test_bench_programs(capsys):
     """The programs table on the RTL (the examples of bench.PROGRAMS, results checked against the golden)."""
     assert bench.main(["--config", "small", "--only", "programs"]) == 0
