@@ -240,11 +240,10 @@ class Harness:
 
     async def busy_counters(self):
         """``{pipe name: cycles}`` of the unit's per-pipe busy counters (``perf__busy__<k>``,
-        ``rtl.frontend.counters``), read after one clock edge (a counter takes a response's cycles one
-        cycle after the response is taken)."""
-        from rtl.frontend.counters import PIPES
-        await RisingEdge(self.dut.clk)
-        await RisingEdge(self.dut.clk)
+        ``rtl.frontend.counters``), read once a response taken before the call is in them (``PipeCounters.LATENCY``
+        cycles after it, and one edge more: a value read at an edge is the one before it)."""
+        from rtl.frontend.counters import PIPES, PipeCounters
+        await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
         return {pipe.value: int(getattr(self.dut, f"perf__busy__{k}").value) for k, pipe in enumerate(PIPES)}
 
     async def run(self, cmd, *, label=None):

@@ -102,7 +102,7 @@ class VectorUnit(wiring.Component):
     m_axi : AXI4 master to global memory [``m_axi__araddr`` ...]; ID 0 only, INCR bursts
     perf : per-pipe busy counters, :class:`rtl.frontend.counters.PerfSignature` [``perf__busy__0`` ...
         ``perf__busy__3``: GM -> UB, UB -> GM, vector, matrix]: the ``cycles`` of the pipe's executed
-        instructions summed since reset, a cycle after their responses are taken
+        instructions summed since reset, ``PipeCounters.LATENCY`` (2) cycles after their responses are taken
     ub_dbg : UB debug port, flipped :class:`UbDebugSignature` (only with ``config.ub_debug_port``, the
         default) [``ub_dbg__valid``, ``ub_dbg__ready``, ``ub_dbg__we``, ``ub_dbg__addr`` (word address),
         ``ub_dbg__wdata``, ``ub_dbg__be``, ``ub_dbg__rdata``, ``ub_dbg__rvalid``]

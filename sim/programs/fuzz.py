@@ -27,13 +27,16 @@ from pto.builder import Builder
 from pto.program import config_from_spec, mnemonic
 from pto.types import MemRefType, TileType
 
-__all__ = ["random_program", "run_one", "stream", "StreamResult", "dependencies", "dependency_summary", "main"]
+__all__ = ["random_program", "run_one", "stream", "StreamResult", "dependencies", "possible_dependencies",
+           "dependency_summary", "main"]
 
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
 
 
 class _Gen:
-    def __init__(self, seed, config, ops, n_instrs):
+    def __init__(self, seed, config, ops, n_instrs, dense=False):
+        self.dense = dense
+        self.earlier_tiles, self.earlier_mems = [], []     # (dense) operands and results so far
         self.rng = random.Random(seed)
         self.np = np.random.default_rng(seed)
         self.config, self.ops, self.n = config, ops, n_instrs
@@ -229,6 +232,8 @@ class _Gen:
             if isinstance(rtype, TileType):
                 self.values.append(v)
                 self._overlap(v, operands)
+            if self.dense:
+                self._dense(v, operands)
         outs = [v for v in self.values[-2:]] + [i.out for i in self.b.instrs if i.out is not None and i.out.type.kind == "memref"]
         self.b.ret(*outs)
         return self.b.build()
@@ -248,15 +253,57 @@ class _Gen:
         shift = self.rng.choice([0, 0, 32, 16])
         self.b.tassign(v, base + shift)
 
+    def _dense(self, v, operands):
+        """(dense programs) Make this instruction depend on earlier ones through shared bytes, 3 in 5 each: its
+        new UB result placed at (or 32 bytes past) the address of an earlier instruction's tile (a write over
+        what another pipe read or wrote: WAR / WAW, and RAW for whoever reads it next); its new GM inputs
+        (TLOAD's region, MGATHER's table) and its new TSTORE destination placed over an earlier GM region
+        (RAW / WAR / WAW through GM). Sequentially this is still one well-defined program: the golden model
+        is the reference."""
+        earlier = [x for x in self.earlier_tiles if x.buffer.addr is not None or x.buffer.arg]
+        for o in operands:              # a new input tile over an earlier tile: reads what another pipe wrote
+            if (o.type.kind == "tile" and o.buffer.arg and o.buffer.addr is None and earlier
+                    and o not in self.earlier_tiles and self.rng.random() < 0.5):
+                e = self.rng.choice([x for x in earlier if x.buffer is not o.buffer] or [None])
+                if e is not None:
+                    if e.buffer.addr is None:
+                        size = max(e.type.nbytes, o.type.nbytes)
+                        self.b.tassign(e, self.rng.randrange(0, max(self.config.ub_bytes // 2 - size, 1), 32))
+                    self.b.tassign(o, e.buffer.addr)
+        tiles = [x for x in self.earlier_tiles if x.buffer is not v.buffer and x not in operands]
+        if v.type.kind == "tile" and v.buffer.addr is None and tiles and self.rng.random() < 0.6:
+            e = self.rng.choice(tiles)
+            if e.buffer.addr is None:
+                size = max(e.type.nbytes, v.type.nbytes)
+                self.b.tassign(e, self.rng.randrange(0, max(self.config.ub_bytes // 2 - size, 1), 32))
+            self.b.tassign(v, e.buffer.addr + self.rng.choice([0, 0, 32]))
+        new_mems = [o for o in operands if o.type.kind == "memref" and o.buffer.addr is None]
+        if v.type.kind == "memref" and v.buffer.addr is None:
+            new_mems.append(v)
+        for m in new_mems:
+            mems = [x for x in self.earlier_mems if x.buffer is not m.buffer]
+            if mems and self.rng.random() < 0.6:
+                e = self.rng.choice(mems)
+                if e.buffer.addr is None:
+                    self.b.tassign(e, DENSE_GM_BASE + 0x1000 * self.rng.randrange(16))
+                self.b.tassign(m, e.buffer.addr + self.rng.choice([0, 0, 64]))
+        self.earlier_tiles += [o for o in operands if o.type.kind == "tile"] + ([v] if v.type.kind == "tile" else [])
+        self.earlier_mems += [o for o in operands if o.type.kind == "memref"] + ([v] if v.type.kind == "memref" else [])
 
-def random_program(seed, config="small", ops=None, n_instrs=5):
+
+#: (dense) Where explicitly placed GM regions go: apart from the assembler's automatic placement (GM_BASE up).
+DENSE_GM_BASE = 0x4000_0000
+
+
+def random_program(seed, config="small", ops=None, n_instrs=5, dense=False):
     """(Program, inputs) for ``seed``: ``n_instrs`` random instructions over ``ops`` (default: every opcode),
     each illegal one marked with the ``expect`` status the checks give. Retries internally (other sub-seeds)
-    when a draw does not fit the UB."""
+    when a draw does not fit the UB. ``dense``: also place results and GM regions over earlier instructions'
+    (``_Gen._dense``), for dependencies between pipes."""
     cfg = config_from_spec(config)
     ops = list(ops or Opcode)
     for attempt in range(50):
-        g = _Gen(seed * 1000 + attempt, cfg, ops, n_instrs)
+        g = _Gen(seed * 1000 + attempt, cfg, ops, n_instrs, dense)
         try:
             p = g.build()
         except AsmError:
@@ -286,11 +333,11 @@ def _assemble_expect(p, cfg):
             ins.attrs["expect"] = e.status
 
 
-def _prepare(seed, config, ops, n_instrs):
+def _prepare(seed, config, ops, n_instrs, dense=False):
     """(program text, the program parsed back from it, inputs, problems): generate and round-trip through the
     text (parse(print(p)) must equal p)."""
     from pto.parser import parse
-    p, inputs = random_program(seed, config, ops, n_instrs)
+    p, inputs = random_program(seed, config, ops, n_instrs, dense)
     text = p.text()
     q = parse(text, f"fuzz_{seed}.pto")
     problems = [] if q.signature_key() == p.signature_key() else ["the printed program parses to a different program"]
@@ -308,13 +355,13 @@ def _write_failure(out_dir, seed, text, inputs):
     return path
 
 
-def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None):
+def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None, dense=False):
     """Generate, round-trip through the text (parse(print(p)) must equal p), run; on failure write the
     ``.pto`` and ``.npz`` to ``out_dir``. Returns (ok, report or message, program path or None)."""
     from sim.programs.run import run_program
     text, problems, rep, inputs = None, [], None, None
     try:
-        text, q, inputs, problems = _prepare(seed, config, ops, n_instrs)
+        text, q, inputs, problems = _prepare(seed, config, ops, n_instrs, dense)
         rep = run_program(q, inputs, sim=sim, label=f"pto_fuzz_{seed}")
         problems += rep.problems
     except Exception as e:                      # noqa: BLE001 - any failure is a finding
@@ -345,14 +392,42 @@ def dependencies(commands, config):
     return out
 
 
-def dependency_summary(counts):
-    """One line on :func:`dependencies`' counts: each kind's total, and how many of the 36 (pipe pair,
-    kind) combinations between two different pipes occurred."""
+def possible_dependencies():
+    """The (older pipe, younger pipe, kind) combinations between two different pipes that can occur at all,
+    from what each pipe's instructions read and write (``rtl.isa.INSTRUCTIONS``; a destination counts as
+    read, as in ``golden.access``): e.g. nothing but a TSTORE writes GM, so no other pipe has a WAW with it."""
     from rtl.isa import Pipe
-    cross = {(a, b, k) for a in Pipe for b in Pipe if a != b for k in ("RAW", "WAR", "WAW")}
-    hit = {key for key, n in counts.items() if key in cross and n}
+    spaces = {}
+    for ins in INSTRUCTIONS.values():
+        if ins.pipe is None:
+            continue
+        r, w = spaces.setdefault(ins.pipe, (set(), set()))
+        if ins.slots:
+            r.add("UB")
+        if ins.destination is not None:
+            w.add("UB")
+        if ins.gm:
+            (w if ins.gm_writes else r).add("GM")
+    out = set()
+    for a in Pipe:
+        for b in Pipe:
+            if a == b:
+                continue
+            (ra, wa), (rb, wb) = spaces[a], spaces[b]
+            for kind, x, y in (("RAW", wa, rb), ("WAR", ra, wb), ("WAW", wa, wb)):
+                if x & y:
+                    out.add((a, b, kind))
+    return out
+
+
+def dependency_summary(counts):
+    """One line on :func:`dependencies`' counts: each kind's total, and how many of the combinations of
+    :func:`possible_dependencies` occurred (the others: a list)."""
+    possible = possible_dependencies()
+    missing = sorted(f"({a.value}, {b.value}) {k}" for a, b, k in possible if not counts.get((a, b, k)))
     kinds = ", ".join(f"{k} {sum(n for (_, _, kk), n in counts.items() if kk == k)}" for k in ("RAW", "WAR", "WAW"))
-    return f"dependencies {kinds}; across pipes: {len(hit)} of {len(cross)} (pipe pair, kind) combinations"
+    return (f"dependencies {kinds}; across pipes: {len(possible) - len(missing)} of the {len(possible)} possible "
+            f"(pipe pair, kind) combinations" + (f" (not met: {'; '.join(missing)})" if missing else ""))
 
 
 @dataclass
@@ -374,7 +449,7 @@ class StreamResult:
 
 
 def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_instrs=8, out_dir=None, batch=1000,
-           log=None):
+           log=None, dense=False):
     """Random programs from ``seed`` on until at least ``instructions`` commands have run and been compared.
     With a simulator, the programs go ``batch`` instructions at a time through one simulator run each
     (:func:`sim.programs.run.run_images`: one build, one start-up per batch, each program shadowed by the golden and
@@ -390,7 +465,7 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
             s = res.next_seed
             res.next_seed += 1
             try:
-                text, q, inputs, problems = _prepare(s, config, ops, n_instrs)
+                text, q, inputs, problems = _prepare(s, config, ops, n_instrs, dense)
             except RuntimeError:                # no draw of this seed fits the UB
                 res.skipped += 1
                 continue
@@ -440,6 +515,8 @@ def main(argv=None):
     ap.add_argument("--sim", default="none", choices=["none", "icarus", "verilator"])
     ap.add_argument("--config", default="small")
     ap.add_argument("--out", default="build/pto/fuzz", help="where failing programs are written")
+    ap.add_argument("--dense", action="store_true", help="place results and GM regions over earlier ones: "
+                    "dependencies between pipes in every program")
     a = ap.parse_args(argv)
     config_from_spec(a.config, source=f"--config {a.config!r}")
     ops = None
@@ -448,7 +525,7 @@ def main(argv=None):
         ops = sorted(supported_opcodes(config_from_spec(a.config)), key=lambda op: op.value)
     if a.instructions is not None:
         res = stream(a.instructions, a.seed, a.config, a.sim, ops, a.instrs, a.out, a.batch,
-                     log=lambda m: print(m, flush=True))
+                     log=lambda m: print(m, flush=True), dense=a.dense)
         for s, problems, path in res.failures:
             print(f"seed {s}: FAIL: {'; '.join(problems)}" + (f" -> replay: python -m sim run {path} --data "
                                                               f"{path.with_suffix('.npz')}" if path else ""))
@@ -459,7 +536,7 @@ def main(argv=None):
         return 0 if res.ok and res.instructions >= a.instructions else 1
     failed = 0
     for s in range(a.seed, a.seed + a.count):
-        ok, (rep, problems), path = run_one(s, a.config, a.sim, ops, a.instrs, a.out)
+        ok, (rep, problems), path = run_one(s, a.config, a.sim, ops, a.instrs, a.out, a.dense)
         print(f"seed {s}: {'PASS' if ok else 'FAIL'}" + ("" if ok else f": {'; '.join(problems)} -> {path}"),
               flush=True)
         failed += not ok
