@@ -1,6 +1,8 @@
 """ECP5 synthesis of one block of an engine alone: ``python -m flow.blocks lanes ...`` (the elementwise
-lanes, or one of their fp units at the lanes' depths) and ``python -m flow.blocks gemv ...`` (the GEMV MAC
-array and reducer, together or apart). Ports registered, platform ``rtl.fpga.ECP5``, the whole unit's
+lanes, or one of their fp units at the lanes' depths), ``python -m flow.blocks gemv ...`` (the GEMV MAC
+array and reducer, together or apart) and ``python -m flow.blocks frontend ...`` (the footprint, the hazard
+scoreboard, the per-pipe dispatcher) and ``python -m flow.blocks ub ...`` (the unified buffer, any number of
+read ports). Ports registered, platform ``rtl.fpga.ECP5``, the whole unit's
 yosys / nextpnr flow (:func:`flow.fp.synth_component`); results under ``--out``."""
 
 import argparse
@@ -70,6 +72,28 @@ def _gemv(args):
     return top, "_".join([args.what, args.config] + [f"{k}{v}" for k, v in sorted(overrides.items())])
 
 
+def _frontend(args):
+    """The concurrency parts of the front end (rtl/frontend): the footprint, the scoreboard, or the
+    dispatcher (queues and scoreboard, an engine's payload the command)."""
+    from rtl.frontend.dispatch import Dispatcher
+    from rtl.frontend.footprint import Footprint
+    from rtl.frontend.scoreboard import Scoreboard
+    from rtl.isa import Command
+    config, overrides = config_from(args.config, args.set)
+    top = {"footprint": lambda: Footprint(config),
+           "scoreboard": lambda: Scoreboard(config, args.entries),
+           "dispatch": lambda: Dispatcher(config, Command, depth=args.depth, entries=args.entries)}[args.what]()
+    return top, "_".join([args.what, args.config, f"e{args.entries}", f"d{args.depth}"] +
+                         [f"{k}{v}" for k, v in sorted(overrides.items())])
+
+
+def _ub(args):
+    """The unified buffer alone (its read ports: ``--set ub_read_ports=N``), for the UB port choices."""
+    from rtl.ub.buffer import UnifiedBuffer
+    config, overrides = config_from(args.config, args.set)
+    return UnifiedBuffer(config), "_".join(["ub", args.config] + [f"{k}{v}" for k, v in sorted(overrides.items())])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     blocks = ap.add_subparsers(dest="block", required=True)
@@ -84,8 +108,19 @@ def main(argv=None):
     gemv.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     gemv.add_argument("--what", default="both", choices=("both", "mac", "reduce"))
     gemv.set_defaults(build=_gemv, out="build/gemv/pnr")
-    for p in (lanes, gemv):
-        p.add_argument("--out", help="result directory (default: build/ew/pnr, build/gemv/pnr)")
+    front = blocks.add_parser("frontend", help="the footprint, the hazard scoreboard, the per-pipe dispatcher")
+    front.add_argument("--config", default="default")
+    front.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    front.add_argument("--what", default="dispatch", choices=("footprint", "scoreboard", "dispatch"))
+    front.add_argument("--entries", type=int, default=8, help="scoreboard entries (default: %(default)s)")
+    front.add_argument("--depth", type=int, default=4, help="each pipe's queue (default: %(default)s)")
+    front.set_defaults(build=_frontend, out="build/frontend/pnr")
+    ub = blocks.add_parser("ub", help="the unified buffer (e.g. --set ub_read_ports=3)")
+    ub.add_argument("--config", default="default")
+    ub.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ub.set_defaults(build=_ub, out="build/ub/pnr")
+    for p in (lanes, gemv, front, ub):
+        p.add_argument("--out", help="result directory (default: build/<block>/pnr)")
         p.add_argument("--seed", type=int, default=1)
         p.add_argument("--tag", default="", help="suffix of the result's name (e.g. a variant being tried)")
     args = ap.parse_args(argv)

@@ -1,0 +1,107 @@
+"""Per-pipe queues and issue: checked instructions wait in their pipe's queue and start when the scoreboard
+lets them (issue #33's pipes; not yet in ``VectorUnit``, which runs one instruction at a time)."""
+
+from amaranth import *
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.frontend.counters import PIPES
+from rtl.frontend.footprint import FootprintLayout
+from rtl.frontend.scoreboard import Scoreboard
+from rtl.lib.fifo import LutFifo
+
+__all__ = ["DispatchLayout", "Dispatcher"]
+
+
+def DispatchLayout(config, payload):
+    """An instruction entering the dispatcher: its one-hot ``pipe`` (:data:`rtl.frontend.counters.PIPES`),
+    its ``footprint`` and ``payload`` (what its engine gets: the command, in a unit)."""
+    return data.StructLayout({"pipe": len(PIPES), "footprint": FootprintLayout(config), "payload": payload})
+
+
+class Dispatcher(wiring.Component):
+    """In-order queues, one per pipe, in front of a :class:`rtl.frontend.scoreboard.Scoreboard`.
+
+    Parameters: ``config``; ``payload``, the shape of what an engine gets; ``depth``, entries of each
+    pipe's queue (at least 2); ``entries``, instructions in flight in all pipes together (the scoreboard's
+    entries; queued and running ones); ``disable``, the scoreboard's (mutation checks only).
+
+    Ports
+    -----
+    push : In(stream.Signature(:func:`DispatchLayout`))
+        A checked instruction, in program order; taken (``ready``) when its pipe's queue and the scoreboard
+        have room. Every instruction has a pipe (the barrier waits for ``empty`` instead).
+    issue : Out(stream.Signature(payload)).array(len(PIPES))
+        Pipe ``k``'s oldest instruction, offered when the pipe runs nothing and no older instruction in
+        flight in another pipe conflicts with it; its engine takes it (``ready``) when idle.
+    done : In(len(PIPES))
+        Pipe ``k``'s running instruction has finished (a pulse): it leaves the scoreboard at this edge,
+        and the pipe may issue its next instruction in the next cycle.
+    busy : Out(len(PIPES))
+        Pipe ``k`` runs an instruction.
+    stalled : Out(len(PIPES))
+        Pipe ``k`` runs nothing and its oldest instruction waits on an older one (the scoreboard's
+        ``hazard``; not the cycle of its own comparison): the stalled-on-hazard cycles, none for an
+        instruction that conflicts with nothing.
+    empty : Out(1)
+        No instruction queued or running.
+
+    Latency: an instruction pushed at edge ``t`` into an idle pipe with no hazard is offered on ``issue``
+    from the cycle after edge ``t + Scoreboard.INSERT_LATENCY`` (its scoreboard row; the queue has it from
+    the cycle after ``t``); a ``done`` at edge ``t`` frees its dependents' ``issue`` from the cycle after
+    ``t``.
+    """
+
+    def __init__(self, config, payload, *, depth=4, entries=8, disable=()):
+        if depth < 2:
+            raise ValueError(f"Dispatcher: depth={depth} must be at least 2")
+        self._config, self._payload, self._depth, self._entries = config, payload, depth, entries
+        self._disable = disable
+        super().__init__({
+            "push": In(stream.Signature(DispatchLayout(config, payload))),
+            "issue": Out(stream.Signature(payload)).array(len(PIPES)),
+            "done": In(len(PIPES)),
+            "busy": Out(len(PIPES)),
+            "stalled": Out(len(PIPES)),
+            "empty": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._entries
+        m.submodules.scoreboard = sb = Scoreboard(self._config, n, disable=self._disable)
+        entry = data.StructLayout({"payload": self._payload, "slot": range(n)})
+        push = self.push
+        room = Signal(len(PIPES))
+        m.d.comb += push.ready.eq(sb.insert.ready & (room & push.payload.pipe).any())
+        fire = push.valid & push.ready
+        m.d.comb += [sb.insert.valid.eq(fire), sb.insert.payload.pipe.eq(push.payload.pipe),
+                     sb.insert.payload.footprint.eq(push.payload.footprint)]
+        retire = []
+        for k in range(len(PIPES)):
+            q = m.submodules[f"queue{k}"] = LutFifo(entry.size, self._depth)
+            m.d.comb += [room[k].eq(q.w_rdy), q.w_en.eq(fire & push.payload.pipe[k]),
+                         q.w_data.eq(Cat(push.payload.payload, sb.slot))]
+            head = entry(q.r_data)
+            running = Signal(name=f"running{k}")
+            slot = Signal(range(n), name=f"running_slot{k}")
+            ready = q.r_rdy & ~running & ~sb.blocked.bit_select(head.slot, 1)
+            out = self.issue[k]
+            m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready)]
+            with m.If(ready & out.ready):
+                m.d.sync += [running.eq(1), slot.eq(head.slot)]
+            with m.Elif(self.done[k]):
+                m.d.sync += running.eq(0)
+            retire.append(Mux(self.done[k] & running, 1 << slot, 0))
+            m.d.comb += [self.busy[k].eq(running),
+                         self.stalled[k].eq(q.r_rdy & ~running & sb.hazard.bit_select(head.slot, 1))]
+        m.d.comb += sb.retire.eq(_or(retire, n))
+        m.d.comb += self.empty.eq(sb.empty)
+        return m
+
+
+def _or(values, width):
+    out = C(0, width)
+    for v in values:
+        out = out | v
+    return out

@@ -1,0 +1,176 @@
+"""The hazard scoreboard: which in-flight instructions must wait for an older one (issue #33).
+
+Every instruction enters with its footprint (:class:`rtl.frontend.footprint.Footprint`) in program order and
+leaves when it has finished. An entry is *blocked* while an older entry of another pipe that is still in
+flight has a read-after-write, write-after-read or write-after-write overlap with it, the hazards of
+``golden.access.hazards``, so that pipes running at once compute what one instruction at a time computes.
+"""
+
+from amaranth import *
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.frontend.counters import PIPES
+from rtl.frontend.footprint import WRITE_SLOT, FootprintLayout
+from rtl.isa import TILE_SLOTS
+
+__all__ = ["RULES", "InsertLayout", "Scoreboard", "conflicts"]
+
+
+def InsertLayout(config):
+    """An instruction entering the scoreboard: its one-hot ``pipe`` (:data:`rtl.frontend.counters.PIPES`)
+    and its ``footprint``."""
+    return data.StructLayout({"pipe": len(PIPES), "footprint": FootprintLayout(config)})
+
+
+def _overlap(a, b):
+    """Two ranges (:func:`rtl.frontend.footprint.RangeLayout` views) share a byte."""
+    return a.valid & b.valid & (a.lo < b.hi) & (b.lo < a.hi)
+
+
+#: The hazard rules, the terms of :func:`conflicts`: ``ub_raw`` the older instruction writes a UB byte the
+#: younger reads (its destination counts as read: WAW on the UB too), ``ub_war`` the younger writes a UB byte
+#: the older reads, ``gm_raw`` / ``gm_war`` / ``gm_waw`` the same over their GM ranges.
+RULES = ("ub_raw", "ub_war", "gm_raw", "gm_war", "gm_waw")
+
+
+def conflicts(older, younger):
+    """The hazards between two instructions' footprints (views of
+    :func:`rtl.frontend.footprint.FootprintLayout`), ``older`` first in program order: a dict from each of
+    :data:`RULES` to its condition. Seven UB range pairs (the written slot against every slot, both ways)
+    and one GM pair, two comparators each; the younger must wait for the older when any is true (the
+    hazards of ``golden.access.hazards``)."""
+    w = WRITE_SLOT
+    gm = _overlap(older.gm, younger.gm)
+    return {
+        "ub_raw": older.ub_write & Cat(_overlap(older.ub[w], younger.ub[k]) for k in range(len(TILE_SLOTS))).any(),
+        "ub_war": younger.ub_write & Cat(_overlap(older.ub[k], younger.ub[w])
+                                         for k in range(len(TILE_SLOTS)) if k != w).any(),
+        "gm_raw": older.gm_write & ~younger.gm_write & gm,
+        "gm_war": ~older.gm_write & younger.gm_write & gm,
+        "gm_waw": older.gm_write & younger.gm_write & gm,
+    }
+
+
+class Scoreboard(wiring.Component):
+    """In-flight instructions and the hazards between them.
+
+    Parameters: ``config`` (:class:`rtl.config.Config`); ``entries``, how many instructions can be in
+    flight; ``same_pipe`` (default False): also hold an instruction behind an older one *of its own pipe*
+    that it conflicts with (a pipe that runs its instructions in order, one after another, needs no such
+    rule; one that overlaps consecutive instructions does); ``disable``: for the mutation checks only, rules
+    left out, each a rule of :data:`RULES` (every pipe pair) or ``(rule, older pipe, younger pipe)`` with
+    :class:`rtl.isa.Pipe` members (default: none; a unit never disables one).
+
+    Ports
+    -----
+    insert : In(stream.Signature(:func:`InsertLayout`))
+        An instruction enters at an edge where ``valid`` and ``ready`` are high (``ready``: an entry is
+        free), in program order (the command stream's).
+    slot : Out(range(entries))
+        The entry an instruction offered on ``insert`` takes (valid while ``insert.ready``; the lowest free).
+    retire : In(entries)
+        The entries that leave at this edge (their instructions have finished; several pipes may finish
+        in one cycle).
+    busy : Out(entries)
+        The entries in flight.
+    blocked : Out(entries)
+        Entry ``k`` is in flight and must not start yet: an older entry still in flight conflicts with it
+        (:func:`conflicts`), or its own comparison is not finished (in the cycle after the edge it entered at).
+    hazard : Out(entries)
+        Entry ``k`` waits on an older entry (``blocked`` without the cycle of its own comparison): what a
+        stalled-on-hazard counter counts, zero for an instruction that conflicts with nothing.
+    empty : Out(1)
+        No entry in flight (what a barrier waits for).
+
+    Latency: an entry's ``blocked`` is exact from :attr:`INSERT_LATENCY` (1) edge after the edge it entered
+    at (high in between); a retire lowers the ``blocked`` of the entries that waited only for it in the next cycle. The
+    comparisons are between the incoming footprint and every entry's stored one, registered (one
+    comparator level and an OR tree after registers); an entry's dependencies are a row of bits
+    (``deps``) written once, one edge later, so ``blocked`` is an AND-OR of registers.
+    """
+
+    #: Edges after the one that inserts an entry (which registers the comparisons) to the one that writes its
+    #: row of dependencies, from which its ``blocked`` is exact.
+    INSERT_LATENCY = 1
+
+    def __init__(self, config, entries=8, *, same_pipe=False, disable=()):
+        if entries < 1:
+            raise ValueError(f"Scoreboard: entries={entries} must be at least 1")
+        self._disable = []
+        for d in disable:
+            rule, older, younger = (d, None, None) if isinstance(d, str) else d
+            if rule not in RULES:
+                raise ValueError(f"Scoreboard: {rule!r} is no rule; rules: {', '.join(RULES)}")
+            self._disable.append((rule, older, younger))
+        self._config, self._entries, self._same_pipe = config, entries, same_pipe
+        super().__init__({
+            "insert": In(stream.Signature(InsertLayout(config))),
+            "slot": Out(range(entries)),
+            "retire": In(entries),
+            "busy": Out(entries),
+            "blocked": Out(entries),
+            "hazard": Out(entries),
+            "empty": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self._entries
+        layout = InsertLayout(self._config)
+        entry = [Signal(layout, name=f"entry{k}", reset_less=True) for k in range(n)]
+        valid = Signal(n, name="valid")
+        pending = Signal(n, name="pending")
+        deps = [Signal(n, name=f"deps{k}") for k in range(n)]
+
+        # the free entry an incoming instruction takes: the lowest
+        free = ~valid
+        slot = Signal(range(n), name="free_slot")
+        for k in reversed(range(n)):
+            with m.If(free[k]):
+                m.d.comb += slot.eq(k)
+        m.d.comb += [self.slot.eq(slot), self.insert.ready.eq(free.any())]
+        fire = self.insert.valid & self.insert.ready
+        taking = Signal(n, name="taking")       # one-hot: the entry taken at this edge
+        retiring = Signal(n, name="retiring")   # one-hot: the entry leaving at this edge
+        m.d.comb += [taking.eq(Mux(fire, 1 << slot, 0)),
+                     retiring.eq(self.retire)]
+
+        # (1) the incoming footprint against every entry in flight (older by construction), registered
+        new = self.insert.payload
+        hit = Signal(n, name="hit")
+        for k in range(n):
+            other = C(1, 1) if self._same_pipe else ~(entry[k].pipe & new.pipe).any()
+            rules = conflicts(entry[k].footprint, new.footprint)
+            for rule, older, younger in self._disable:
+                pair = C(1, 1)
+                if older is not None:
+                    pair = entry[k].pipe[PIPES.index(older)] & new.pipe[PIPES.index(younger)]
+                rules[rule] = rules[rule] & ~pair
+            m.d.comb += hit[k].eq(valid[k] & other & Cat(rules.values()).any())
+        hit_r = Signal(n, name="hit_r")
+        row = Signal(range(n), name="row")      # the entry whose row is written next
+        row_en = Signal(name="row_en")
+        m.d.sync += [hit_r.eq(hit), row.eq(slot), row_en.eq(fire)]
+        for k in range(n):
+            with m.If(taking[k]):
+                m.d.sync += entry[k].eq(new)
+        # (2) the row of dependencies. A bit of an entry that has left meanwhile is harmless: ``blocked``
+        # reads ``deps & valid``, and an entry taken by a new instruction is cleared from every row (its
+        # column) at the edge that takes it, after this write.
+        for k in range(n):
+            with m.If(row_en & (row == k)):
+                m.d.sync += deps[k].eq(hit_r)
+            for j in range(n):
+                with m.If(taking[j]):
+                    m.d.sync += deps[k][j].eq(0)
+            # and its own row is empty until written (``hazard`` is zero in the cycle of its comparison)
+            with m.If(taking[k]):
+                m.d.sync += deps[k].eq(0)
+        m.d.sync += [valid.eq((valid | taking) & ~retiring),
+                     pending.eq((pending & ~Mux(row_en, 1 << row, 0)) | taking)]
+
+        m.d.comb += [self.busy.eq(valid), self.empty.eq(~valid.any())]
+        m.d.comb += [self.hazard[k].eq(valid[k] & (deps[k] & valid).any()) for k in range(n)]
+        m.d.comb += self.blocked.eq(self.hazard | (valid & pending))
+        return m
