@@ -133,6 +133,9 @@ clean:
 # time, fails on any mismatch (failing programs: build/pto/fuzz/fuzz_<seed>.pto + .npz, python -m sim run replays).
 FUZZ_INSTRUCTIONS ?= 10000
 FUZZ_SEED ?= 0
+# FUZZFLAGS=--dense: programs whose results, inputs and GM regions overlap earlier instructions' (every
+# dependency between pipes; docs/pto-as.md, "Dependencies")
+FUZZFLAGS ?=
 .PHONY: fuzz-long
 fuzz-long: bootstrap
-	$(BIN)/python -m sim fuzz --sim verilator --config small --instructions $(FUZZ_INSTRUCTIONS) --seed $(FUZZ_SEED) --instrs 8 --batch 1000
+	$(BIN)/python -m sim fuzz --sim verilator --config small --instructions $(FUZZ_INSTRUCTIONS) --seed $(FUZZ_SEED) --instrs 8 --batch 1000 $(FUZZFLAGS)
