@@ -123,8 +123,8 @@ class VectorUnit(wiring.Component):
     register) and owns the shared UB and AXI ports from then on, so it may read the UB at once; the
     checker (:class:`rtl.checker.checker.Checker`, ``LATENCY`` register stages) decides meanwhile. A passing
     verdict raises the engine's ``go`` from a register :attr:`GO_DELAY` cycles after ``start`` (its
-    first UB write or AXI request may follow); a failing one resets the engine (from a register, in the
-    cycle after the verdict), which has touched nothing, and answers the checker's status (``cycles`` =
+    first UB write or AXI request may follow); a failing one resets the engine (from registers, in the
+    second cycle after the verdict), which has touched nothing, and answers the checker's status (``cycles`` =
     :attr:`REJECT_CYCLES`). ``cycles`` in the response counts clock cycles from the acceptance edge to
     the edge that raises ``tvalid``.
 
@@ -305,12 +305,19 @@ class VectorUnit(wiring.Component):
     def _engine_domain(m, engine, name, abort, platform):
         """``engine`` in a clock domain of its own (``<name>``: the unit's clock, its own reset), returned
         for ``m.submodules``. The reset is one register, ``rst_<name>`` = the unit's reset or ``abort``
-        (the checker rejected the command the engine started on: the engine has only read the UB), so
-        the engine is reset the cycle after the verdict, and one cycle after the unit. That register
+        (the checker rejected the command the engine started on: the engine has only read the UB), through
+        a register of its own, so the engine is in reset in the second cycle after the verdict (the
+        front end is idle then at the earliest: a next command's ``start`` comes later), and one cycle
+        after the unit. That register
         reaches every resettable flip-flop of the engine, thousands: on an ECP5 it drives them over a
         global network (:func:`rtl.fpga.global_net`)."""
+        # the abort through a register of its own first: the verdict (the checker's failure registers,
+        # their NOR, the select) and the reset register's reach across the die were one 10.1 ns path
+        # (small, seed 2). The engine is reset a cycle later; it has still only read the UB then (no
+        # ``go``), and the front end ignores its ``done`` outside CHECK.
+        abort_r = Signal(name=f"abort_r_{name}")
         rst = Signal(init=1, reset_less=True, name=f"rst_{name}")
-        m.d.sync += rst.eq(ResetSignal() | abort)
+        m.d.sync += [abort_r.eq(abort), rst.eq(ResetSignal() | abort_r)]
         m.domains += ClockDomain(name)
         m.d.comb += [ClockSignal(name).eq(ClockSignal()),
                      ResetSignal(name).eq(global_net(m, rst, platform, f"rst_{name}_net"))]
