@@ -11,6 +11,7 @@ from amaranth import *
 from rtl.isa import (DTYPE_BYTES, LOCAL_GATHER_GROUP, LOCAL_GATHER_MAX_INDICES, LOCAL_GATHER_MAX_NEPI_LOG2, Command,
                      Opcode, TileDesc, instruction)
 from rtl.lib.contract import require
+from rtl.lib.fanout import variant_copies
 from rtl.lib.tile import ESZ_BITS, ESZ_MAX, elem_log2
 
 __all__ = ["GROUP", "GROUP_LOG2", "MAX_INDICES", "MAX_NEPI_LOG2", "INDEX_BYTES", "INDEX_BYTES_LOG2", "INDEX_BITS",
@@ -93,6 +94,10 @@ class Sizes:
         return cls(W=W, sh=sh, two=ports >= 2, UA=UA, WA=UA - sh, IW=min(UA, INDEX_BITS), QW=QW)
 
 
+#: Copies of the piece size's log2 (``g_plog2_copies``), each for a group of the lanes' masks.
+PLOG2_COPIES = 4
+
+
 def piece_geometry(esz, nepi_log2, sh, two):
     """What depends on the element size (``esz`` = log2 of it) and ``nepi_log2`` alone, for words of
     ``1 << sh`` bytes and one or ``two`` read ports: ``b_log2`` (log2 of the chunk B), ``p_log2`` and
@@ -156,9 +161,13 @@ def geometry_registers(m, cmd, sz):
         reg = geo[key] = greg(width, key)
         rom = Array(C(t[key] % (1 << width), width) for t in table)
         m.d.sync += reg.eq(rom[Cat(g_esz, g_nepi)])
+        if key == "p_log2":
+            # copies of log2 P for the lane masks (every lane reads it: one register for 2 x W masks was a
+            # 10.2 ns path of wire on default, seed 2, 5aa51ab); kept apart by their reset variants
+            plog2_copies = variant_copies(m, "g_p_log2_c", rom[Cat(g_esz, g_nepi)], PLOG2_COPIES)
     return SimpleNamespace(
         idle=idle, n_c=n_c, groups_c=groups_c, empty=empty,
         g_esz=g_esz, g_nepi=g_nepi, g_n=g_n,
         g_src_stride=g_src_stride, g_dst_stride=g_dst_stride, g_idx_stride=g_idx_stride,
-        g_blog2=geo["b_log2"], g_plog2=geo["p_log2"], g_P=geo["psize"], g_pmode=geo["pmode"],
+        g_blog2=geo["b_log2"], g_plog2=geo["p_log2"], g_plog2_copies=plog2_copies, g_P=geo["psize"], g_pmode=geo["pmode"],
         g_step=geo["step"], g_bmask=geo["bmask"], g_blkstep=geo["blkstep"], g_npc_log2=geo["npc_log2"])

@@ -58,8 +58,9 @@ def place(m, eng, sz, geo, pl, win):
     for x in range(W):
         rel = Signal(sh, name=f"rel{x}")
         m.d.comb += rel.eq(x - pre["lo"])
-        lanes_a.append((rel >> geo.g_plog2) == 0)
-        lanes_b.append(pre["pair"] & ((rel >> geo.g_plog2) == 1))
+        plog2 = geo.g_plog2_copies[x * len(geo.g_plog2_copies) // W]     # a copy per group of lanes
+        lanes_a.append((rel >> plog2) == 0)
+        lanes_b.append(pre["pair"] & ((rel >> plog2) == 1))
         ge.append(C(x, sh) >= pre["lo"])
     m.d.sync += [la1.eq(Cat(lanes_a) & pre["pc"].replicate(W)), lb1.eq(Cat(lanes_b) & pre["pc"].replicate(W)),
                  ge1.eq(Cat(ge))]
