@@ -1,6 +1,9 @@
 """Per-pipe queues and issue: checked instructions wait in their pipe's queue and start when the scoreboard
 lets them (issue #33's pipes; not yet in ``VectorUnit``, which runs one instruction at a time)."""
 
+import functools
+import operator
+
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -95,13 +98,7 @@ class Dispatcher(wiring.Component):
             retire.append(Mux(self.done[k] & running, 1 << slot, 0))
             m.d.comb += [self.busy[k].eq(running),
                          self.stalled[k].eq(q.r_rdy & ~running & sb.hazard.bit_select(head.slot, 1))]
-        m.d.comb += sb.retire.eq(_or(retire, n))
+        m.d.comb += sb.retire.eq(functools.reduce(operator.or_, retire))
         m.d.comb += self.empty.eq(sb.empty)
         return m
 
-
-def _or(values, width):
-    out = C(0, width)
-    for v in values:
-        out = out | v
-    return out
