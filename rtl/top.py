@@ -387,10 +387,15 @@ class VectorUnit(wiring.Component):
         one cycle later than the engine offers it (``WRITE_DELAY``); the front end keeps the engine
         selected until then (an instruction ends in RESPOND, at least a cycle after ``done``)."""
         name = type(engine).__name__.lower()
-        reg = {"addr": Signal.like(engine.ub_wr.addr, name=f"{name}_wr_addr", reset_less=True),
-               "data": Signal.like(engine.ub_wr.data, name=f"{name}_wr_data", reset_less=True),
-               "be": Signal.like(engine.ub_wr.be, name=f"{name}_wr_be")}
-        m.d.sync += [reg[k].eq(getattr(engine.ub_wr, k)) for k in reg]
+        port = engine.ub_wr
+        reg = {"addr": Signal.like(port.addr, name=f"{name}_wr_addr", reset_less=True),
+               "data": Signal.like(port.data, name=f"{name}_wr_data", reset_less=True),
+               "be": Signal.like(port.be, name=f"{name}_wr_be")}
+        # One instruction at a time: the selected engine owns the write port, so ``ready`` is always high
+        # (the handshake is for pipes that will share the port, rtl.engines.base.EngineSignature).
+        m.d.comb += port.ready.eq(1)
+        m.d.sync += [reg["addr"].eq(port.addr), reg["data"].eq(port.data),
+                     reg["be"].eq(Mux(port.valid, port.be, 0))]
         return reg
 
     def _debug_port(self, m, ub, wr, grant):

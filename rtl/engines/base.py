@@ -28,7 +28,16 @@ class EngineSignature(wiring.Signature):
     one-cycle pulse; the engine answers with a one-cycle ``done`` pulse and ``status`` valid in that
     cycle. ``ub_rd``/``ub_wr`` and ``axi`` reach the shared resources, which the front end hands to one
     engine at a time, from the ``start`` cycle on (so a UB read may be issued with ``start``); an
-    engine's UB write enables must be zero while it is idle.
+    engine's ``ub_wr.valid`` must be low while it is idle.
+
+    UB writes wait for the port: ``ub_wr`` has a ``valid`` / ``ready`` handshake
+    (:class:`rtl.ub.buffer.UbWriteSignature` with ``handshake=True``): a word is written only at an edge
+    where both are high, ``valid`` does not depend on ``ready``, and a refused word stays offered
+    unchanged. ``done`` comes in the cycle the instruction's last word is taken. Pipelines that cannot
+    stop between their stages hold their words in an :class:`rtl.lib.output_queue.OutputQueue` and issue
+    only with its ``room``. The unit's front end holds ``ready`` high today (one instruction at a time);
+    a port shared by pipes that run at once will not, and the engine bench refuses words at random
+    (``EngineBench(write_stalls=True)``) to hold every engine to this.
 
     Speculative start: ``start`` comes while the checker is still deciding (it needs
     ``Checker.LATENCY`` cycles), so that the engine's first UB reads and address arithmetic overlap the
@@ -47,7 +56,7 @@ class EngineSignature(wiring.Signature):
         if ub_read_ports:
             members["ub_rd"] = Out(UbReadSignature(config)).array(ub_read_ports)
         if ub_write:
-            members["ub_wr"] = Out(UbWriteSignature(config))
+            members["ub_wr"] = Out(UbWriteSignature(config, handshake=True))
         if axi:
             members["axi"] = Out(Axi4Signature(addr_width=config.gm_addr_bits,
                                                data_width=config.axi_data_bits,

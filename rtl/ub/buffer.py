@@ -77,14 +77,24 @@ def read_window(m, port, parity, arrive, copies, name):
 
 
 class UbWriteSignature(wiring.Signature):
-    """A UB write port as seen by its user: one word, a byte-enable bit per byte (``be`` = 0 writes nothing)."""
+    """A UB write port as seen by its user: one word, a byte-enable bit per byte (``be`` = 0 writes nothing).
 
-    def __init__(self, config):
-        super().__init__({
+    With ``handshake=True`` (an engine's port: the write port is shared, and not every cycle is the
+    engine's) it also has ``valid`` (out) and ``ready`` (in): the word is written at an edge where both
+    are high, and only then (``be`` is ignored otherwise). ``valid`` must not depend on ``ready``; a word
+    offered while ``ready`` is low stays offered, unchanged (``addr``, ``data``, ``be``), until it is
+    taken. The UB's own port (``UnifiedBuffer.wr``) has no handshake: it writes ``be`` every cycle.
+    """
+
+    def __init__(self, config, *, handshake=False):
+        members = {
             "addr": Out(range(config.ub_words)),
             "data": Out(8 * config.ub_word_bytes),
             "be": Out(config.ub_word_bytes),
-        })
+        }
+        if handshake:
+            members.update({"valid": Out(1), "ready": In(1)})
+        super().__init__(members)
 
 
 class UnifiedBuffer(wiring.Component):

@@ -27,8 +27,10 @@ class UbWriter(wiring.Component):
     lines : stream in ``{ub_addr (a ``UB_ADDR_BITS`` byte address), length (bytes, non-zero)}``. A line must be
         taken before its first word: the writer holds the next line beside the active one, and takes a
         line when it holds none or as the held one becomes active.
-    words : stream in, ``8 W``-bit words; ready while a line is active.
-    ub_wr : the UB write port (:class:`rtl.ub.buffer.UbWriteSignature`); ``be`` is zero unless a word is taken.
+    words : stream in, ``8 W``-bit words; ready while a line is active and the write port is ready.
+    ub_wr : the UB write port with its handshake (:class:`rtl.ub.buffer.UbWriteSignature`,
+        ``handshake=True``): ``valid`` while a line is active and a word is offered; ``be`` is zero unless
+        ``valid``. A word the port refuses stays at ``words`` (not taken), so it is offered again.
     done : pulse in the cycle a line's last word is taken (written at that clock edge).
 
     Latency: a line taken in cycle ``t`` is held (one register: its word count and end lane computed
@@ -51,7 +53,7 @@ class UbWriter(wiring.Component):
         super().__init__({
             "lines": In(stream.Signature(self.LineLayout)),
             "words": In(stream.Signature(8 * W)),
-            "ub_wr": Out(UbWriteSignature(config)),
+            "ub_wr": Out(UbWriteSignature(config, handshake=True)),
             "done": Out(1),
         })
 
@@ -67,8 +69,9 @@ class UbWriter(wiring.Component):
         last = Signal()                      # left == 1, a register beside the counter
         take = Signal()
         m.d.comb += [
-            self.words.ready.eq(active),
-            take.eq(active & self.words.valid),
+            self.words.ready.eq(active & self.ub_wr.ready),
+            self.ub_wr.valid.eq(active & self.words.valid),
+            take.eq(active & self.words.valid & self.ub_wr.ready),
             self.done.eq(take & last),
             self.ub_wr.addr.eq(addr),
             self.ub_wr.data.eq(self.words.payload),
@@ -78,8 +81,10 @@ class UbWriter(wiring.Component):
         # ``lo`` / ``end`` against every lane were 8 LUT levels from the writer's registers to the
         # unit's write register (default, 32 lanes).
         lo_mask, end_mask = Signal(W), Signal(W)
-        with m.If(take):
+        # the byte enables of the word offered (not of the word taken: a refused word's must not change)
+        with m.If(self.ub_wr.valid):
             m.d.comb += self.ub_wr.be.eq(Cat((~first | lo_mask[k]) & (~last | end_mask[k]) for k in range(W)))
+        with m.If(take):
             m.d.sync += [addr.eq(addr + 1), left.eq(left - 1), first.eq(0), last.eq(left == 2)]
             with m.If(last):
                 m.d.sync += active.eq(0)

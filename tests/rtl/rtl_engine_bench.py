@@ -52,7 +52,7 @@ import sys
 from typing import NamedTuple
 
 import numpy as np
-from amaranth import Cat, Elaboratable, Module
+from amaranth import Cat, Elaboratable, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
@@ -90,15 +90,27 @@ class _BenchUb(UnifiedBuffer):
 
 
 class _Top(Elaboratable):
+    """The engine wired to the UB. The engine's write handshake: ``ready`` is high unless
+    ``write_stalls`` is set; then it is low in a pseudo-random quarter of the cycles (a 16-bit LFSR), the
+    way a write port shared with other pipes refuses words."""
+
     def __init__(self, engine, ub):
         self.engine, self.ub = engine, ub
+        self.write_stalls = Signal()
+        self.write_ready = Signal()
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.engine, m.submodules.ub = self.engine, self.ub
         members = self.engine.signature.members
         if "ub_wr" in members:
-            wiring.connect(m, self.engine.ub_wr, self.ub.wr)
+            wr = self.engine.ub_wr
+            lfsr = Signal(16, init=0xACE1)
+            m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
+            ready = self.write_ready
+            m.d.comb += [ready.eq(~self.write_stalls | (lfsr[:2] != 0)), wr.ready.eq(ready),
+                         self.ub.wr.addr.eq(wr.addr), self.ub.wr.data.eq(wr.data),
+                         self.ub.wr.be.eq(Mux(wr.valid & ready, wr.be, 0))]
         if "ub_rd" in members:
             assert len(self.engine.ub_rd) <= len(self.ub.rd), "engine has more read ports than the config"
             for port, ub_port in zip(self.engine.ub_rd, self.ub.rd):
@@ -135,14 +147,17 @@ class EngineBench:
         transfer (``rtl.engines.base.EngineSignature``, "Speculative start")
     gm_windows : [(address, bytes)] of GM compared with the golden machine after every command
     on_undefined : ``"raise"`` or ``"mask"``, passed to ``Machine.execute`` (see the module docstring)
+    write_stalls : the UB write port refuses words in a pseudo-random quarter of the cycles (``_Top``); the
+        bench then also asserts, every cycle, that a refused word stays offered unchanged
 
     Attributes: ``engine``, ``golden`` (the machine), ``axi`` (the slave model or None; ``axi.mem``
     is GM, ``axi.ar``/``axi.aw`` log every burst), ``results`` (a :class:`Result` per command so far).
     """
 
     def __init__(self, config, engine, *, seed=0, stall=0.3, latency=3, timeout=20_000, gm_windows=(),
-                 on_undefined="raise", go_delay=VectorUnit.GO_DELAY):
+                 on_undefined="raise", go_delay=VectorUnit.GO_DELAY, write_stalls=False):
         self.config = config
+        self.write_stalls = write_stalls
         # an engine class: the design built for it is reused (``_Design``); an instance: built for this bench
         self._design = _design(engine, config) if isinstance(engine, type) else None
         self.engine = self._design.engine if self._design else engine
@@ -155,6 +170,7 @@ class EngineBench:
         self.go_delay = go_delay
         self.results = []
         self._ub = self._design.ub if self._design else _BenchUb(config)
+        self._top = self._design.top if self._design else _Top(self.engine, self._ub)
         self._stimulus = ()
         self._ctx = None        # the testbench context while the simulation runs
         self._whole = None      # all UB words as one value (built once: the banks exist after elaboration)
@@ -202,9 +218,12 @@ class EngineBench:
         ctx.set(eng.start, 1)
         ctx.set(eng.go, self.go_delay == 0)
         cycles = 0
+        refused = None                      # the word refused in the previous cycle (write_stalls)
         while True:
             if cycles < self.go_delay:      # speculative start: no side effect before ``go``
                 self._assert_no_side_effects(f"{name}, cycle {cycles} after start, before go{detail}")
+            if self.write_stalls:
+                refused = self._check_refused_word(refused, f"{name}, cycle {cycles} after start{detail}")
             if ctx.get(eng.done):           # done may come in the start cycle (e.g. an empty tile)
                 break
             await ctx.tick()
@@ -239,11 +258,21 @@ class EngineBench:
         gold[:] = got       # adopt the bytes the golden model left undefined
         return result
 
+    def _check_refused_word(self, refused, where):
+        """Holds the engine to its write handshake: a word refused in the previous cycle (``refused``:
+        its addr, data, be) is offered again unchanged. Returns the word refused in this cycle, or None."""
+        ctx, wr = self._ctx, self.engine.ub_wr
+        word = (ctx.get(wr.addr), ctx.get(wr.data), ctx.get(wr.be)) if ctx.get(wr.valid) else None
+        if refused is not None:
+            assert word == refused, (f"a UB write refused by the port was not offered again unchanged: "
+                                     f"{where}\n  refused (addr, data, be) {refused}\n  now {word}")
+        return word if word is not None and not ctx.get(self._top.write_ready) else None
+
     def _assert_no_side_effects(self, where):
         eng, ctx = self.engine, self._ctx
         members = eng.signature.members
         if "ub_wr" in members:
-            assert not ctx.get(eng.ub_wr.be), f"UB write before go: {where}"
+            assert not ctx.get(eng.ub_wr.valid), f"UB write offered before go: {where}"
         if "axi" in members:
             for valid in ("arvalid", "awvalid", "wvalid"):
                 assert not ctx.get(getattr(eng.axi, valid)), f"{valid} before go: {where}"
@@ -255,7 +284,7 @@ class EngineBench:
         if self._design is not None:
             self._design.run(self)
             return self.results
-        sim = Simulator(_Top(self.engine, self._ub))
+        sim = Simulator(self._top)
         sim.add_clock(1e-8)
         if self.axi is not None:
             sim.add_process(self.axi.read_side)
@@ -276,6 +305,7 @@ class EngineBench:
         self._ctx = ctx
         try:
             self._whole = self._ub.rows(0, self.config.ub_words)
+            ctx.set(self._top.write_stalls, self.write_stalls)
             self._store(0, self.config.ub_words)
             if callable(self._stimulus):
                 await self._stimulus(self)
@@ -310,7 +340,8 @@ class _Design:
 
     def __init__(self, engine_class, config):
         self.engine, self.ub = engine_class(config), _BenchUb(config)
-        self.sim = Simulator(_Top(self.engine, self.ub))
+        self.top = _Top(self.engine, self.ub)
+        self.sim = Simulator(self.top)
         self.sim.add_clock(1e-8)
         if "axi" in self.engine.signature.members:
             self.sim.add_process(self._axi_read)

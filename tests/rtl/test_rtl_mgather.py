@@ -21,11 +21,15 @@ from test_rtl_transfer import ProtocolBench
 TABLE, IDX_GM, OUT = 0x40000, 0x10000, 0x80000
 
 
-def _case(rng, cfg, dtype):
+def _case(rng, cfg, dtype, row=None, oob=None, max_rows=5):
+    """A random MGATHER (row or element mode, OOB mode: random unless given; ``max_rows``: the most
+    destination rows, at most 5 in element mode or 24 in row mode to stay below the index tile at 0xC00
+    in the small UB) and its index tile."""
     size = DTYPE_BYTES[dtype]
-    row = rng.random() < 0.3
-    oob = rng.choice([OobMode.CLAMP, OobMode.WRAP, OobMode.ZERO])
-    R = rng.randrange(1, 6)
+    row = rng.random() < 0.3 if row is None else row
+    oob = rng.choice([OobMode.CLAMP, OobMode.WRAP, OobMode.ZERO]) if oob is None else oob
+    assert max_rows <= (24 if row else 5)
+    R = rng.randrange(1, max_rows + 1)
     rows = R + rng.randrange(0, 2)
     if row:
         C = rng.randrange(1, 48 // size + 1)
@@ -121,6 +125,51 @@ def test_mgather_block_vs_golden(seed):
             _check_reads(cfg, cmd, idx, r.reads)
             assert (await b.execute({"opcode": Opcode.TSTORE, "src0": whole, "gm": out}, note=note)).status == Status.OK
             assert slave.errors == []
+
+    bench.run(stimulus)
+
+
+@pytest.mark.parametrize("config,seed", [("small", 31), ("small", 32), ("default", 33)])
+def test_mgather_write_stalls(config, seed):
+    """The UB write port refuses a pseudo-random quarter of the cycles (``write_stalls``): MGATHER_ROW and
+    MGATHER_ELEM with every OOB mode (CLAMP, WRAP, ZERO), twice each in random order, and the TLOADs of
+    their index tiles, must stay bit-exact against the golden machine, each refused word offered again
+    unchanged. Few AXI stalls and zero lines and runs (ZERO), which form words without a beat, make the
+    data side outrun the port: the write queue fills, and the realigner and the element placer must wait
+    for its ``room``. Last, a row gather whose every index is past the table (ZERO): zero lines only, a
+    word every cycle with no beat, over a destination filled with random bytes (a lost word shows)."""
+    cfg = preset(config)
+    rng = random.Random(seed)
+    bench = ProtocolBench(cfg, TransferEngine, seed=seed, stall=0.1, latency=2, write_stalls=True,
+                          go_delay=9 if seed % 2 else 2)
+    bench.gm_write(TABLE, bytes(rng.randrange(256) for _ in range(0x4000)))
+    kinds = [(row, oob) for row in (True, False) for oob in (OobMode.CLAMP, OobMode.WRAP, OobMode.ZERO)] * 2
+    rng.shuffle(kinds)
+    dtypes = list(DType)
+
+    async def stimulus(b):
+        for k, (row, oob) in enumerate(kinds):
+            dtype = rng.choice(dtypes)
+            idx, t_idx, cmd = _case(rng, cfg, dtype, row=row, oob=oob, max_rows=24 if row else 5)
+            rows, cols = idx.shape
+            b.gm_write(IDX_GM, idx.tobytes())
+            load = {"opcode": Opcode.TLOAD, "dst": dict(t_idx, valid_rows=rows, valid_cols=cols),
+                    "gm": {"base": IDX_GM, "rows": rows, "cols": cols, "row_stride": 4 * cols, "dtype": t_idx["dtype"]}}
+            note = f"case {k} {cmd['opcode'].name} {oob.name} {dtype.name}, indices {idx.tolist()}"
+            for c in (load, cmd):
+                r = await b.execute(c, note=note)
+                assert r.status == Status.OK, f"case {k}: {c}"
+            _check_reads(cfg, cmd, idx, r.reads)
+            assert b.axi.errors == []
+        rows, S = 24, 8
+        b.ub_write(0, bytes(rng.randrange(256) for _ in range(rows * 128)))
+        b.ub_write(0xC00, np.arange(S, S + rows, dtype=np.uint32).tobytes())
+        t_idx = {"base": 0xC00, "rows": rows, "cols": 1, "valid_rows": rows, "valid_cols": 1, "dtype": DType.UINT32}
+        cmd = {"opcode": Opcode.MGATHER_ROW, "oob": OobMode.ZERO, "src0": t_idx,
+               "dst": {"base": 0, "rows": rows, "cols": 32, "valid_rows": rows, "valid_cols": 30, "dtype": DType.FP32},
+               "gm": {"base": TABLE, "rows": S, "cols": 30, "row_stride": 128, "dtype": DType.FP32}}
+        r = await b.execute(cmd, note="zero lines only")
+        assert r.status == Status.OK and r.reads == []
 
     bench.run(stimulus)
 

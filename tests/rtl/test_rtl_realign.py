@@ -1,6 +1,7 @@
 """Realigner against a byte-level model: random offsets, lengths, data, zero lines and stalls on the input
-streams (the output has no backpressure); and its rate: one word per cycle, a cycle more only for a line
-that needs one more output word than input words."""
+streams (the output has no backpressure), and ``enable`` dropped at random (no word formed while it is
+low); and its rate: one word per cycle, a cycle more only for a line that needs one more output word than
+input words."""
 
 import random
 
@@ -31,7 +32,8 @@ def _lines(rng, width, n, zeros):
 #: the current test's (``_SLOTS``).
 _SIMS = {}
 _SLOTS = {}
-_TESTBENCHES = (("feed_lines", True), ("feed_data", True), ("collect", False))     # (name, background)
+_TESTBENCHES = (("feed_lines", True), ("feed_data", True), ("drive_enable", True), ("collect", False))
+# (name, background)
 
 
 def _sim(width):
@@ -47,12 +49,21 @@ def _sim(width):
     return _SIMS[width]
 
 
-def _run(width, lines, rng, stall):
-    """Simulate; returns (outputs as dicts, cycle of each output, cycle of each input word taken)."""
+def _run(width, lines, rng, stall, hold=0.0):
+    """Simulate, ``enable`` low in a ``hold`` share of the cycles; returns (outputs as dicts, cycle of each
+    output, cycle of each input word taken). Asserts that every word leaves ``LATENCY`` cycles after a
+    cycle with ``enable`` high."""
     state = _sim(width)
     dut, sim, used = state
     n_out_total = sum(-(-(d + n) // width) for _, d, n, *_ in lines)
     outs, out_cycles, in_cycles = [], [], []
+    enables = []
+    hold_rng = random.Random(int(hold * 1000) + len(lines))     # (not from ``rng``: the stimulus stays as it was)
+
+    async def drive_enable(ctx):
+        while True:
+            ctx.set(dut.enable, hold_rng.random() >= hold)
+            await ctx.tick()
 
     async def feed_lines(ctx):
         for src_off, dst_off, length, zero, addr, last, _ in lines:
@@ -72,11 +83,15 @@ def _run(width, lines, rng, stall):
     async def collect(ctx):
         cycle = 0
         while len(outs) < n_out_total:
-            _, _, valid, payload, iv, ir = await ctx.tick().sample(dut.o.valid, dut.o.payload, dut.i.valid,
-                                                                   dut.i.ready)
+            _, _, valid, payload, iv, ir, en = await ctx.tick().sample(dut.o.valid, dut.o.payload, dut.i.valid,
+                                                                       dut.i.ready, dut.enable)
+            enables.append(en)
             if iv and ir:
                 in_cycles.append(cycle)
+                assert en, f"an input word taken while enable is low (cycle {cycle})"
             if valid:
+                assert cycle >= Realigner.LATENCY and enables[cycle - Realigner.LATENCY], \
+                    f"a word left {Realigner.LATENCY} cycles after a cycle with enable low (cycle {cycle})"
                 outs.append({"data": int(payload.data), "be": int(payload.be), "addr": int(payload.addr),
                              "index": int(payload.index), "line_last": int(payload.line_last),
                              "last": int(payload.last)})
@@ -84,7 +99,7 @@ def _run(width, lines, rng, stall):
             cycle += 1
             assert cycle < 100_000, "realigner hangs"
 
-    _SLOTS.update(feed_lines=feed_lines, feed_data=feed_data, collect=collect)
+    _SLOTS.update(feed_lines=feed_lines, feed_data=feed_data, drive_enable=drive_enable, collect=collect)
     if used:
         sim.reset()
     state[2] = True
@@ -118,6 +133,18 @@ def test_realigner_random_lines(width, stall):
     rng = random.Random(width * 7 + int(stall * 10))
     lines = _lines(rng, width, 60, zeros=True)
     outs, _, _ = _run(width, lines, rng, stall)
+    _check(width, lines, outs)
+
+
+@pytest.mark.parametrize("width", [16, 32])
+@pytest.mark.parametrize("stall", [0.0, 0.4])
+def test_realigner_enable(width, stall):
+    """``enable`` low in a third of the cycles (the caller's write queue has no room): no input word is
+    taken and no word formed (zero lines' and flush words included) while it is low, and the words are
+    still exact."""
+    rng = random.Random(width * 11 + int(stall * 10))
+    lines = _lines(rng, width, 60, zeros=True)
+    outs, _, _ = _run(width, lines, rng, stall, hold=0.35)
     _check(width, lines, outs)
 
 

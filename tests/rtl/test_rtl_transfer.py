@@ -214,7 +214,8 @@ def test_transfer_cycle_model(go_delay):
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 def test_transfer_contract(monkeypatch):
     """The couplings TransferEngine checks when it is built: the realigner and the element placer read the
-    beat buffer's ``last`` the cycle after a pop, as the buffer gives it."""
+    beat buffer's ``last`` the cycle after a pop, as the buffer gives it; the write queue's latency covers
+    both pipelines and its depth leaves room for one more word."""
     cfg = preset("small")
     TransferEngine(cfg)._MustUse__silence = True      # built only to see it build
     with monkeypatch.context() as mp:
@@ -225,3 +226,51 @@ def test_transfer_contract(monkeypatch):
         mp.setattr(ElementPlacer, "BEAT_DELAY", 2)
         with pytest.raises(ContractError, match="BEAT_DELAY"):
             TransferEngine(cfg)
+    with monkeypatch.context() as mp:
+        mp.setattr(ElementPlacer, "LATENCY", TransferEngine.WRITE_QUEUE_LATENCY + 1)
+        with pytest.raises(ContractError, match="WRITE_QUEUE_LATENCY"):
+            TransferEngine(cfg)
+    with monkeypatch.context() as mp:
+        mp.setattr(TransferEngine, "WRITE_QUEUE_DEPTH", TransferEngine.WRITE_QUEUE_LATENCY)
+        with pytest.raises(ContractError, match="WRITE_QUEUE_DEPTH"):
+            TransferEngine(cfg)
+
+
+@pytest.mark.parametrize("config,seed,stall", [("small", 21, 0.0), ("small", 22, 0.1), ("default", 23, 0.0)])
+def test_transfer_write_stalls(config, seed, stall):
+    """The UB write port refuses a pseudo-random quarter of the cycles (``write_stalls``, the handshake of
+    a port shared with other pipes): random TLOADs (both layouts, lines at every offset, odd strides) must
+    stay bit-exact against the golden machine, each refused word offered again unchanged, and the R beat
+    buffer's backpressure must keep AXI legal. With few or no AXI stalls the beats come faster than the
+    port takes words, so the write queue fills to its bound (``room`` low: measured 10 to 40 cycles a run)
+    and the realigner must wait (without the gate the queue overflows and words are lost)."""
+    cfg = preset(config)
+    rng = random.Random(seed)
+    bench = ProtocolBench(cfg, TransferEngine, seed=seed, stall=stall, latency=2, write_stalls=True,
+                          gm_windows=[(0, 4096)])
+    bench.gm_write(0, bytes(rng.randrange(256) for _ in range(GM_BYTES)))
+
+    async def stimulus(b):
+        for _ in range(8):
+            dtype = rng.choice(list(DType))
+            size = DTYPE_BYTES[dtype]
+            layout = rng.choice(list(Layout))
+            # long lines and tiles (up to 512-byte lines, a quarter of the UB): streams of words long
+            # enough to fill the write queue while the port refuses words
+            cols = rng.randrange(1, 512 // size + 1)
+            rows = rng.randrange(1, max(2, min(16, cfg.ub_bytes // 4 // (cols * size)) + 1))
+            if layout == Layout.COL_MAJOR:
+                rows, cols = cols, rows
+            vr, vc = rng.randrange(1, rows + 1), rng.randrange(1, cols + 1)
+            base = 32 * rng.randrange(0, (cfg.ub_bytes - rows * cols * size) // 32 + 1)
+            elems = vr if layout == Layout.COL_MAJOR else vc
+            stride = elems * size + size * rng.randrange(0, 50) + rng.choice([0, 4096])
+            t = {"base": base, "rows": rows, "cols": cols, "valid_rows": vr, "valid_cols": vc,
+                 "dtype": dtype, "layout": layout}
+            gm = {"base": size * rng.randrange(0, 20000), "rows": vr, "cols": vc, "row_stride": stride,
+                  "dtype": dtype}
+            r = await b.execute({"opcode": Opcode.TLOAD, "dst": t, "gm": gm})
+            assert r.status == Status.OK
+        assert b.axi.errors == []
+
+    bench.run(stimulus)

@@ -244,9 +244,16 @@ class _WriterBench:
             finished.append(True)
 
         async def port(ctx):
+            # the write port refuses words as often as the streams stall (the handshake of a shared port)
+            ctx.set(dut.ub_wr.ready, 1)
             n, cycle = 0, 0
-            async for _, _, addr, data, be, done in ctx.tick().sample(
-                    dut.ub_wr.addr, dut.ub_wr.data, dut.ub_wr.be, dut.done):
+            async for _, _, addr, data, be, done, valid, ready in ctx.tick().sample(
+                    dut.ub_wr.addr, dut.ub_wr.data, dut.ub_wr.be, dut.done, dut.ub_wr.valid, dut.ub_wr.ready):
+                ctx.set(dut.ub_wr.ready, rng.random() >= self.stall)
+                assert not be or valid, "byte enables without a word offered"
+                if not (valid and ready):
+                    assert not done, "done without the last word taken"
+                    be = 0          # offered, not written
                 if be:
                     assert n < len(self.words), "write beyond the last word"
                     w_data, w_be, w_word, w_last = self.words[n]

@@ -10,12 +10,13 @@ from rtl.lib.contract import require
 __all__ = ["combiner"]
 
 
-def combiner(m, cfg, go, s, info_q, rd_a, rd_b, pat, *, odd_copies):
+def combiner(m, cfg, go, room, s, info_q, rd_a, rd_b, pat, *, odd_copies):
     """Pairs each full-operand word (reader ``rd_a``) with the partial source's word (``rd_b``) or the
     row's pattern (``pat``), ordered as the lanes' ``a`` / ``b``, with the per-byte copy mask (TPART*:
     bytes outside the partial source's valid region, from the segment info queue ``info_q``), into the
     operand registers (``ElementwiseEngine.COMBINER_CYCLES`` = 1) that feed the lanes ``L`` bytes a
-    beat. Nothing is taken before ``go``. ``s``: the setup's signals; ``odd_copies``: copies of ``odd``
+    beat. Nothing is taken before ``go``, nor while the output queue has no ``room`` (a register: the
+    words of the beats in flight need its space). ``s``: the setup's signals; ``odd_copies``: copies of ``odd``
     for ``b``'s selects (``W = 16``). Returns the operand registers, their valid bit and ``fin_beat``
     (the instruction's last beat is in them)."""
     W, L = cfg.ub_word_bytes, cfg.ew_lane_bytes
@@ -44,7 +45,7 @@ def combiner(m, cfg, go, s, info_q, rd_a, rd_b, pat, *, odd_copies):
         beat = Signal(range(K))
         m.d.sync += take.eq(~fire & (take | (beat == K - 2)))
     m.d.comb += [
-        fire.eq(go & seg_v & rd_a.words.valid & Mux(c_trow, pat.patterns.valid, rd_b.words.valid) & take),
+        fire.eq(go & room & seg_v & rd_a.words.valid & Mux(c_trow, pat.patterns.valid, rd_b.words.valid) & take),
         load.eq((~seg_v | (fire & a_w.last)) & q_i.r_rdy),
         q_i.r_en.eq(load),
         rd_a.words.ready.eq(fire),

@@ -15,6 +15,7 @@ from rtl.engines.elementwise.setup import EW_OPCODES, decode, is_rowexpand, lane
 from rtl.engines.elementwise.walker import QUEUE_CYCLES, FlagFifo, SegmentWalker
 from rtl.isa import EXPAND_BLOCK_BYTES, Layout, Opcode, Status
 from rtl.lib.contract import require
+from rtl.lib.output_queue import OutputQueue
 from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
 from rtl.ub.reader import UbReader
 from rtl.ub.writer import UbWriter
@@ -227,10 +228,11 @@ class ElementwiseEngine(Engine):
         s = setup(m, cfg, self.cmd, self.start, d, walker, rd_b, run_done)
         info = self._segments(m, s, walker, rd_a, rd_b, wr, lanes)     # 2. segments
         self._patterns(m, s, pat, rd_b)                                # 4. patterns
-        regs = combiner(m, cfg, self.go, s, info, rd_a, rd_b, pat,     # 5. combiner (combiner.py)
+        oq = self._output_queue(m, lanes)                              # 7. the output queue
+        regs = combiner(m, cfg, self.go, oq.room, s, info, rd_a, rd_b, pat,   # 5. combiner (combiner.py)
                         odd_copies=self.ODD_COPIES)
-        self._lanes_and_writer(m, d, regs, lanes, wr)                  # 6, 7. lanes, writer
-        self._control(m, d, regs, lanes, run_done)
+        self._lanes_and_writer(m, d, regs, lanes, oq, wr)              # 6, 7. lanes, queue, writer
+        self._control(m, d, regs, lanes, oq, run_done)
         return m
 
     # ---- 2. segments into the queues of their consumers ---------------------------------------------------
@@ -309,12 +311,28 @@ class ElementwiseEngine(Engine):
         m.d.comb += [pat.mode1.eq(s.pat_mode1), pat.esz.eq(s.pat_esz),
                      pat.words.payload.eq(rd_b.words.payload), pat.words.valid.eq(rd_b.words.valid & s.c_trow)]
 
-    # ---- 6, 7. lanes, writer ------------------------------------------------------------------------------
+    # ---- 6, 7. lanes, output queue, writer ------------------------------------------------------------------
 
-    def _lanes_and_writer(self, m, d, r, lanes, wr):
+    def _output_queue(self, m, lanes):
+        """The destination words between the lanes and the writer (:class:`rtl.lib.output_queue.OutputQueue`,
+        each word with its ``fin`` mark): the lanes cannot stop, the write port may refuse a word
+        (``ub_wr.ready``), so the combiner fires only with the queue's ``room``. A fire becomes a word
+        ``COMBINER_CYCLES + (K - 1) + lanes.LATENCY`` cycles later (its K beats through the lanes), and
+        fires are at least ``K`` cycles apart."""
+        cfg = self._config
+        W, K = cfg.ub_word_bytes, cfg.ub_word_bytes // cfg.ew_lane_bytes
+        latency = self.COMBINER_CYCLES + (K - 1) + lanes.LATENCY
+        in_flight = -(-latency // K)
+        depth = max(2, 1 << in_flight.bit_length())             # a power of two above in_flight
+        oq = OutputQueue(data.StructLayout({"word": 8 * W, "fin": 1}), depth, latency, spacing=K)
+        m.submodules.out_q = oq
+        return oq
+
+    def _lanes_and_writer(self, m, d, r, lanes, oq, wr):
         """The operand registers' low ``L`` bytes into the lanes (with the instruction's type and op,
-        the setup's decoded registers ``d``), the lanes' results into the writer: directly (K = 1) or the
-        first ``K - 1`` beats of a word shifted into a register and written with the last."""
+        the setup's decoded registers ``d``), the lanes' results into the output queue ``oq``: directly
+        (K = 1) or the first ``K - 1`` beats of a word shifted into a register and queued with the last;
+        the queue's words into the writer."""
         cfg = self._config
         W, L = cfg.ub_word_bytes, cfg.ew_lane_bytes
         K = W // L
@@ -323,30 +341,37 @@ class ElementwiseEngine(Engine):
             lanes.valid.eq(r.valid_r), lanes.dtype.eq(d.dtype), lanes.op.eq(d.op),
         ]
         if K == 1:
-            m.d.comb += [wr.words.valid.eq(lanes.out_valid), wr.words.payload.eq(lanes.result)]
-        else:       # the beats come out in order, K per word: shift the first K - 1 in, write with the last
+            m.d.comb += [oq.i_valid.eq(lanes.out_valid), oq.i_payload.word.eq(lanes.result)]
+        else:       # the beats come out in order, K per word: shift the first K - 1 in, queue with the last
             out_beat = Signal(range(K))
             merge = Signal(8 * L * (K - 1), reset_less=True)
             with m.If(lanes.out_valid):
                 m.d.sync += [out_beat.eq(Mux(out_beat == K - 1, 0, out_beat + 1)),
                              merge.eq(Cat(merge[8 * L:], lanes.result) if K > 2 else lanes.result)]
-            m.d.comb += [wr.words.valid.eq(lanes.out_valid & (out_beat == K - 1)),
-                         wr.words.payload.eq(Cat(merge, lanes.result))]
+            m.d.comb += [oq.i_valid.eq(lanes.out_valid & (out_beat == K - 1)),
+                         oq.i_payload.word.eq(Cat(merge, lanes.result))]
+        m.d.comb += [wr.words.valid.eq(oq.o.valid), wr.words.payload.eq(oq.o.payload.word),
+                     oq.o.ready.eq(wr.words.ready)]
 
     # ---- control ----------------------------------------------------------------------------------------------
 
-    def _control(self, m, d, r, lanes, run_done):
-        """``done``: the last beat's mark through as many registers as the lanes' ``LATENCY`` (so it rises
-        in the cycle the writer takes the instruction's last word), or, for an empty region, a register
-        loaded in the ``start`` cycle. ``status`` is always OK (the checker rejects what the engine
-        cannot run)."""
-        # ``done`` is a register: the last word's mark, through the lanes beside it, so it rises in the
-        # cycle the writer takes the instruction's last word (the UB writes it at that edge).
+    def _control(self, m, d, r, lanes, oq, run_done):
+        """``done``: the last beat's mark, through as many registers as the lanes' ``LATENCY`` beside its
+        word and through the output queue with it, in the cycle the writer takes that word; or, for an
+        empty region, a register loaded in the ``start`` cycle. ``status`` is always OK (the checker
+        rejects what the engine cannot run)."""
+        # The last word's mark travels beside it through the lanes and the output queue; ``done`` is the
+        # cycle the writer takes the marked word (the UB writes it at that edge). With a write port that
+        # is always ready the queue is empty and passes the word on at once, so this is the cycle the
+        # mark leaves the lanes, as before the queue.
         fin_out = Signal()
         m.d.sync += fin_out.eq(_delay_reset(m, r.fin_beat, lanes.LATENCY - 1, "fin"))
+        m.d.comb += oq.i_payload.fin.eq(fin_out)
+        last_taken = Signal()
+        m.d.comb += last_taken.eq(oq.o.valid & oq.o.ready & oq.o.payload.fin)
         # an empty region is done the cycle after ``start``, from a register (the empty compare of the held
         # command was in front of the front end's status mux)
         empty_done = Signal()
         m.d.sync += empty_done.eq(self.start & d.empty)
-        m.d.comb += [run_done.eq(fin_out), self.done.eq(fin_out | empty_done),
+        m.d.comb += [run_done.eq(last_taken), self.done.eq(last_taken | empty_done),
                      self.status.eq(Status.OK)]

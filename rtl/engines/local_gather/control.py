@@ -127,15 +127,25 @@ def slot_registers(m, eng, sz):
     return SimpleNamespace(st=st, d=d, d_kA=d_kA, d_kB=d_kB, d_srpA=d_srpA, d_srpB=d_srpB)
 
 
-def slot_issue(m, eng, sz, geo, c, pl):
+def slot_issue(m, eng, sz, geo, c, pl, wq):
     """The state machine that issues one slot per cycle into D (``pl.d``): index reads (``INDEX``: the
     first in the ``start`` cycle), piece reads (``RUN``: a piece, or two paired, of a row's block), or a
     flush of a word spilled at the end of a row's block (``stall``); ``WAIT`` holds the first block's
-    first piece slot until ``go``; ``DRAIN`` answers ``done`` when the last write reaches the write
-    stage; an empty command is done from ``EMPTY``. Drives ``idle``, ``done`` and ``status``."""
+    first piece slot until ``go``; ``DRAIN`` answers ``done`` when the write port takes the last word
+    (marked ``last`` in the write queue ``wq``); an empty command is done from ``EMPTY``. Drives
+    ``idle``, ``done`` and ``status``.
+
+    The write queue's ``room`` (a register) gates the slots that may write: ``RUN`` (a piece slot or a
+    flush) and the flushes of ``INDEX`` and ``DRAIN`` wait for it, holding their state (a cycle without
+    a slot, a bubble, as in ``WAIT``); ``stall`` stays set until its flush goes. Index reads write
+    nothing and go on."""
     W, sh = sz.W, sz.sh
     cmd = eng.cmd
     d = pl.d
+    room = wq.room
+    # the instruction's last word, taken by the port in this cycle
+    last_taken = Signal()
+    m.d.comb += last_taken.eq(wq.o.valid & wq.o.ready & wq.o.payload.last)
 
     # ---- issue: the piece slot's values (used in RUN)
     pair = Signal()
@@ -148,7 +158,12 @@ def slot_issue(m, eng, sz, geo, c, pl):
     final = c.p_last & ~c.more_blk & ~c.more_grp
 
     def emit_flush(fin):
-        m.d.sync += [d["wen"].eq(1), d["waddr"].eq(c.flush_waddr), d["fin"].eq(fin)]
+        """The flush of the spilled word (``stall``): its valid bits only with ``room``. (Its address
+        is a don't-care without ``wen``: loaded whether or not the flush goes, so that ``room`` reaches
+        no data register.)"""
+        m.d.sync += d["waddr"].eq(c.flush_waddr)
+        with m.If(room):
+            m.d.sync += [d["wen"].eq(1), d["fin"].eq(fin)]
 
     def begin_block(src_base, dst_base, idx_base, k, km1_, first=0):
         """The next block's state (``k`` chunks, ``km1_`` = k - 1); ``first``: how many index cycles
@@ -191,7 +206,8 @@ def slot_issue(m, eng, sz, geo, c, pl):
             m.next = "IDLE"
 
         with m.State("INDEX"):   # read the block's indices (index k at idx row 16 g + k, column kb)
-            # a pending word spilled by the previous block's last row is flushed beside the reads
+            # a pending word spilled by the previous block's last row is flushed beside the reads (with
+            # room; else in a later index cycle, or first thing in RUN)
             with m.If(c.stall):
                 emit_flush(0)
             m.d.sync += [d["cap"].eq(1), d["r"].eq(c.r), pl.d_srpA.eq(c.idx_ptr), pl.d_srpB.eq(c.idx_ptr),
@@ -215,25 +231,28 @@ def slot_issue(m, eng, sz, geo, c, pl):
                 m.next = "RUN"
 
         with m.State("RUN"):
-            _run(m, sz, geo, c, pl, SimpleNamespace(
+            _run(m, sz, geo, c, pl, room, SimpleNamespace(
                 pair=pair, lo=lo, lane_end=lane_end, spill=spill, final=final,
                 emit_flush=emit_flush, begin_block=begin_block, begin_row=begin_row))
 
-        with m.State("DRAIN"):   # until the last write (or the flush after it) reaches stage 3
+        with m.State("DRAIN"):   # until the port takes the last word (the last piece's, or the flush's)
             with m.If(c.stall):
                 emit_flush(1)
-            with m.If(pl.st[eng.PIPELINE]["fin"]):
+            with m.If(last_taken):
                 m.d.comb += [eng.done.eq(1), eng.status.eq(Status.OK)]
                 m.next = "IDLE"
-    with m.If(c.stall):
+    with m.If(c.stall & room):     # its flush went (INDEX, RUN or DRAIN: the states stall is set in)
         m.d.sync += c.stall.eq(0)
     m.d.comb += geo.idle.eq(fsm.ongoing("IDLE"))
 
 
-def _run(m, sz, geo, c, pl, slot):
+def _run(m, sz, geo, c, pl, room, slot):
     """The ``RUN`` state: a piece slot (or a flush), the row's block's running offsets, and at the end of
     a row's block the next row, the next block or the next group (back to ``INDEX``), or ``DRAIN``.
-    ``slot``: the piece slot's values and :func:`slot_issue`'s actions."""
+    ``slot``: the piece slot's values and :func:`slot_issue`'s actions. Without the write queue's
+    ``room`` nothing is issued and nothing advances (a bubble): ``room`` gates the slot's valid bits and
+    the control state's enables, not the slot's values (addresses, offsets: don't-cares without the
+    valid bits, loaded in every cycle of ``RUN`` as before)."""
     W, sh = sz.W, sz.sh
     d = pl.d
     pair, lo, lane_end, spill, final = slot.pair, slot.lo, slot.lane_end, slot.spill, slot.final
@@ -242,16 +261,20 @@ def _run(m, sz, geo, c, pl, slot):
         emit_flush(0)
     with m.Else():
         m.d.sync += [
-            d["pc"].eq(1), d["pair"].eq(pair), d["lo"].eq(lo), d["waddr"].eq(c.dst_ptr[sh:]),
-            d["wen"].eq((lane_end >= W) | c.seg_last), d["fin"].eq(c.seg_last & final & ~spill),
+            d["pair"].eq(pair), d["lo"].eq(lo), d["waddr"].eq(c.dst_ptr[sh:]),
             pl.d_kA.eq(c.qA >> geo.g_blog2), pl.d_kB.eq(c.qB >> geo.g_blog2),
             pl.d_srpA.eq(c.src_row + (c.qA & geo.g_bmask)), pl.d_srpB.eq(c.src_row + (c.qB & geo.g_bmask)),
         ]
+        with m.If(c.seg_last):      # (the same value whether or not the slot goes: nothing else moves)
+            m.d.sync += c.flush_waddr.eq(c.dst_ptr[sh:] + 1)
+    with m.If(~c.stall & room):
+        m.d.sync += [d["pc"].eq(1), d["wen"].eq((lane_end >= W) | c.seg_last),
+                     d["fin"].eq(c.seg_last & final & ~spill)]
         with m.If(~c.seg_last):
             m.d.sync += [c.qA.eq(c.qA + geo.g_step), c.qB.eq(c.qB + geo.g_step), c.dst_ptr.eq(c.dst_ptr + geo.g_step),
                          c.sl.eq(c.sl - 1), c.seg_last.eq(c.sl == 1)]
         with m.Else():
-            m.d.sync += [c.stall.eq(spill), c.flush_waddr.eq(c.dst_ptr[sh:] + 1)]
+            m.d.sync += c.stall.eq(spill)
             with m.If(~c.p_last):
                 nd = c.dst_row + geo.g_dst_stride
                 m.d.sync += [c.p.eq(c.p + 1), c.p_last.eq(c.p == GROUP - 2),

@@ -1,8 +1,8 @@
 """NKI ``local_gather`` inside the unified buffer (LOCAL_GATHER): the engine, its timing contract and its
 cycle model. The hardware is built by sections, one module each: :mod:`.geometry` (sizes, the geometry
 table and registers), :mod:`.control` (control state, slot registers, the issue state machine),
-:mod:`.reads` (index tables, read addresses, input registers), :mod:`.placement` (rotations, packing and
-the UB write)."""
+:mod:`.reads` (index tables, read addresses, input registers), :mod:`.placement` (rotations, packing, the
+write queue and the UB write)."""
 
 from amaranth import *
 
@@ -11,7 +11,7 @@ from rtl.engines.base import Engine, tile_lines, words_of
 from rtl.engines.local_gather.control import control_registers, slot_issue, slot_registers
 from rtl.engines.local_gather.geometry import GROUP, GROUP_LOG2, MAX_INDICES, MAX_NEPI_LOG2, Sizes, geometry_registers, \
     piece_geometry
-from rtl.engines.local_gather.placement import pack, place
+from rtl.engines.local_gather.placement import pack, place, write_queue
 from rtl.engines.local_gather.reads import input_registers, read_addresses
 from rtl.isa import DTYPE_BYTES, DType, Opcode, Status, TileDesc
 from rtl.ub.buffer import WINDOW_CYCLES, UnifiedBuffer
@@ -39,8 +39,10 @@ class LocalGatherEngine(Engine):
         As :class:`rtl.engines.base.EngineSignature`.
     ub_rd : ``min(MAX_READ_PORTS, config.ub_read_ports)`` UB read ports
         Index reads, then piece reads (one piece, or index read, per port and cycle).
-    ub_wr : the UB write port
-        One destination word per cycle at most, exact byte enables. No AXI.
+    ub_wr : the UB write port, with its handshake (``valid`` / ``ready``)
+        One destination word per cycle at most, exact byte enables, from the write queue (below): a
+        word the port refuses stays offered, unchanged, until it is taken; ``valid`` never before
+        ``go``. No AXI.
 
     Operation. Work is cut into *blocks* of up to 16 consecutive ``k`` (one column of the group's index
     block). For each block the engine first reads its indices (two per cycle, one per read port, for
@@ -56,7 +58,8 @@ class LocalGatherEngine(Engine):
     status ``OK``.
 
     Structure (pipelined for the clock: every path is a register, a few LUT levels or one carry chain,
-    and a register; ``ub_rd.addr`` / ``en`` come straight from registers, ``ub_wr`` through one LUT):
+    and a register; ``ub_rd.addr`` / ``en`` come straight from registers, ``ub_wr`` through one LUT and
+    the write queue's bypass, a 2:1 multiplexer whose select is a register):
 
     - Geometry (:func:`~rtl.engines.local_gather.geometry.geometry_registers`): the element size, the
       strides and the first block's state are registered from ``cmd`` while the engine is idle (``cmd``
@@ -66,7 +69,10 @@ class LocalGatherEngine(Engine):
       and ``start`` only decides the next state and the first index read. Addresses are byte addresses
       modulo the UB (``log2(ub_bytes)`` bits: reads wrap at its end).
     - Issue (:mod:`~rtl.engines.local_gather.control`), cycle ``c``: the control registers one *slot*:
-      index reads, piece reads, or a flush of a pending word. Running pointers, no multiplies: the
+      index reads, piece reads, or a flush of a pending word. A slot that may write (a piece slot or a
+      flush) goes only while the write queue has ``room`` (below); without it the control holds its
+      state and issues nothing (a bubble, as while it waits for ``go``; index reads go on). Running
+      pointers, no multiplies: the
       source row plus the piece's offset in its chunk (one add), the chunk number(s) ``k`` (a shift of
       the offset in the row's block), the destination pointer. ``c + D_STAGE`` (D,
       :func:`~rtl.engines.local_gather.reads.read_addresses`): each piece's index, read from LUT RAM
@@ -94,16 +100,29 @@ class LocalGatherEngine(Engine):
       spilled into the next word (destination rows not word-aligned), the issue side gives up one slot
       so that the pending word gets the write port (at the end of a block that flush goes with the next
       block's first index reads and costs nothing; at the end of the instruction it is the last write).
+      A slot without a word (an index read, a bubble) changes no pending byte.
+    - Write queue (:func:`~rtl.engines.local_gather.placement.write_queue`, an
+      :class:`rtl.lib.output_queue.OutputQueue` of ``WRITE_QUEUE_DEPTH`` = 16 entries of LUT RAM, after
+      stage 3): stage 3's words (address, data, byte enables and a mark on the instruction's last word)
+      wait here while ``ub_wr.ready`` is low; the stages cannot stop, so the control issues only with
+      the queue's ``room`` (a register), and its latency is the issue's distance to stage 3,
+      ``WRITE_QUEUE_LATENCY`` = ``PIPELINE`` = 8 (the depth: the least power of two above it). While the
+      queue holds nothing, stage 3's word is on ``ub_wr`` in its own cycle (the bypass), so a port that
+      is always ready (the unit's, today) sees every word, and ``done``, in the cycle it had without
+      the queue.
 
     Latency
     -------
-    The first index read(s) go in the ``start`` cycle; ``done`` (status ``OK``) comes in the cycle of
-    the last UB write, ``PIPELINE`` = 8 cycles after the last slot was issued; an empty destination (no
-    rows or ``n = 0``) is done in the cycle after ``start`` (``EMPTY_CYCLES`` = 1). Cycles from ``start``
-    to ``done`` (:meth:`cycles`, exact): the sum over blocks of (index cycles + moving cycles, below),
-    plus one when the instruction's last row's block spills (its flush is the last write), plus the
-    cycles the first block's pieces wait for ``go`` (none in the unit), + ``PIPELINE - 1`` (e.g. 16
-    rows of 16 chunks of ``W / 2`` bytes: 8 + 128 + 7 = 143).
+    The first index read(s) go in the ``start`` cycle; ``done`` (status ``OK``) comes in the cycle the
+    port takes the last word (marked in the write queue): with a port that is always ready, that is
+    ``PIPELINE`` = 8 cycles after the last slot was issued; an empty destination (no rows or ``n = 0``)
+    writes nothing and is done in the cycle after ``start`` (``EMPTY_CYCLES`` = 1). Cycles from
+    ``start`` to ``done`` with a port that is always ready (:meth:`cycles`, exact): the sum over blocks
+    of (index cycles + moving cycles, below), plus one when the instruction's last row's block spills
+    (its flush is the last write), plus the cycles the first block's pieces wait for ``go`` (none in
+    the unit), + ``PIPELINE - 1`` (e.g. 16 rows of 16 chunks of ``W / 2`` bytes: 8 + 128 + 7 = 143).
+    A port that refuses words delays the words behind them in the queue and, once ``room`` falls, the
+    issue: :meth:`cycles` is then a lower bound.
 
     Throughput
     ----------
@@ -144,8 +163,14 @@ class LocalGatherEngine(Engine):
     #: Cycles from stage 1 to stage 3, the write: the coarse rotation's register and the fine rotation's
     #: (with the pair merged).
     PLACE_STAGES = 2
-    #: Cycles from a slot's issue to its UB write (stage 3).
+    #: Cycles from a slot's issue to its UB write (stage 3: its word at the write queue's input).
     PIPELINE = STAGE_1 + PLACE_STAGES
+    #: The write queue's latency (:class:`rtl.lib.output_queue.OutputQueue`): the most cycles from an issue
+    #: gated by its ``room`` (a slot the control emits) to that slot's word at its input, stage 3.
+    WRITE_QUEUE_LATENCY = PIPELINE
+    #: Entries of the write queue (LUT RAM): the least power of two above WRITE_QUEUE_LATENCY, so that
+    #: ``room`` stays high while the port takes every word.
+    WRITE_QUEUE_DEPTH = 1 << WRITE_QUEUE_LATENCY.bit_length()
     #: Cycles from an index's capture (stage 1) to the first cycle its bank returns it (the LUT RAM's
     #: synchronous write).
     INDEX_WRITE = 1
@@ -199,7 +224,8 @@ class LocalGatherEngine(Engine):
 
     @classmethod
     def cycles(cls, config, cmd, *, go_delay=0):
-        """Cycles from ``start`` to ``done`` of ``cmd`` (decoded), exact for every command: per block its
+        """Cycles from ``start`` to ``done`` of ``cmd`` (decoded) with a UB write port that is always ready
+        (a lower bound otherwise), exact for every command: per block its
         index cycles and the slots of its 16 rows, a flush cycle per row whose block spills into the next
         destination word where no index read hides it, ``PIPELINE - 1``. ``go_delay``: the cycle after
         ``start`` in which ``go`` rises; the first block's pieces wait for it (never in the unit:
@@ -259,9 +285,10 @@ class LocalGatherEngine(Engine):
         geo = geometry_registers(m, self.cmd, sz)
         ctl = control_registers(m, self, sz, geo)
         pl = slot_registers(m, self, sz)
-        slot_issue(m, self, sz, geo, ctl, pl)
+        wq = write_queue(self, sz)              # (added to the module by pack)
+        slot_issue(m, self, sz, geo, ctl, pl, wq)
         rd = read_addresses(m, self, sz, geo, pl)
         win = input_registers(m, self, sz, pl, rd)
         placed = place(m, self, sz, geo, pl, win)
-        pack(m, self, sz, pl, placed)
+        pack(m, self, sz, pl, placed, wq)
         return m

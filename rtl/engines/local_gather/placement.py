@@ -1,12 +1,17 @@
 """The LOCAL_GATHER engine's data path after the read windows: placement (stages 1 and 2: a coarse and a
 fine byte rotation that take each piece to its destination lanes, the pair merged per lane:
-:func:`place`) and packing into destination words with the UB write (stage 3: :func:`pack`)."""
+:func:`place`), packing into destination words (stage 3: :func:`pack`) and the write queue between
+stage 3 and the UB write port (:func:`write_queue`)."""
 
 from types import SimpleNamespace
 
 from amaranth import *
+from amaranth.lib import data
 
-__all__ = ["FINE_BITS", "BYTE_LOG2", "place", "pack"]
+from rtl.lib.contract import require
+from rtl.lib.output_queue import OutputQueue
+
+__all__ = ["FINE_BITS", "BYTE_LOG2", "place", "pack", "write_queue"]
 
 #: Offset bits the second (fine) step of a byte rotation resolves (an 8:1 multiplexer per bit), as in
 #: :func:`rtl.ub.byteshift.select_bytes`.
@@ -103,21 +108,49 @@ def place(m, eng, sz, geo, pl, win):
     return SimpleNamespace(placed=placed, pcur=pcur, pnext=pnext)
 
 
-def pack(m, eng, sz, pl, placed):
-    """Stage 3 (``PIPELINE``): pack and write. Lanes at or above the slot's first lane belong to the
-    current destination word, the lower ones (wrapped around) to the next; the current word is written
-    (the pending bytes and the new ones, exact byte enables) when the slot says so (``wen``: the word is
-    complete or the row's block ends), the rest stays pending (``pend``, ``pend_be``)."""
+def write_queue(eng, sz):
+    """The write queue (:class:`rtl.lib.output_queue.OutputQueue`, ``WRITE_QUEUE_DEPTH`` entries of LUT
+    RAM): stage 3's words (``addr``, ``data``, ``be`` and ``last``, the instruction's last word) wait
+    here while the UB write port refuses them. The pipeline cannot stop between its stages, so the
+    control issues a slot that may write (a piece slot or a flush) only while the queue's ``room`` is
+    high; a slot issued in cycle ``c`` reaches the queue ``PIPELINE`` cycles later (stage 3 is
+    ``st[PIPELINE]``: ``st[t]`` is the slot issued ``t`` cycles ago), so that is the queue's latency.
+    Built before the control (which reads ``room``); added to the module, and its latency checked
+    against the pipeline, by :func:`pack`."""
+    layout = data.StructLayout({"addr": sz.WA, "data": 8 * sz.W, "be": sz.W, "last": 1})
+    return OutputQueue(layout, eng.WRITE_QUEUE_DEPTH, eng.WRITE_QUEUE_LATENCY)
+
+
+def pack(m, eng, sz, pl, placed, wq):
+    """Stage 3 (``PIPELINE``): pack into the write queue ``wq`` (:func:`write_queue`). Lanes at or above
+    the slot's first lane belong to the current destination word, the lower ones (wrapped around) to the
+    next; the current word goes to the queue (the pending bytes and the new ones, exact byte enables)
+    when the slot says so (``wen``: the word is complete or the row's block ends), the rest stays
+    pending (``pend``, ``pend_be``). A cycle without a slot (the control waited for ``go`` or for the
+    queue's ``room``) is a bubble: nothing is queued, the pending bytes stay. The queue's output is
+    ``ub_wr`` (``valid``, ``addr``, ``data``, ``be``; its ``ready``), through the queue's bypass while
+    it holds nothing."""
     W = sz.W
     s3 = pl.st[eng.PIPELINE]
     pcur, pnext = placed.pcur, placed.pnext
     wr = eng.ub_wr
+    require(wq.latency >= eng.PIPELINE,
+            f"the write queue's room gates the control's issue, whose word enters the queue here, at stage 3, "
+            f"PIPELINE = {eng.PIPELINE} cycles later: its latency (WRITE_QUEUE_LATENCY = {wq.latency}) must be "
+            f"at least that, or a port that refuses words overflows the queue")
+    m.submodules.write_queue = wq
     pend = Signal(8 * W, name="pend", reset_less=True)
     pend_be = Signal(W)
+    # (``be`` counts only with ``valid``: the slot's ``wen`` is the queue's ``i_valid``, not a gate on it)
     m.d.comb += [
-        wr.addr.eq(s3["waddr"]),
-        wr.data.eq(Cat(Mux(pcur[x], placed.placed.word_select(x, 8), pend.word_select(x, 8)) for x in range(W))),
-        wr.be.eq(Mux(s3["wen"], pend_be | pcur, 0)),
+        wq.i_valid.eq(s3["wen"]),
+        wq.i_payload.addr.eq(s3["waddr"]),
+        wq.i_payload.data.eq(Cat(Mux(pcur[x], placed.placed.word_select(x, 8), pend.word_select(x, 8))
+                                 for x in range(W))),
+        wq.i_payload.be.eq(pend_be | pcur),
+        wq.i_payload.last.eq(s3["fin"]),
+        wr.valid.eq(wq.o.valid), wr.addr.eq(wq.o.payload.addr), wr.data.eq(wq.o.payload.data),
+        wr.be.eq(wq.o.payload.be), wq.o.ready.eq(wr.ready),
     ]
     m.d.sync += [
         pend.eq(Cat(Mux(pcur[x] | pnext[x], placed.placed.word_select(x, 8), pend.word_select(x, 8))

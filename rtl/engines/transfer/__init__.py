@@ -3,7 +3,8 @@
 * :mod:`.engine`: :class:`TransferEngine`: its timing constants, cycle model and checks, and the sections of
   its elaborate: setup, the line walkers, MGATHER's index lines, then
 * :mod:`.address_side`: lines -> bursts -> the AR / AW register, bursts in flight;
-* :mod:`.load_path`: GM -> UB: the R beat buffer, the realigner or the element placer, the UB write port;
+* :mod:`.load_path`: GM -> UB: the R beat buffer, the realigner or the element placer, the write queue, the
+  UB write port;
 * :mod:`.store_path`: UB -> GM: the UB reader on the engine's read port, W, B;
 * :mod:`.walker`: the lines of a tile (``LineWalker``) and the AXI bursts of a line (``BurstWalker``);
 * :mod:`.realign`: bytes shifted from their GM offset to their UB offset (``Realigner``: TLOAD, MGATHER row mode);

@@ -48,7 +48,8 @@ class TransferEngine(Engine):
     -----
     cmd, start, go, done, status : as :class:`rtl.engines.base.EngineSignature`.
     ub_rd : one UB read port: TSTORE's :class:`rtl.ub.reader.UbReader`, MGATHER's index reads.
-    ub_wr : the UB write port (TLOAD, MGATHER).
+    ub_wr : the UB write port with its handshake (TLOAD, MGATHER): ``valid`` from the write queue
+        (a word held there, or the word formed now), ``ready`` pops it; ``valid`` is low before ``go``.
     axi : the AXI4 master: AR / R (TLOAD, MGATHER), AW / W / B (TSTORE); ID 0, INCR bursts.
 
     Structure (the sections of :meth:`elaborate`; every path starts at a register and stays a few LUT
@@ -69,9 +70,16 @@ class TransferEngine(Engine):
       after it arrives). TLOAD and MGATHER_ROW: the lines (from the data-side walker or
       ``IndexLines.data``) and the beats go through a :class:`Realigner` (``Realigner.LATENCY`` = 2
       register steps, its output one 4:1 multiplexer after a register) whose words carry their UB
-      address and exact byte enables straight to the UB write port. MGATHER_ELEM: a run and its beat
-      (new, the previous one again, or none for a zero run) through the :class:`ElementPlacer`
-      (``ElementPlacer.LATENCY`` = 3 register steps) to the UB write port.
+      address and exact byte enables. MGATHER_ELEM: a run and its beat (new, the previous one again, or
+      none for a zero run) through the :class:`ElementPlacer` (``ElementPlacer.LATENCY`` = 3 register
+      steps). Either's words go through the write queue (:class:`rtl.lib.output_queue.OutputQueue`,
+      ``WRITE_QUEUE_DEPTH`` = 8 entries of LUT RAM, ``latency`` ``WRITE_QUEUE_LATENCY`` = 3) to the UB
+      write port: a word the port refuses is held there and offered again, and while the queue holds
+      none a word passes in the cycle it is formed (one 2:1 multiplexer). Neither pipeline can stop
+      between its steps, so both start a word only with the queue's ``room`` (a register): the
+      realigner's takes, zero and flush words (its ``enable``) and the placer's fires wait, and behind
+      them the beat buffer fills and holds ``rready`` low, and MGATHER's index queues fill and stop the
+      walk (their credits count their own levels, not the data side's pace).
     - UB -> GM (:mod:`rtl.engines.transfer.store_path`, TSTORE): the data-side walker's lines go to a
       :class:`UbReader`, whose words come out aligned to their GM offset, to W (after their burst's
       AW; burst lengths queue in a FIFO).
@@ -88,10 +96,11 @@ class TransferEngine(Engine):
       ``start`` (``READ_LATENCY + 9``; WRAP adds ``IndexLines.WRAP_CYCLES`` = 33). That is after ``go`` in
       the unit, so the gates that hold MGATHER's AR and its zero lines and runs until ``go`` never
       delay it: the checker's latency is hidden behind the index path.
-    - An R beat taken in cycle ``t`` is written to the UB in ``t + LOAD_WRITE_CYCLES`` = ``t + 3``
-      (TLOAD, MGATHER_ROW: the beat buffer, then the realigner) or ``t + ELEM_WRITE_CYCLES`` = ``t + 4``
-      (MGATHER_ELEM: the beat buffer, then the element placer). ``done`` comes in the cycle of the last
-      UB write (TLOAD, MGATHER).
+    - An R beat taken in cycle ``t`` is offered to the UB write port in ``t + LOAD_WRITE_CYCLES`` =
+      ``t + 3`` (TLOAD, MGATHER_ROW: the beat buffer, then the realigner) or ``t + ELEM_WRITE_CYCLES`` =
+      ``t + 4`` (MGATHER_ELEM: the beat buffer, then the element placer) at the earliest: the write queue
+      adds no cycle while it is empty, i.e. while the port has taken every word (the unit's port is
+      always ready). ``done`` comes in the cycle the port takes the last UB write (TLOAD, MGATHER).
     - TSTORE: the first W beat is offered ``STORE_FIRST_W_CYCLES`` = 8 cycles after ``start`` (the
       data-side walker, then the UB reader; after its AW); ``done`` comes ``STORE_DONE_CYCLES`` = 1 cycle
       after the last B response.
@@ -122,11 +131,19 @@ class TransferEngine(Engine):
     AXI = True
 
     #: The R beat buffer's depth: ``read_buffer_beats``, at most this (one LUT RAM block deep, so that
-    #: its read is one LUT level; the data side takes a beat in every cycle but a flush or zero word's,
-    #: so a deeper buffer would not hold ``rready`` high any longer).
+    #: its read is one LUT level; the data side takes a beat in every cycle but a flush or zero word's
+    #: while the UB write port takes its words, so a deeper buffer would not hold ``rready`` high any
+    #: longer; while the port refuses words the buffer fills and ``rready`` drops).
     RBUF_DEPTH = 16
     #: Copies of the TLOAD / MGATHER_ELEM select of the UB write data, each for a slice of the word.
     DATA_SEL_COPIES = 4
+    #: The write queue's ``latency`` (:class:`rtl.lib.output_queue.OutputQueue`): the most cycles from a
+    #: start of a word (a realigner take, zero or flush word, an element placer fire) to the word at the
+    #: queue's input, the slower of the two pipelines (the select between them is combinational).
+    WRITE_QUEUE_LATENCY = max(Realigner.LATENCY, ElementPlacer.LATENCY)
+    #: The write queue's entries (LUT RAM, a power of two): at least ``WRITE_QUEUE_LATENCY + 1``, so that
+    #: ``room`` is high while the queue holds up to ``WRITE_QUEUE_DEPTH - 1 - WRITE_QUEUE_LATENCY`` words.
+    WRITE_QUEUE_DEPTH = 8
 
     #: Cycles from ``start`` to the registered geometry (``empty_done``, the address-side walker's start).
     SETUP_CYCLES = 1
@@ -166,6 +183,14 @@ class TransferEngine(Engine):
                 f"TransferEngine: the element placer takes its beat ElementPlacer.BEAT_DELAY = "
                 f"{ElementPlacer.BEAT_DELAY} cycles after fire; the beat buffer gives it RBUF_READ_CYCLES = "
                 f"{self.RBUF_READ_CYCLES} after the pop")
+        # the write queue's room promises space for every word started before it, so its latency must
+        # cover both pipelines that feed it, with nothing clocked between them and the queue
+        require(self.WRITE_QUEUE_LATENCY >= max(Realigner.LATENCY, ElementPlacer.LATENCY),
+                f"TransferEngine: WRITE_QUEUE_LATENCY = {self.WRITE_QUEUE_LATENCY} must cover "
+                f"Realigner.LATENCY = {Realigner.LATENCY} and ElementPlacer.LATENCY = {ElementPlacer.LATENCY}")
+        require(self.WRITE_QUEUE_DEPTH >= self.WRITE_QUEUE_LATENCY + 1,
+                f"TransferEngine: WRITE_QUEUE_DEPTH = {self.WRITE_QUEUE_DEPTH} must be at least "
+                f"WRITE_QUEUE_LATENCY + 1 = {self.WRITE_QUEUE_LATENCY + 1}, else the queue never has room")
         super().__init__(config)
 
     # ---- the cycle model ----------------------------------------------------------------------------------

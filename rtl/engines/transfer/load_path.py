@@ -1,8 +1,13 @@
 """The transfer engine's GM -> UB side (sections of :meth:`TransferEngine.elaborate
 <rtl.engines.transfer.engine.TransferEngine>`): R beats into the beat buffer, through the realigner
-(TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM), to the UB write port."""
+(TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM), into the write queue
+(:class:`rtl.lib.output_queue.OutputQueue`), to the UB write port. The realigner and the placer cannot
+stop between their register steps: they start work (a take, a zero or flush word, a fire) only with the
+queue's ``room``, and everything behind them waits: the beat buffer (its ``rready`` drops when it is
+full), MGATHER's index queue, the lines."""
 
 from amaranth import *
+from amaranth.lib import data
 
 from rtl.engines.transfer.placer import ElementPlacer
 from rtl.engines.transfer.realign import Realigner
@@ -10,6 +15,7 @@ from rtl.engines.transfer.widths import UB_ADDR_BITS
 from rtl.lib.axi import Resp
 from rtl.lib.fanout import held_copies
 from rtl.lib.fifo import BeatBuffer
+from rtl.lib.output_queue import OutputQueue
 
 __all__ = ["beat_buffer", "realigner", "ub_write"]
 
@@ -67,39 +73,58 @@ def realigner(m, cfg, engine, s, walk_data, index, rbuf):
 def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err):
     """MGATHER_ELEM's :class:`ElementPlacer` (a run and its beat: new, the previous one again for a
     reuse run, none for a zero run; the beat is the last one popped either way), the beat buffer's
-    pop (the realigner's or the placer's), the index queue's pop, and the UB write port: the
-    realigner's or the placer's word (their byte enables are exact; none after an error). Returns
-    ``load_done``: the last UB write of a TLOAD / MGATHER happens now."""
+    pop (the realigner's or the placer's), the index queue's pop, and the write queue in front of the UB
+    write port: the realigner's or the placer's word (their byte enables are exact; zero after an error:
+    such a word is still queued, so that the last one's mark reaches ``done``).
+
+    The write queue (``WRITE_QUEUE_DEPTH`` entries, ``latency`` = ``WRITE_QUEUE_LATENCY``) holds the words
+    the port refuses (``ub_wr.ready`` low) and offers them again, unchanged; while it holds none the word
+    passes through in the cycle it is formed (a 2:1 multiplexer), so a port that is always ready sees the
+    words exactly as without the queue. Its ``room`` (a register) gates every start of a word: the
+    placer's fire (and so the index queue's pop and the beat buffer's pop) and the realigner's
+    ``enable`` (its takes, zero and flush words). Returns ``load_done``: the port takes the last word of a
+    TLOAD / MGATHER now."""
     W = cfg.axi_data_bytes
     m.submodules.placer = placer = ElementPlacer(cfg)
+    Word = data.StructLayout({"addr": len(engine.ub_wr.addr), "data": len(engine.ub_wr.data),
+                              "be": len(engine.ub_wr.be), "last": 1})
+    m.submodules.wq = wq = OutputQueue(Word, engine.WRITE_QUEUE_DEPTH, engine.WRITE_QUEUE_LATENCY)
+    room = wq.room
     run = index.data.payload
     fire, fire_q = Signal(), Signal()           # (the same; fire_q for the index queue's pop)
     m.d.comb += [
-        fire.eq(s.elem & index.data.valid & engine.go & (run.zero | run.reuse | rbuf.avail)),
-        fire_q.eq(s.elem_q & index.data.valid & engine.go & (run.zero | run.reuse | rbuf.avail)),
+        fire.eq(s.elem & index.data.valid & engine.go & (run.zero | run.reuse | rbuf.avail) & room),
+        fire_q.eq(s.elem_q & index.data.valid & engine.go & (run.zero | run.reuse | rbuf.avail) & room),
         placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(s.esz),
         placer.beat.eq(rbuf.last[:8 * W]),
+        realign.enable.eq(room),
         pop.eq((fire & ~run.zero & ~run.reuse) | realign.i_take),
         index.data.ready.eq(Mux(s.elem_q, fire_q, realign.line.ready & engine.go)),
     ]
 
-    # the UB write port: the data's select in DATA_SEL_COPIES copies of ``elem``, each for a slice of
-    # the word (one register selecting all 8W bits: 11.2 ns, 10.1 of it wire, in `default` seed 3
-    # at b9e4ebc)
+    # the queued word: the data's select in DATA_SEL_COPIES copies of ``elem``, each for a slice of the
+    # word (one register selecting all 8W bits: 11.2 ns, 10.1 of it wire, in `default` seed 3 at b9e4ebc)
     o = realign.o.payload
+    w = wq.i_payload
     n = len(engine.ub_wr.data)
     sels = held_copies(m, s.elem_c, engine.start, engine.DATA_SEL_COPIES, "elem_data")
     for k, c in enumerate(sels):
         sl = slice(n * k // len(sels), n * (k + 1) // len(sels))
-        m.d.comb += engine.ub_wr.data[sl].eq(Mux(c, placer.data[sl], o.data[sl]))
+        m.d.comb += w.data[sl].eq(Mux(c, placer.data[sl], o.data[sl]))
     with m.If(s.elem):
-        m.d.comb += engine.ub_wr.addr.eq(placer.addr)
-        with m.If(placer.valid & ~err):
-            m.d.comb += engine.ub_wr.be.eq(placer.be)
+        m.d.comb += [wq.i_valid.eq(placer.valid), w.addr.eq(placer.addr), w.last.eq(placer.last)]
+        with m.If(~err):
+            m.d.comb += w.be.eq(placer.be)
     with m.Else():
-        m.d.comb += engine.ub_wr.addr.eq(o.addr)
-        with m.If(realign.o.valid & ~err):
-            m.d.comb += engine.ub_wr.be.eq(o.be)
-    load_done = Signal()            # the last UB write of a TLOAD / MGATHER happens now
-    m.d.comb += load_done.eq(Mux(s.elem, placer.valid & placer.last, realign.o.valid & realign.o.payload.last))
+        m.d.comb += [wq.i_valid.eq(realign.o.valid), w.addr.eq(o.addr), w.last.eq(o.last)]
+        with m.If(~err):
+            m.d.comb += w.be.eq(o.be)
+    # the UB write port: the queue's head (or, while it holds nothing, the word formed now)
+    q = wq.o.payload
+    m.d.comb += [
+        engine.ub_wr.valid.eq(wq.o.valid), wq.o.ready.eq(engine.ub_wr.ready),
+        engine.ub_wr.addr.eq(q.addr), engine.ub_wr.data.eq(q.data), engine.ub_wr.be.eq(q.be),
+    ]
+    load_done = Signal()            # the port takes the last UB write of a TLOAD / MGATHER now
+    m.d.comb += load_done.eq(wq.o.valid & engine.ub_wr.ready & q.last)
     return load_done

@@ -68,13 +68,18 @@ class Realigner(wiring.Component):
         line goes through an input register (``ready`` is "that register is free or moves on", from
         registers), where it is decoded into one of two slots (the active line and the next); moving
         to the next line flips a pointer.
-    i : stream in of ``8 * width``-bit words. ``i.ready`` depends only on registers (not on ``i.valid``).
-        With ``buffered=True`` instead: ``i_avail`` in (a word can be taken now), ``i_take`` out (it is
-        taken: from registers and ``i_avail``), ``i_last`` / ``i_before`` in (the word taken last and the
-        one before it, ``TAKE_TO_WORD`` = 1 cycle after the take: a :class:`rtl.lib.fifo.BeatBuffer`'s
-        outputs).
+    i : stream in of ``8 * width``-bit words. ``i.ready`` depends only on registers and ``enable`` (not
+        on ``i.valid``). With ``buffered=True`` instead: ``i_avail`` in (a word can be taken now),
+        ``i_take`` out (it is taken: from registers, ``enable`` and ``i_avail``), ``i_last`` /
+        ``i_before`` in (the word taken last and the one before it, ``TAKE_TO_WORD`` = 1 cycle after the
+        take: a :class:`rtl.lib.fifo.BeatBuffer`'s outputs).
     o : stream out ``{data, be, addr, index, line_last, last}``, always ready (no backpressure): a word
         is valid for exactly the cycle ``o.valid`` is high.
+    enable : in (default 1), the control step may work in this cycle: while it is low no input word is
+        taken and no word is formed (a zero line's, a flush word), so no word leaves ``LATENCY`` cycles
+        later; lines still move into the slots. The caller whose port may refuse words holds the output
+        in a queue and drives ``enable`` with its room (:class:`rtl.lib.output_queue.OutputQueue`); a
+        word already formed leaves ``LATENCY`` cycles after it whatever ``enable`` does.
 
     Latency: ``LATENCY`` = 2: a word leaves two cycles after the input word that completes it is
     taken (for a ``zero`` line, after the cycle it is formed in). A line offered in cycle ``t`` takes
@@ -110,6 +115,7 @@ class Realigner(wiring.Component):
         members = {
             "line": In(stream.Signature(self.LineLayout)),
             "o": Out(stream.Signature(self.OutLayout, always_ready=True)),
+            "enable": In(1, init=1),
         }
         if buffered:
             members.update({"i_avail": In(1), "i_take": Out(1), "i_last": In(8 * width),
@@ -218,8 +224,9 @@ class Realigner(wiring.Component):
 
     def _control(self, m, sl):
         """The active line (slot ``rp``): whether an input word is taken now (``take``, one LUT of
-        registers: ``wants`` per slot), whether an output word is formed (``emit``), whether it is the
-        line's last (``out_last``, ``line_done``); the slots' counters and the flip of ``rp``."""
+        registers: ``wants`` per slot, ``enable``), whether an output word is formed (``emit``), whether it
+        is the line's last (``out_last``, ``line_done``); the slots' counters and the flip of ``rp``. While
+        ``enable`` is low nothing is taken or formed and the counters hold."""
         slot, sv, st, rp, wp, move, dec = sl.slot, sl.sv, sl.st, sl.rp, sl.wp, sl.move, sl.dec
         # ---- control: the active line; take input words, decide the output word ----------------------
         cur = Signal(sl.Dec)                 # the line being worked on
@@ -243,15 +250,20 @@ class Realigner(wiring.Component):
         if self._buffered:
             m.d.comb += [avail.eq(self.i_avail), self.i_take.eq(take)]
         else:
-            m.d.comb += [avail.eq(self.i.valid), self.i.ready.eq(want)]
-        m.d.comb += take.eq(want & avail)
+            m.d.comb += [avail.eq(self.i.valid), self.i.ready.eq(want & self.enable)]
+        # (``enable``, a register of the caller's, gates every step that leads to a word: the take, a
+        # zero line's word, a flush word)
+        en = self.enable
+        m.d.comb += take.eq(want & avail & en)
         have = Signal()                      # an input word (or a zero word) is taken now
-        m.d.comb += have.eq(active & ~flushing & (cur.zero | avail))
+        m.d.comb += have.eq(active & ~flushing & (cur.zero | avail) & en)
+        flush_now = Signal()                 # the flush word is formed now
+        m.d.comb += flush_now.eq(flushing & en)
         emit = Signal()                      # an output word is formed now
-        m.d.comb += emit.eq(flushing | (have & (~(cur.lead & first_in) | cur.solo)))
+        m.d.comb += emit.eq(flush_now | (have & (~(cur.lead & first_in) | cur.solo)))
         out_last = Signal()
         m.d.comb += out_last.eq(flushing | (in_last & ~cur.flush))
-        m.d.comb += line_done.eq(flushing | (have & in_last & ~cur.flush))
+        m.d.comb += line_done.eq(flush_now | (have & in_last & ~cur.flush))
         for k in range(2):
             mine = rp == k
             with m.If(move & (wp == k)):            # (never in the cycle the same slot is active)
