@@ -94,6 +94,21 @@ def _check_reads(cfg, cmd, idx, ars):
         f"{len(ars)} reads, expected {expected} (one per change of beat)"
 
 
+async def _load_and_gather(b, cfg, k, idx, t_idx, cmd):
+    """Case ``k``: the index tile ``idx`` into GM, TLOADed into ``t_idx``, then the gather ``cmd``; both must
+    pass, and the gather's AXI reads must be the ones its indices ask for. Returns the case's note."""
+    rows, cols = idx.shape
+    b.gm_write(IDX_GM, idx.tobytes())
+    load = {"opcode": Opcode.TLOAD, "dst": dict(t_idx, valid_rows=rows, valid_cols=cols),
+            "gm": {"base": IDX_GM, "rows": rows, "cols": cols, "row_stride": 4 * cols, "dtype": t_idx["dtype"]}}
+    note = f"case {k} {cmd['opcode'].name} {cmd['oob'].name} {DType(cmd['dst']['dtype']).name}, indices {idx.tolist()}"
+    for c in (load, cmd):
+        r = await b.execute(c, note=note)
+        assert r.status == Status.OK, f"case {k}: {c}"
+    _check_reads(cfg, cmd, idx, r.reads)
+    return note
+
+
 @pytest.mark.parametrize("seed", [pytest.param(s, marks=pytest.mark.slow) if s >= 4 else s for s in range(24)])
 def test_mgather_block_vs_golden(seed):
     cfg = preset("small")
@@ -113,16 +128,7 @@ def test_mgather_block_vs_golden(seed):
     async def stimulus(b):
         for k in range(12):
             dtype = dtypes[(seed * 12 + k) % len(dtypes)]
-            idx, t_idx, cmd = _case(rng, cfg, dtype)
-            rows, cols = idx.shape
-            b.gm_write(IDX_GM, idx.tobytes())
-            load = {"opcode": Opcode.TLOAD, "dst": dict(t_idx, valid_rows=rows, valid_cols=cols),
-                    "gm": {"base": IDX_GM, "rows": rows, "cols": cols, "row_stride": 4 * cols, "dtype": t_idx["dtype"]}}
-            note = f"case {k} {cmd['opcode'].name} {cmd['oob'].name} {dtype.name}, indices {idx.tolist()}"
-            for c in (load, cmd):
-                r = await b.execute(c, note=note)
-                assert r.status == Status.OK, f"case {k}: {c}"
-            _check_reads(cfg, cmd, idx, r.reads)
+            note = await _load_and_gather(b, cfg, k, *_case(rng, cfg, dtype))
             assert (await b.execute({"opcode": Opcode.TSTORE, "src0": whole, "gm": out}, note=note)).status == Status.OK
             assert slave.errors == []
 
@@ -150,16 +156,7 @@ def test_mgather_write_stalls(config, seed):
     async def stimulus(b):
         for k, (row, oob) in enumerate(kinds):
             dtype = rng.choice(dtypes)
-            idx, t_idx, cmd = _case(rng, cfg, dtype, row=row, oob=oob, max_rows=24 if row else 5)
-            rows, cols = idx.shape
-            b.gm_write(IDX_GM, idx.tobytes())
-            load = {"opcode": Opcode.TLOAD, "dst": dict(t_idx, valid_rows=rows, valid_cols=cols),
-                    "gm": {"base": IDX_GM, "rows": rows, "cols": cols, "row_stride": 4 * cols, "dtype": t_idx["dtype"]}}
-            note = f"case {k} {cmd['opcode'].name} {oob.name} {dtype.name}, indices {idx.tolist()}"
-            for c in (load, cmd):
-                r = await b.execute(c, note=note)
-                assert r.status == Status.OK, f"case {k}: {c}"
-            _check_reads(cfg, cmd, idx, r.reads)
+            await _load_and_gather(b, cfg, k, *_case(rng, cfg, dtype, row=row, oob=oob, max_rows=24 if row else 5))
             assert b.axi.errors == []
         rows, S = 24, 8
         b.ub_write(0, bytes(rng.randrange(256) for _ in range(rows * 128)))
