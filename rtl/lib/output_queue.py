@@ -6,7 +6,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.lib.contract import require
-from rtl.lib.fifo import LutFifo
+from rtl.lib.fifo import RegFifo
 
 __all__ = ["OutputQueue"]
 
@@ -23,7 +23,8 @@ class OutputQueue(wiring.Component):
     Parameters
     ----------
     shape : the words' shape (a layout or a width)
-    depth : entries (LUT RAM, :class:`rtl.lib.fifo.LutFifo`); at least :attr:`in_flight` + 1
+    depth : entries (:class:`rtl.lib.fifo.RegFifo`: the oldest in a register, the others in LUT RAM); at
+        least :attr:`in_flight` + 1
     latency : the most cycles from an issue (a cycle with ``room`` high in which the pipeline starts
         work) to the word it produces at ``i_valid``; each issue produces at most one word, in issue order
     spacing : the fewest cycles between two issues (1: an issue every cycle). :attr:`in_flight`, the
@@ -44,6 +45,12 @@ class OutputQueue(wiring.Component):
 
     Latency: 0 while nothing is held (``o`` is ``i``, one 2:1 multiplexer whose select is a register);
     a held word is offered from the cycle after it arrived. Throughput: a word per cycle.
+
+    Timing: ``o`` is the FIFO's head register or ``i`` (a 2:1 multiplexer of a register and the pipeline's
+    output, select a register), never a LUT RAM read: the consumer's register (the front end's write
+    register, across the die) and anything decided from ``o`` (an engine's ``done`` from a word's mark)
+    start at registers. (With the head in LUT RAM, its read was on the worst paths of the first
+    synthesis: cf6e3e7, `small` seed 3 and `default` seed 2.)
     """
 
     def __init__(self, shape, depth, latency, spacing=1):
@@ -62,8 +69,8 @@ class OutputQueue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         width = Shape.cast(self._shape).width
-        m.submodules.fifo = fifo = LutFifo(width, self.depth)
-        held = fifo.r_rdy                       # a register: the FIFO holds a word
+        m.submodules.fifo = fifo = RegFifo(width, self.depth)
+        held = fifo.r_rdy                       # a register: the FIFO holds a word (its head is a register)
         m.d.comb += [
             self.o.valid.eq(held | self.i_valid),
             self.o.payload.eq(Mux(held, fifo.r_data, self.i_payload)),
