@@ -2,7 +2,7 @@
 lanes, or one of their fp units at the lanes' depths), ``python -m flow.blocks gemv ...`` (the GEMV MAC
 array and reducer, together or apart) and ``python -m flow.blocks frontend ...`` (the footprint, the hazard
 scoreboard, the per-pipe dispatcher) and ``python -m flow.blocks ub ...`` (the unified buffer, any number of
-read ports). Ports registered, platform ``rtl.fpga.ECP5``, the whole unit's
+read ports, or ``--what arbiter``: the write port's arbiter). Ports registered, platform ``rtl.fpga.ECP5``, the whole unit's
 yosys / nextpnr flow (:func:`flow.fp.synth_component`); results under ``--out``."""
 
 import argparse
@@ -88,10 +88,15 @@ def _frontend(args):
 
 
 def _ub(args):
-    """The unified buffer alone (its read ports: ``--set ub_read_ports=N``), for the UB port choices."""
+    """The unified buffer alone (its read ports: ``--set ub_read_ports=N``), for the UB port choices, or the
+    write port's arbiter for ``--writers`` writers (``--what arbiter``)."""
     from rtl.ub.buffer import UnifiedBuffer
+    from rtl.ub.write_arbiter import UbWriteArbiter
     config, overrides = config_from(args.config, args.set)
-    return UnifiedBuffer(config), "_".join(["ub", args.config] + [f"{k}{v}" for k, v in sorted(overrides.items())])
+    sets = [f"{k}{v}" for k, v in sorted(overrides.items())]
+    if args.what == "arbiter":
+        return UbWriteArbiter(config, args.writers), "_".join(["ub_arbiter", args.config, f"w{args.writers}"] + sets)
+    return UnifiedBuffer(config), "_".join(["ub", args.config] + sets)
 
 
 def main(argv=None):
@@ -115,9 +120,11 @@ def main(argv=None):
     front.add_argument("--entries", type=int, default=8, help="scoreboard entries (default: %(default)s)")
     front.add_argument("--depth", type=int, default=4, help="each pipe's queue (default: %(default)s)")
     front.set_defaults(build=_frontend, out="build/frontend/pnr")
-    ub = blocks.add_parser("ub", help="the unified buffer (e.g. --set ub_read_ports=3)")
+    ub = blocks.add_parser("ub", help="the unified buffer (e.g. --set ub_read_ports=3), or its write arbiter")
     ub.add_argument("--config", default="default")
     ub.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ub.add_argument("--what", default="buffer", choices=("buffer", "arbiter"))
+    ub.add_argument("--writers", type=int, default=4, help="the arbiter's writers (default: %(default)s)")
     ub.set_defaults(build=_ub, out="build/ub/pnr")
     for p in (lanes, gemv, front, ub):
         p.add_argument("--out", help="result directory (default: build/<block>/pnr)")

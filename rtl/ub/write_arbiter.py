@@ -1,0 +1,130 @@
+"""The UB write port shared by several writers (:class:`UbWriteArbiter`): a two-entry slot per writer and a
+round-robin grant held in a register, so that every path ends in a register and a writer alone keeps the
+latency of today's per-engine write register."""
+
+from amaranth import *
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from rtl.ub.buffer import UbWriteSignature
+
+__all__ = ["UbWriteArbiter"]
+
+
+class UbWriteArbiter(wiring.Component):
+    """Shares the UB write port between ``writers`` engines, a word per cycle.
+
+    Each writer's words enter a slot of two entries (registers) through its handshake; the UB's port
+    takes the head of the slot the grant names. The grant is a register, chosen one cycle ahead among the
+    slots that will hold a word (round robin from the writer after the one granted last), so the
+    multiplexer over the writers is an AND-OR of registers, and a writer's ``ready`` is a register too
+    ("its slot has room for a word in this cycle"): no combinational path crosses from one writer to
+    another, or from the UB's side back to a writer.
+
+    Parameters
+    ----------
+    config : :class:`rtl.config.Config` (``ub_words``, ``ub_word_bytes``)
+    writers : the number of writers (at least 1)
+
+    Ports
+    -----
+    wr : ``writers`` flipped :class:`rtl.ub.buffer.UbWriteSignature` with ``handshake=True``: a word is taken
+        at an edge where ``valid`` and ``ready`` are both high; ``ready`` is a register, high while the
+        writer's slot can take a word in this cycle (it holds at most two)
+    ub : :class:`rtl.ub.buffer.UbWriteSignature` (no handshake) to ``UnifiedBuffer.wr``: the granted head
+        (``be`` zero when no slot is granted), an AND-OR of registers
+    drained : ``writers`` bits out: the writer's slot is empty and nothing of it is on ``ub`` now, i.e.
+        every word the writer has handed over is in the UB's input register or further (its last word
+        is readable ``UnifiedBuffer``'s write latency later). What a scoreboard's retire waits for: an
+        engine's ``done`` means its last word was *taken*.
+    busy : out, some slot holds a word
+
+    Latency: a word taken at edge ``t`` is on ``ub`` in the cycle after it (``LATENCY`` = 1, the slot's
+    register, as the front end's per-engine write register) when its slot is granted then: always for a
+    writer alone, and for each of several writers at least one cycle in ``writers``. Throughput: a word per
+    cycle in total; a writer alone a word per cycle (its slot drains as it fills).
+    """
+
+    #: Cycles from a word taken (the edge) to the cycle it is on ``ub`` when its slot is granted.
+    LATENCY = 1
+    #: Entries of a writer's slot: two, so that ``ready`` can be a register and a writer alone still
+    #: moves a word per cycle.
+    SLOT_DEPTH = 2
+
+    def __init__(self, config, writers):
+        assert writers >= 1
+        self._config, self.writers = config, writers
+        port = UbWriteSignature(config, handshake=True)
+        super().__init__({
+            "wr": In(port).array(writers),
+            "ub": Out(UbWriteSignature(config)),
+            "drained": Out(writers),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg, n = self._config, self.writers
+        Word = data.StructLayout({"addr": range(cfg.ub_words), "data": 8 * cfg.ub_word_bytes,
+                                  "be": cfg.ub_word_bytes})
+        grant = Signal(n, name="grant")           # one-hot (or zero): the slot whose head is on ``ub`` now
+        last = Signal(range(max(n, 2)), name="last")   # the writer granted last (round robin starts after it)
+        heads, heads_next = [], []
+        for k, port in enumerate(self.wr):
+            head, second = Signal(Word, name=f"head{k}"), Signal(Word, name=f"second{k}")
+            hv, sv = Signal(name=f"head{k}_valid"), Signal(name=f"second{k}_valid")
+            ready = Signal(init=1, name=f"ready{k}")
+            word = Signal(Word)
+            m.d.comb += [word.addr.eq(port.addr), word.data.eq(port.data), word.be.eq(port.be),
+                         port.ready.eq(ready)]
+            push = port.valid & ready
+            pop = grant[k]                        # (a grant names a slot with a head)
+            # the slot after this cycle: the head leaves on a pop, the second (or the word now) moves up
+            with m.If(pop):
+                with m.If(sv):
+                    m.d.sync += [head.eq(second), sv.eq(0)]
+                    with m.If(push):
+                        m.d.sync += [second.eq(word), sv.eq(1)]
+                with m.Else():
+                    m.d.sync += [head.eq(word), hv.eq(push)]
+            with m.Elif(push):
+                with m.If(hv):
+                    m.d.sync += [second.eq(word), sv.eq(1)]
+                with m.Else():
+                    m.d.sync += [head.eq(word), hv.eq(1)]
+            # entries next cycle: (hv + sv) - pop + push; ready next cycle: at most one of them
+            count_next = hv + sv - pop + push
+            m.d.sync += ready.eq(count_next <= self.SLOT_DEPTH - 1)
+            heads_next.append(count_next != 0)
+            m.d.comb += self.drained[k].eq(~hv & ~sv)
+            heads.append(head)
+        # the port: the granted head, an AND-OR of registers
+        for name in ("addr", "data", "be"):
+            width = len(getattr(self.ub, name))
+            value = C(0, width)
+            for k, head in enumerate(heads):
+                value = value | (getattr(head, name) & grant[k].replicate(width))
+            m.d.comb += getattr(self.ub, name).eq(value)
+        # the next grant: the first slot after ``last`` (in round-robin order) that will hold a head
+        nxt = Signal(n)
+        for start in range(n):
+            with m.If(last == start):
+                order = [(start + 1 + j) % n for j in range(n)]
+                taken = C(0, 1)
+                for k in order:
+                    m.d.comb += nxt[k].eq(heads_next[k] & ~taken)
+                    taken = taken | heads_next[k]
+        m.d.sync += grant.eq(nxt)
+        if n > 1:
+            with m.If(nxt.any()):
+                m.d.sync += last.eq(_index(nxt, n))
+        m.d.comb += self.busy.eq(~self.drained.all())
+        return m
+
+
+def _index(onehot, n):
+    """The index of the set bit of a one-hot value of ``n`` bits (an OR of the indices, no priority)."""
+    out = C(0, max(1, (n - 1).bit_length()))
+    for k in range(n):
+        out = out | Mux(onehot[k], k, 0)
+    return out

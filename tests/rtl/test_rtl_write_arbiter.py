@@ -1,0 +1,114 @@
+"""rtl.ub.write_arbiter.UbWriteArbiter: several writers share the UB write port a word per cycle; every word
+reaches the port once, in its writer's order; a writer alone keeps the latency of one register and a word
+per cycle; grants rotate; ``drained`` says when a writer's words have all left."""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from rtl.config import preset
+from rtl.ub.write_arbiter import UbWriteArbiter
+
+CONFIG = preset("small")
+
+
+def _run(writers, *, offer, words=60, seed=0, hold_check=True):
+    """``writers`` writers, each offering its ``words`` words (a count, or one per writer) (data = writer << 32 | sequence) with
+    probability ``offer[k]`` per cycle and holding a refused word as the handshake says. Returns per
+    writer the cycles its words were taken, the words on the port with their cycle, and per cycle the
+    ``drained`` bits and what each writer still had to hand over."""
+    rng = random.Random(seed)
+    words = words if isinstance(words, list) else [words] * writers
+    dut = UbWriteArbiter(CONFIG, writers)
+    log = {"taken": [[] for _ in range(writers)], "port": [], "drained": []}
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        sent = [0] * writers
+        offering = [False] * writers
+        cycle, idle_since = 0, None
+        while True:
+            for k, port in enumerate(dut.wr):
+                if not offering[k] and sent[k] < words[k] and rng.random() < offer[k]:
+                    offering[k] = True
+                ctx.set(port.valid, offering[k])
+                ctx.set(port.data, k << 32 | sent[k])
+                ctx.set(port.addr, (k * 97 + sent[k]) % CONFIG.ub_words)
+                ctx.set(port.be, 1 + (sent[k] % ((1 << CONFIG.ub_word_bytes) - 1)))
+            be, data = ctx.get(dut.ub.be), ctx.get(dut.ub.data)
+            if be:
+                log["port"].append((data >> 32, data & 0xFFFFFFFF, cycle, ctx.get(dut.ub.addr), be))
+            log["drained"].append((ctx.get(dut.drained), [s for s in sent]))
+            for k, port in enumerate(dut.wr):
+                if offering[k] and ctx.get(port.ready):
+                    log["taken"][k].append(cycle)
+                    sent[k] += 1
+                    offering[k] = False
+            if sent == words and not ctx.get(dut.busy):
+                idle_since = cycle if idle_since is None else idle_since
+                if cycle - idle_since > 3:
+                    break
+            await ctx.tick()
+            cycle += 1
+            assert cycle < 40 * sum(words) + 100, "the arbiter stopped"
+
+    sim.add_testbench(bench)
+    sim.run()
+    return log
+
+
+@pytest.mark.parametrize("writers", [1, 2, 3, 4])
+@pytest.mark.parametrize("offer", [0.3, 1.0])
+def test_every_word_once_in_order(writers, offer):
+    log = _run(writers, offer=[offer] * writers, seed=writers)
+    for k in range(writers):
+        mine = [(seq, cycle, addr, be) for w, seq, cycle, addr, be in log["port"] if w == k]
+        assert [seq for seq, *_ in mine] == list(range(60)), f"writer {k}"
+        for seq, cycle, addr, be in mine:
+            assert addr == (k * 97 + seq) % CONFIG.ub_words and be == 1 + seq % ((1 << CONFIG.ub_word_bytes) - 1)
+            assert cycle >= log["taken"][k][seq] + UbWriteArbiter.LATENCY
+    cycles = [c for *_, c, _, _ in log["port"]]
+    assert len(cycles) == len(set(cycles))          # one word per cycle on the port
+
+
+def test_a_writer_alone_keeps_one_register_of_latency_and_full_rate():
+    log = _run(1, offer=[1.0], words=50)
+    assert log["taken"][0] == list(range(50))                       # ready never fell
+    assert [c for *_, c, _, _ in log["port"]] == [t + UbWriteArbiter.LATENCY for t in log["taken"][0]]
+
+
+def test_others_idle_a_writer_is_not_slowed():
+    """Writer 2 of 4 alone (the others never offer): as a writer alone."""
+    log = _run(4, offer=[0.0, 0.0, 1.0, 0.0], words=[0, 0, 40, 0])
+    assert log["taken"][2] == list(range(40))
+    assert [c for *_, c, _, _ in log["port"]] == [t + UbWriteArbiter.LATENCY for t in log["taken"][2]]
+
+
+@pytest.mark.parametrize("writers", [2, 3])
+def test_grants_rotate(writers):
+    """Every writer always offering: the port is busy every cycle and the writers take turns, so none
+    is ahead of another by more than one word at any time."""
+    log = _run(writers, offer=[1.0] * writers, words=60)
+    port = log["port"]
+    first, last = port[0][2], port[-1][2]
+    assert last - first == len(port) - 1                            # no idle cycle on the port
+    counts = [0] * writers
+    for w, *_ in port:
+        counts[w] += 1
+        assert max(counts) - min(counts) <= 1
+
+
+def test_drained():
+    """``drained[k]``: writer k has nothing in its slot; low from the edge that takes a word until the
+    cycle after that word was on the port."""
+    log = _run(2, offer=[0.5, 0.5], words=40, seed=5)
+    on_port = {}
+    for w, seq, cycle, *_ in log["port"]:
+        on_port[(w, seq)] = cycle
+    for k in range(2):
+        for seq, t in enumerate(log["taken"][k]):
+            for cycle in range(t + 1, on_port[(k, seq)] + 1):
+                assert not (log["drained"][cycle][0] >> k) & 1, (k, seq, cycle)
+    assert log["drained"][-1][0] == 0b11
