@@ -134,7 +134,8 @@ clean:
 FUZZ_INSTRUCTIONS ?= 10000
 FUZZ_SEED ?= 0
 # FUZZFLAGS=--dense: programs whose results, inputs and GM regions overlap earlier instructions' (every
-# dependency between pipes; docs/pto-as.md, "Dependencies")
+# dependency between pipes; docs/pto-as.md, "Dependencies"); --back-to-back: each program streamed without a
+# pause, compared at its end, and the share of instructions that overlapped another pipe reported
 FUZZFLAGS ?=
 .PHONY: fuzz-long
 fuzz-long: bootstrap

@@ -97,14 +97,84 @@ async def pto_program(dut):
         _save(out_path, results)
 
 
+async def _run_back_to_back(h, image, results):
+    """Load ``image`` and run its commands back to back (``Driver.execute_back_to_back``: no pause between
+    them, as a host streams a program; once the pipes run at once, as they overlap), then compare with the
+    golden machine running them one at a time: every status, the whole UB and the GM outputs. Bytes the
+    golden calls undefined are not compared, and neither is anything computed from them: an instruction that
+    reads an undefined byte (a source tile's span, GM it reads) makes its whole write footprint undefined
+    (``golden.access``; conservative, and never cleared). Fills ``results`` like :func:`_run_image` plus
+    ``schedule`` and ``total_cycles``; raises AssertionError on a mismatch."""
+    import numpy as np
+    from golden.access import access, overlap, tile_span
+    from golden.check import tile_view
+    from rtl.isa import EXEC_STATUSES, INSTRUCTIONS, Opcode
+    from sim.failures import GmMismatch, StatusMismatch, UbMismatch
+    await h.ub_load(0, image.ub)
+    for addr, data in image.gm:
+        h.gm_write(addr, data)
+    responses, total = await h.driver.execute_back_to_back(image.commands)
+    results["total_cycles"], results["schedule"] = total, h.driver.schedule
+    ub_undef = np.zeros(len(h.golden.ub), bool)
+    gm_undef = []                                   # GM ranges (lo, hi) computed from undefined bytes
+    try:
+        for i, (cmd, rsp) in enumerate(zip(image.commands, responses)):
+            want = h.golden.execute(cmd, on_undefined="mask")
+            mask = h.golden.last_undefined
+            n_undef = 0 if mask is None else int(mask.sum())
+            results["commands"].append({"status": _name(rsp["status"]), "cycles": int(rsp["cycles"]),
+                                        "undefined": n_undef})
+            if rsp["status"] != want:
+                raise StatusMismatch(cmd, want, rsp["status"])
+            if mask is not None:
+                ub_undef |= np.asarray(mask, bool)
+            if want != Status.OK and want not in EXEC_STATUSES:
+                continue                            # rejected: it touched nothing
+            acc = access(cmd)
+            sources = [tile_span(tile_view(cmd, s.name, s.role)) for s in INSTRUCTIONS[Opcode(cmd["opcode"])].slots
+                       if not s.writes]
+            tainted = any(span and ub_undef[span[0]:span[1]].any() for span in sources) or \
+                overlap(acc.gm_reads, gm_undef)
+            if tainted:
+                for lo, hi in acc.ub_writes:
+                    ub_undef[lo:hi] = True
+                gm_undef.extend(acc.gm_writes)
+        i = len(image.commands)
+        got = np.frombuffer(await h.ub_image(), np.uint8)
+        bad = UbMismatch.compare(0, h.golden.ub, got, care=~ub_undef, what="defined")
+        if bad:
+            raise bad
+        for o in image.outputs:
+            addr, n = output_extent(o)
+            if o["space"] == "ub":
+                raw = bytes(got[addr:addr + n])
+            else:
+                raw = h.driver.gm_read(addr, n) if n else b""
+                care = np.ones(n, bool)
+                for lo, hi in gm_undef:
+                    care[max(lo - addr, 0):max(min(hi - addr, n), 0)] = False
+                bad = GmMismatch.compare(addr, h.golden.gm.read(addr, n), raw, care=care) if n else None
+                if bad:
+                    raise bad
+            results["outputs"][o["name"]] = bytes(raw).hex()
+    except AssertionError as e:
+        where = f"command {i} (line {image.info[i]['line']}, {image.info[i]['op']})" if i < len(image.info) \
+            else "the end of the program"
+        results["error"] = f"{type(e).__name__} at {where} (commands back to back): {e}"
+        raise
+
+
 @cocotb.test()
 async def pto_programs(dut):
     """Several images in one simulator run (``TILEVEC_PROGRAMS``: a file naming one image directory a line;
     ``TILEVEC_RESULTS``: a JSON list, one results dict per image run), one after the other on the same unit:
     each image rewrites the whole UB (RTL and golden), and the GM the previous image used (``gm_span``) is
-    zeroed first, so each program starts as in a run of its own. Stops at the first mismatch."""
+    zeroed first, so each program starts as in a run of its own. Stops at the first mismatch.
+    ``TILEVEC_MODE`` = ``back_to_back``: each program's commands run back to back and are compared at the
+    end (:func:`_run_back_to_back`) instead of one at a time with the UB compared after each."""
     with open(os.environ["TILEVEC_PROGRAMS"]) as f:
         dirs = [line.strip() for line in f if line.strip()]
+    back_to_back = os.environ.get("TILEVEC_MODE", "checked") == "back_to_back"
     out_path = os.environ["TILEVEC_RESULTS"]
     all_results = []
     h = await Harness.start(dut)
@@ -116,7 +186,7 @@ async def pto_programs(dut):
                 h.gm_write(used[0], bytes(used[1] - used[0]))
             results = {"commands": [], "outputs": {}, "error": None}
             all_results.append(results)
-            await _run_image(h, image, results)
+            await (_run_back_to_back if back_to_back else _run_image)(h, image, results)
             used = gm_span(image)
             _save(out_path, all_results)
     finally:

@@ -12,7 +12,7 @@ shows what running the pipes at once (issue #33) has to gain.
 
 from rtl.isa import INSTRUCTIONS, Opcode, Pipe
 
-__all__ = ["utilization", "draw"]
+__all__ = ["utilization", "overlapping", "draw"]
 
 #: One colour per pipe (matplotlib's tab10).
 COLOURS = {Pipe.GM_TO_UB: "tab:blue", Pipe.UB_TO_GM: "tab:green", Pipe.VECTOR: "tab:orange",
@@ -42,6 +42,18 @@ def utilization(schedule):
                 reach = e
         out[pipe] = busy / total if total else 0.0
     return out
+
+
+def overlapping(schedule):
+    """``(overlapped, counted)`` of a schedule ``[(opcode, start, end)]``: of the ``counted`` instructions in a
+    pipe (TSYNC is in none), how many ran while an instruction of another pipe ran (their ``[start, end)``
+    share a cycle): the share of a program that ran concurrently (issue #33's fuzz figure; 0 while the unit
+    runs one instruction at a time)."""
+    items = [(s, e, _pipe(op)) for op, s, e in schedule if _pipe(op) is not None]
+    hit = 0
+    for s, e, pipe in items:
+        hit += any(s2 < e and s < e2 for s2, e2, p2 in items if p2 != pipe)
+    return hit, len(items)
 
 
 def draw(schedule, path, *, title="", labels=None):

@@ -68,6 +68,83 @@ def test_stream_rtl_batch(tmp_path):
     assert res.ok and res.programs == 8 and res.instructions == 64, res.failures
 
 
+@pytest.mark.cocotb
+def test_stream_rtl_back_to_back(tmp_path):
+    """Dense programs streamed without a pause (``--back-to-back``) and compared at their end: they pass, and
+    the share of instructions that overlapped another pipe is counted (zero while the unit runs one
+    instruction at a time: every instruction in a pipe is timed)."""
+    res = stream(48, seed=100, sim="icarus", ops=RTL_OPS, n_instrs=8, out_dir=tmp_path, batch=48, dense=True,
+                 back_to_back=True)
+    assert res.ok and res.instructions == 48, res.failures
+    assert res.timed > 40 and res.overlapped == 0
+
+
+def _back_to_back_against(rtl_ub_edit, seed=101):
+    """``cocotb_tests.test_pto._run_back_to_back`` on a stand-in harness: the "RTL" is a second golden machine
+    run on the same program, its final UB passed through ``rtl_edit(ub, golden_machine)`` (a fault to inject).
+    Returns the results dict, or raises what the comparison raises."""
+    import asyncio
+    import copy
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from cocotb_tests.test_pto import _run_back_to_back
+    from golden.machine import Machine
+    from rtl.top import supported_opcodes
+    from sim.programs.fuzz import _prepare
+
+    cfg = preset("small")
+    _, q, inputs, problems = _prepare(seed, "small", RTL_OPS, 8, True)
+    assert not problems
+    image = q.assemble("small").bind(inputs)
+    golden = Machine(cfg, supported=supported_opcodes(cfg))
+    rtl = {}
+
+    class Driver:
+        schedule = []
+
+        async def execute_back_to_back(self, cmds):
+            shadow = copy.deepcopy(golden)                  # the RTL: the same machine, run ahead
+            statuses = [shadow.execute(c, on_undefined="mask") for c in cmds]
+            rtl["ub"] = rtl_ub_edit(np.array(shadow.ub), shadow)
+            rtl["gm"] = shadow.gm
+            self.schedule = [(k, k + 1) for k in range(len(cmds))]
+            return [{"status": s, "cycles": 1} for s in statuses], len(cmds)
+
+        def gm_read(self, addr, n):
+            return rtl["gm"].read(addr, n)
+
+    async def ub_load(addr, data):
+        golden.ub[addr:addr + len(data)] = np.frombuffer(bytes(data), np.uint8)
+
+    async def ub_image():
+        return rtl["ub"].tobytes()
+
+    h = SimpleNamespace(golden=golden, driver=Driver(), ub_load=ub_load, ub_image=ub_image,
+                        gm_write=lambda a, d: golden.gm.write(a, d))
+    results = {"commands": [], "outputs": {}, "error": None}
+    asyncio.run(_run_back_to_back(h, image, results))
+    return results
+
+
+def test_back_to_back_compare_can_fail():
+    """The end-of-program comparison of ``--back-to-back`` (cocotb_tests/test_pto.py) is a real one: equal
+    machines pass, one flipped bit in the UB fails with the UB's mismatch."""
+    import numpy as np
+
+    from sim.failures import UbMismatch
+    results = _back_to_back_against(lambda ub, m: ub)
+    assert results["error"] is None and len(results["commands"]) == 8
+
+    def flip(ub, m):
+        ub[len(ub) // 3] ^= 1
+        return ub
+
+    with pytest.raises(UbMismatch):
+        _back_to_back_against(flip)
+
+
 @pytest.mark.slow
 @pytest.mark.cocotb
 def test_fuzz_long_verilator():

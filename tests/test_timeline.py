@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from rtl.isa import Opcode, Pipe
-from sim.timeline import draw, utilization
+from sim.timeline import draw, overlapping, utilization
 
 
 def test_utilization_is_the_union_of_each_pipes_intervals():
@@ -17,6 +17,15 @@ def test_utilization_is_the_union_of_each_pipes_intervals():
     util = utilization(schedule)
     assert util == {Pipe.GM_TO_UB: 0.6, Pipe.UB_TO_GM: 0.2, Pipe.VECTOR: 0.3, Pipe.MATRIX: 0.0}
     assert utilization([]) == {p: 0.0 for p in Pipe}
+
+
+def test_overlapping_counts_instructions_that_share_a_cycle_with_another_pipe():
+    schedule = [(Opcode.TLOAD, 0, 40), (Opcode.MGATHER_ROW, 40, 60),      # same pipe, back to back: no
+                (Opcode.TPARTADD, 50, 80),                                 # with MGATHER_ROW: both count
+                (Opcode.TSTORE, 80, 90),                                   # starts as TPARTADD ends: no
+                (Opcode.TSYNC, 90, 91), (Opcode.TGEMV, 95, 99)]            # TSYNC: in no pipe, not counted
+    assert overlapping(schedule) == (2, 5)
+    assert overlapping([]) == (0, 0)
 
 
 def test_pipes_of_the_instruction_table():

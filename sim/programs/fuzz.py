@@ -442,6 +442,9 @@ class StreamResult:
     seconds: float = 0.0
     next_seed: int = 0
     dependencies: dict = field(default_factory=dict)
+    #: back to back: instructions (in a pipe) that ran while another pipe ran, of ``timed`` (sim.timeline.overlapping)
+    overlapped: int = 0
+    timed: int = 0
 
     @property
     def ok(self):
@@ -449,13 +452,16 @@ class StreamResult:
 
 
 def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_instrs=8, out_dir=None, batch=1000,
-           log=None, dense=False):
+           log=None, dense=False, back_to_back=False):
     """Random programs from ``seed`` on until at least ``instructions`` commands have run and been compared.
     With a simulator, the programs go ``batch`` instructions at a time through one simulator run each
     (:func:`sim.programs.run.run_images`: one build, one start-up per batch, each program shadowed by the golden and
-    the whole UB compared after every command). Stops after the batch in which a program failed; failing
-    programs are written to ``out_dir`` as ``.pto`` + ``.npz``. Returns a :class:`StreamResult`."""
+    the whole UB compared after every command; ``back_to_back``: each program's commands streamed without a
+    pause and compared at the end, and the share of them that overlapped another pipe counted). Stops after
+    the batch in which a program failed; failing programs are written to ``out_dir`` as ``.pto`` + ``.npz``.
+    Returns a :class:`StreamResult`."""
     from sim.programs.run import run_images, run_program
+    from sim.timeline import overlapping
     cfg = config_from_spec(config)
     res = StreamResult(next_seed=seed)
     t0 = time.monotonic()
@@ -488,10 +494,13 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
         if pending:
             name = config if isinstance(config, str) else "small"
             reports, result = run_images([x[3] for x in pending], cfg, name, sim,
-                                         label=f"pto_fuzz_stream_{pending[0][0]}")
+                                         label=f"pto_fuzz_stream_{pending[0][0]}", back_to_back=back_to_back)
             for (s, text, inputs, image), rep in zip(pending, reports):
                 res.programs += 1
                 res.instructions += sum(r.status != "-" for r in rep.rows)
+                if rep.schedule:
+                    hit, n = overlapping(rep.schedule)
+                    res.overlapped, res.timed = res.overlapped + hit, res.timed + n
                 if not rep.ok:
                     res.failures.append((s, rep.problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
             if not reports:
@@ -517,6 +526,9 @@ def main(argv=None):
     ap.add_argument("--out", default="build/pto/fuzz", help="where failing programs are written")
     ap.add_argument("--dense", action="store_true", help="place results and GM regions over earlier ones: "
                     "dependencies between pipes in every program")
+    ap.add_argument("--back-to-back", action="store_true", help="with --instructions: stream each program's "
+                    "commands without a pause and compare at its end (statuses, UB, outputs), and report the share "
+                    "of instructions that ran while another pipe ran")
     a = ap.parse_args(argv)
     config_from_spec(a.config, source=f"--config {a.config!r}")
     ops = None
@@ -525,7 +537,7 @@ def main(argv=None):
         ops = sorted(supported_opcodes(config_from_spec(a.config)), key=lambda op: op.value)
     if a.instructions is not None:
         res = stream(a.instructions, a.seed, a.config, a.sim, ops, a.instrs, a.out, a.batch,
-                     log=lambda m: print(m, flush=True), dense=a.dense)
+                     log=lambda m: print(m, flush=True), dense=a.dense, back_to_back=a.back_to_back)
         for s, problems, path in res.failures:
             print(f"seed {s}: FAIL: {'; '.join(problems)}" + (f" -> replay: python -m sim run {path} --data "
                                                               f"{path.with_suffix('.npz')}" if path else ""))
@@ -533,6 +545,10 @@ def main(argv=None):
               f"{res.skipped} skipped: no draw fits the UB) on {a.sim}/{a.config}: {len(res.failures)} mismatches, "
               f"{res.seconds:.0f} s wall")
         print(dependency_summary(res.dependencies))
+        if a.back_to_back:
+            share = res.overlapped / res.timed if res.timed else 0.0
+            print(f"back to back: {res.overlapped} of {res.timed} instructions ({100 * share:.1f}%) ran while "
+                  f"another pipe ran")
         return 0 if res.ok and res.instructions >= a.instructions else 1
     failed = 0
     for s in range(a.seed, a.seed + a.count):

@@ -166,11 +166,13 @@ def run_program(program, inputs, *, sim="none", config=None, waves=False, label=
     return rep
 
 
-def run_images(images, config, config_name, sim="verilator", label="pto_batch", workdir=None):
+def run_images(images, config, config_name, sim="verilator", label="pto_batch", workdir=None, back_to_back=False):
     """Several bound images (``Assembly.bind``) in one simulator run (``cocotb_tests/test_pto.py``
     ``pto_programs``: one after the other on the same unit, each shadowed by the golden as in
-    :func:`run_program`), so the per-run start-up is paid once. Returns (reports, RunResult): a
-    :class:`Report` per image the run reached (it stops after the first that failed)."""
+    :func:`run_program`), so the per-run start-up is paid once. ``back_to_back``: each image's commands run
+    back to back and are compared with the golden at the end (every status, the UB, the outputs), and its
+    report has the ``schedule``. Returns (reports, RunResult): a :class:`Report` per image the run reached
+    (it stops after the first that failed)."""
     from sim.runner import BUILD, run
     if config_name not in PRESETS:
         raise UsageError(f"the RTL is built for preset configurations only ({', '.join(PRESETS)}), not "
@@ -182,7 +184,8 @@ def run_images(images, config, config_name, sim="verilator", label="pto_batch", 
     if results_file.exists():
         results_file.unlink()
     result = run("test_pto", "pto_programs", config_name, sim, label=label,
-                 params={"programs": str(listing), "results": str(results_file)})
+                 params={"programs": str(listing), "results": str(results_file),
+                         "mode": "back_to_back" if back_to_back else "checked"})
     all_results = json.loads(results_file.read_text()) if results_file.exists() else []
     reports = []
     for k, image in enumerate(images):
