@@ -68,6 +68,13 @@ class Config:
     #: reads the UB while the unit is idle, through read port 0 and the write port (no extra RAM port).
     #: Testbenches use it to set and check the UB without TLOAD/TSTORE; ``False`` leaves it out.
     ub_debug_port: bool = True
+    #: The engines whose pipelines cannot stop (elementwise, LOCAL_GATHER, TLOAD / MGATHER) hold their UB
+    #: writes in output queues (``rtl.lib.output_queue.OutputQueue``) so that a shared write port may
+    #: refuse words (the ``ub_wr`` handshake). ``False`` (today's unit, whose front end gives the port to
+    #: one engine at a time and never refuses a word) builds each queue as a plain wire: on `default` the
+    #: queues cost ~2,100 LUT4 and ~1,700 FF that would do nothing, and moved a placement below 100 MHz.
+    #: The engine bench's ``write_stalls`` needs ``True``; pipes that run at once (issue #33) will too.
+    ub_write_queues: bool = False
 
     def __post_init__(self):
         def need(cond, what):

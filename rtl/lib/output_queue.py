@@ -29,6 +29,9 @@ class OutputQueue(wiring.Component):
         work) to the word it produces at ``i_valid``; each issue produces at most one word, in issue order
     spacing : the fewest cycles between two issues (1: an issue every cycle). :attr:`in_flight`, the
         most words that issues made before a cycle can still bring, is ``ceil(latency / spacing)``.
+    passthrough : build no queue: ``o`` is ``i`` and ``room`` is 1. Only for a consumer that is always
+        ready (a refused word would be lost): ``Config.ub_write_queues = False``, the unit whose front end
+        never refuses a UB write.
 
     Ports
     -----
@@ -53,13 +56,14 @@ class OutputQueue(wiring.Component):
     synthesis: cf6e3e7, `small` seed 3 and `default` seed 2.)
     """
 
-    def __init__(self, shape, depth, latency, spacing=1):
+    def __init__(self, shape, depth, latency, spacing=1, *, passthrough=False):
         self.in_flight = -(-latency // spacing)
         require(depth >= self.in_flight + 1,
                 f"OutputQueue: depth ({depth}) must be at least ceil(latency / spacing) + 1 = "
                 f"{self.in_flight + 1} (latency {latency}, spacing {spacing}), else room is never high: the "
                 f"words of the issues in flight need space while one more is issued")
         self._shape, self.depth, self.latency, self.spacing = shape, depth, latency, spacing
+        self.passthrough = passthrough
         super().__init__({
             "i_valid": In(1), "i_payload": In(shape),
             "o": Out(stream.Signature(shape)),
@@ -68,6 +72,10 @@ class OutputQueue(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        if self.passthrough:        # a consumer that is always ready: the queue is a wire
+            m.d.comb += [self.o.valid.eq(self.i_valid), self.o.payload.eq(self.i_payload),
+                         self.room.eq(1), self.empty.eq(1), self.level.eq(0)]
+            return m
         width = Shape.cast(self._shape).width
         m.submodules.fifo = fifo = RegFifo(width, self.depth)
         held = fifo.r_rdy                       # a register: the FIFO holds a word (its head is a register)

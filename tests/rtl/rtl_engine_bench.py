@@ -157,6 +157,10 @@ class EngineBench:
     def __init__(self, config, engine, *, seed=0, stall=0.3, latency=3, timeout=20_000, gm_windows=(),
                  on_undefined="raise", go_delay=VectorUnit.GO_DELAY, write_stalls=False):
         self.config = config
+        if write_stalls and not config.ub_write_queues:
+            raise ValueError("EngineBench(write_stalls=True) refuses UB writes: build the engine with "
+                             "Config.ub_write_queues=True (preset(name, ub_write_queues=True)); without its "
+                             "output queues an engine whose pipeline cannot stop loses the refused words")
         self.write_stalls = write_stalls
         # an engine class: the design built for it is reused (``_Design``); an instance: built for this bench
         self._design = _design(engine, config) if isinstance(engine, type) else None

@@ -113,7 +113,7 @@ def test_local_gather_engine_write_stalls(preset_name):
     (seed 1, two read ports where the configuration has them), then one that writes a word per cycle
     (chunks of ``W / 2`` bytes, paired: the queue fills while the port refuses words, and the issue must
     wait)."""
-    config = preset(preset_name)
+    config = preset(preset_name, ub_write_queues=True)
     ports = LocalGatherEngine.read_ports(config)
     rng = random.Random(10 + ports)
     commands = []

@@ -144,7 +144,7 @@ def test_mgather_write_stalls(config, seed):
     data side outrun the port: the write queue fills, and the realigner and the element placer must wait
     for its ``room``. Last, a row gather whose every index is past the table (ZERO): zero lines only, a
     word every cycle with no beat, over a destination filled with random bytes (a lost word shows)."""
-    cfg = preset(config)
+    cfg = preset(config, ub_write_queues=True)
     rng = random.Random(seed)
     bench = ProtocolBench(cfg, TransferEngine, seed=seed, stall=0.1, latency=2, write_stalls=True,
                           go_delay=9 if seed % 2 else 2)

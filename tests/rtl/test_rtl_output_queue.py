@@ -81,3 +81,23 @@ def test_depth_below_in_flight_is_a_contract_error():
         OutputQueue(16, 4, 4)
     with pytest.raises(ContractError, match="spacing 4"):
         OutputQueue(16, 3, 9, 4)
+
+
+def test_passthrough_is_a_wire():
+    """``passthrough`` (``Config.ub_write_queues = False``: a consumer that never refuses): ``o`` is ``i`` in
+    the same cycle, ``room`` is always high, and no FIFO is built."""
+    from amaranth.hdl import Fragment
+    dut = OutputQueue(16, 4, 3, passthrough=True)
+    assert "fifo" not in [name for _, name, _ in Fragment.get(dut, None).subfragments]
+    sim = Simulator(dut)
+    seen = []
+
+    async def bench(ctx):
+        for k in range(6):
+            ctx.set(dut.i_valid, k % 2)
+            ctx.set(dut.i_payload, 100 + k)
+            seen.append((ctx.get(dut.o.valid), ctx.get(dut.o.payload), ctx.get(dut.room)))
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen == [(k % 2, 100 + k, 1) for k in range(6)]

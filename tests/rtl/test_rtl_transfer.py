@@ -244,7 +244,7 @@ def test_transfer_write_stalls(config, seed, stall):
     buffer's backpressure must keep AXI legal. With few or no AXI stalls the beats come faster than the
     port takes words, so the write queue fills to its bound (``room`` low: measured 10 to 40 cycles a run)
     and the realigner must wait (without the gate the queue overflows and words are lost)."""
-    cfg = preset(config)
+    cfg = preset(config, ub_write_queues=True)
     rng = random.Random(seed)
     bench = ProtocolBench(cfg, TransferEngine, seed=seed, stall=stall, latency=2, write_stalls=True,
                           gm_windows=[(0, 4096)])

@@ -28,7 +28,7 @@ from test_rtl_gemv import random_command as gemv_command
 
 @pytest.mark.parametrize("name", ["small", "default"])
 def test_gemv_waits_for_the_write_port(name):
-    config = preset(name)
+    config = preset(name, ub_write_queues=True)
     rng = random.Random(7)
     cmds = [c for c in (gemv_command(rng, config, dims=(1, 3, 5, 9)) for _ in range(16)) if c][:8]
     results = run_engine(config, GemvEngine, cmds, ub_init=rng.randbytes(config.ub_bytes), seed=7,
@@ -38,7 +38,7 @@ def test_gemv_waits_for_the_write_port(name):
 
 @pytest.mark.parametrize("name,seed", [("small", 7), ("small", 8), ("default", 7), ("fullrate", 9)])
 def test_elementwise_waits_for_the_write_port(name, seed):
-    config = preset(name)
+    config = preset(name, ub_write_queues=True)
     rng = random.Random(seed)
     cmds = [c for c in (ew_command(rng, config) for _ in range(40)) if c][:10]
     results = run_engine(config, ElementwiseEngine, cmds, ub_init=rng.randbytes(config.ub_bytes), seed=seed,
@@ -51,11 +51,11 @@ def test_elementwise_without_room_loses_words(monkeypatch):
     large that ``in_flight`` is 1) overflows under the same stalls, and the bench sees the lost words."""
     real = ew_module.OutputQueue
 
-    def one_word_room(shape, depth, latency, spacing=1):
-        return real(shape, 2, latency, spacing=latency)
+    def one_word_room(shape, depth, latency, spacing=1, passthrough=False):
+        return real(shape, 2, latency, spacing=latency, passthrough=passthrough)
 
     monkeypatch.setattr(ew_module, "OutputQueue", one_word_room)
-    config = preset("small")
+    config = preset("small", ub_write_queues=True)
     rng = random.Random(7)
     cmds = [c for c in (ew_command(rng, config) for _ in range(40)) if c][:10]
     with pytest.raises(AssertionError, match="UB differs|not offered again"):

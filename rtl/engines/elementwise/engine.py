@@ -324,7 +324,8 @@ class ElementwiseEngine(Engine):
         latency = self.COMBINER_CYCLES + (K - 1) + lanes.LATENCY
         in_flight = -(-latency // K)
         depth = max(2, 1 << in_flight.bit_length())             # a power of two above in_flight
-        oq = OutputQueue(data.StructLayout({"word": 8 * W, "fin": 1}), depth, latency, spacing=K)
+        oq = OutputQueue(data.StructLayout({"word": 8 * W, "fin": 1}), depth, latency, spacing=K,
+                         passthrough=not cfg.ub_write_queues)
         m.submodules.out_q = oq
         return oq
 

@@ -118,7 +118,8 @@ def write_queue(eng, sz):
     Built before the control (which reads ``room``); added to the module, and its latency checked
     against the pipeline, by :func:`pack`."""
     layout = data.StructLayout({"addr": sz.WA, "data": 8 * sz.W, "be": sz.W, "last": 1})
-    return OutputQueue(layout, eng.WRITE_QUEUE_DEPTH, eng.WRITE_QUEUE_LATENCY)
+    return OutputQueue(layout, eng.WRITE_QUEUE_DEPTH, eng.WRITE_QUEUE_LATENCY,
+                       passthrough=not eng._config.ub_write_queues)
 
 
 def pack(m, eng, sz, pl, placed, wq):

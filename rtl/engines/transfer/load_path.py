@@ -88,7 +88,8 @@ def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err):
     m.submodules.placer = placer = ElementPlacer(cfg)
     Word = data.StructLayout({"addr": len(engine.ub_wr.addr), "data": len(engine.ub_wr.data),
                               "be": len(engine.ub_wr.be), "last": 1})
-    m.submodules.wq = wq = OutputQueue(Word, engine.WRITE_QUEUE_DEPTH, engine.WRITE_QUEUE_LATENCY)
+    m.submodules.wq = wq = OutputQueue(Word, engine.WRITE_QUEUE_DEPTH, engine.WRITE_QUEUE_LATENCY,
+                                       passthrough=not cfg.ub_write_queues)
     room = wq.room
     run = index.data.payload
     fire, fire_q = Signal(), Signal()           # (the same; fire_q for the index queue's pop)
