@@ -56,6 +56,12 @@ class OutputQueue(wiring.Component):
     synthesis: cf6e3e7, `small` seed 3 and `default` seed 2.)
     """
 
+    @staticmethod
+    def depth_for(latency, spacing=1):
+        """The least power of two (at least 2) above ``ceil(latency / spacing)``: a depth whose ``room``
+        stays high while the consumer takes every word."""
+        return max(2, 1 << (-(-latency // spacing)).bit_length())
+
     def __init__(self, shape, depth, latency, spacing=1, *, passthrough=False):
         self.in_flight = -(-latency // spacing)
         require(depth >= self.in_flight + 1,

@@ -101,3 +101,10 @@ def test_passthrough_is_a_wire():
     sim.add_testbench(bench)
     sim.run()
     assert seen == [(k % 2, 100 + k, 1) for k in range(6)]
+
+
+def test_depth_for_is_the_least_power_of_two_above_in_flight():
+    assert [OutputQueue.depth_for(lat) for lat in (0, 1, 3, 7, 8, 14)] == [2, 2, 4, 8, 16, 16]
+    assert OutputQueue.depth_for(21, 8) == 4        # the elementwise queue on `default` (K = 8)
+    for lat, sp in ((1, 1), (8, 1), (21, 8), (14, 1)):
+        OutputQueue(4, OutputQueue.depth_for(lat, sp), lat, sp)._MustUse__silence = True

@@ -54,6 +54,7 @@ def test_elementwise_without_room_loses_words(monkeypatch):
     def one_word_room(shape, depth, latency, spacing=1, passthrough=False):
         return real(shape, 2, latency, spacing=latency, passthrough=passthrough)
 
+    one_word_room.depth_for = real.depth_for
     monkeypatch.setattr(ew_module, "OutputQueue", one_word_room)
     config = preset("small", ub_write_queues=True)
     rng = random.Random(7)

@@ -322,9 +322,8 @@ class ElementwiseEngine(Engine):
         cfg = self._config
         W, K = cfg.ub_word_bytes, cfg.ub_word_bytes // cfg.ew_lane_bytes
         latency = self.COMBINER_CYCLES + (K - 1) + lanes.LATENCY
-        in_flight = -(-latency // K)
-        depth = max(2, 1 << in_flight.bit_length())             # a power of two above in_flight
-        oq = OutputQueue(data.StructLayout({"word": 8 * W, "fin": 1}), depth, latency, spacing=K,
+        oq = OutputQueue(data.StructLayout({"word": 8 * W, "fin": 1}), OutputQueue.depth_for(latency, K),
+                         latency, spacing=K,
                          passthrough=not cfg.ub_write_queues)
         m.submodules.out_q = oq
         return oq

@@ -13,6 +13,7 @@ from rtl.engines.local_gather.geometry import GROUP, GROUP_LOG2, MAX_INDICES, MA
     piece_geometry
 from rtl.engines.local_gather.placement import pack, place, write_queue
 from rtl.engines.local_gather.reads import input_registers, read_addresses
+from rtl.lib.output_queue import OutputQueue
 from rtl.isa import DTYPE_BYTES, DType, Opcode, Status, TileDesc
 from rtl.ub.buffer import WINDOW_CYCLES, UnifiedBuffer
 
@@ -170,7 +171,7 @@ class LocalGatherEngine(Engine):
     WRITE_QUEUE_LATENCY = PIPELINE
     #: Entries of the write queue (LUT RAM): the least power of two above WRITE_QUEUE_LATENCY, so that
     #: ``room`` stays high while the port takes every word.
-    WRITE_QUEUE_DEPTH = 1 << WRITE_QUEUE_LATENCY.bit_length()
+    WRITE_QUEUE_DEPTH = OutputQueue.depth_for(WRITE_QUEUE_LATENCY)
     #: Cycles from an index's capture (stage 1) to the first cycle its bank returns it (the LUT RAM's
     #: synchronous write).
     INDEX_WRITE = 1
