@@ -266,9 +266,9 @@ class TransferEngine(Engine):
         # address side: lines -> bursts -> the AR / AW register
         a = address_side(m, cfg, self, s, walk_addr, index)
         # GM -> UB: R beats, the realigner (TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM)
-        rbuf, pop = load_path.beat_buffer(m, cfg, self, err)
+        rbuf, want = load_path.beat_buffer(m, cfg, self, err)
         realign = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf)
-        load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, pop, realign, err)
+        load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, want, realign, err)
         # UB -> GM (TSTORE): the UB reader (its one read port, shared with MGATHER's index reads), W, B
         reader = store_path.ub_reader(m, cfg, self, s, walk_data, index, realign)
         store_done, aw_all = store_path.w_channel(m, cfg, self, s, a, reader, err)
