@@ -135,7 +135,8 @@ FUZZ_INSTRUCTIONS ?= 10000
 FUZZ_SEED ?= 0
 # FUZZFLAGS=--dense: programs whose results, inputs and GM regions overlap earlier instructions' (every
 # dependency between pipes; docs/pto-as.md, "Dependencies"); --back-to-back: each program streamed without a
-# pause, compared at its end, and the share of instructions that overlapped another pipe reported
+# pause, compared at its end, and the share of instructions that overlapped another pipe reported;
+# --faults: GM windows that answer AXI errors mid-program (docs/pto-as.md, "--faults")
 FUZZFLAGS ?=
 .PHONY: fuzz-long
 fuzz-long: bootstrap

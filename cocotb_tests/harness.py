@@ -201,6 +201,17 @@ class Harness:
             h.set_backpressure(pause)
         return h
 
+    def set_faults(self, faults):
+        """GM windows whose AXI accesses fail (a :class:`golden.faults.GmFaults`; an empty one clears them): in
+        the memory model (it answers SLVERR there) and in the golden machine (which predicts the statuses
+        and the bytes they leave undefined). Only with ``ErrorRam``, the default memory."""
+        if faults and not isinstance(self.gm, ErrorRam):
+            raise ValueError("GM faults need the ErrorRam memory model (Harness.start without latency=)")
+        if isinstance(self.gm, ErrorRam):
+            self.gm.read_errors[:] = list(faults.read)
+            self.gm.write_errors[:] = list(faults.write)
+        self.golden.faults = faults
+
     def set_backpressure(self, probability):
         """Random pauses (each cycle with ``probability``) on every channel the testbench drives."""
         rng = self.rng
@@ -280,9 +291,11 @@ class Harness:
 
     async def run_masked(self, cmd, *, label=None):
         """Execute a command whose result may be partly undefined (docs/semantics.md, "Undefined
-        results"): the golden machine runs in ``on_undefined="mask"`` mode, the statuses must agree and
-        the whole UB must equal the golden's except the bytes it calls undefined, which the golden then
-        adopts from the RTL. Returns ``(response, number of undefined UB bytes)``."""
+        results"; and an AXI error that ``set_faults`` causes): the golden machine runs in
+        ``on_undefined="mask"`` mode, the statuses must agree and the whole UB must equal the golden's
+        except the bytes it calls undefined, which the golden then adopts from the RTL, as it does the GM
+        bytes it calls undefined (a TSTORE that met a write fault). Returns ``(response, number of
+        undefined UB and GM bytes)``."""
         import numpy as np
         rsp = await self.driver.execute(cmd, label=label)
         self._lacks_engine(cmd, rsp["status"])
@@ -297,7 +310,11 @@ class Harness:
         if bad:
             raise bad
         self.golden.ub[:] = got
-        return rsp, 0 if mask is None else int(mask.sum())
+        gm_undefined = 0
+        for lo, hi in self.golden.last_gm_undefined:
+            self.golden.gm.write(lo, self.driver.gm_read(lo, hi - lo))
+            gm_undefined += hi - lo
+        return rsp, (0 if mask is None else int(mask.sum())) + gm_undefined
 
     # ---- the UB: debug port (default) or TSTORE -----------------------------------------------------
 

@@ -28,7 +28,9 @@ def _name(s):
 async def _run_image(h, image, results, save=None):
     """Load ``image`` (the whole UB, its GM data) into the running unit and its golden shadow, run its commands,
     read its outputs; fills ``results`` ({commands, outputs, error}), calling ``save`` after each command (what a
-    simulator that dies mid-run leaves); raises AssertionError on a mismatch."""
+    simulator that dies mid-run leaves); raises AssertionError on a mismatch. The image's GM faults are set
+    (``Harness.set_faults``) for its commands."""
+    h.set_faults(image.faults)
     await h.ub_load(0, image.ub)
     for addr, data in image.gm:
         h.gm_write(addr, data)
@@ -104,12 +106,14 @@ async def _run_back_to_back(h, image, results):
     golden calls undefined are not compared, and neither is anything computed from them: an instruction that
     reads an undefined byte (a source tile's span, GM it reads) makes its whole write footprint undefined
     (``golden.access``; conservative, and never cleared). Fills ``results`` like :func:`_run_image` plus
-    ``schedule`` and ``total_cycles``; raises AssertionError on a mismatch."""
+    ``schedule`` and ``total_cycles``; raises AssertionError on a mismatch. The image's GM faults are set
+    (``Harness.set_faults``): the bytes an AXI error leaves undefined count as undefined."""
     import numpy as np
     from golden.access import access, overlap, tile_span
     from golden.check import tile_view
     from rtl.isa import EXEC_STATUSES, INSTRUCTIONS, Opcode
     from sim.failures import GmMismatch, StatusMismatch, UbMismatch
+    h.set_faults(image.faults)
     await h.ub_load(0, image.ub)
     for addr, data in image.gm:
         h.gm_write(addr, data)
@@ -121,7 +125,8 @@ async def _run_back_to_back(h, image, results):
         for i, (cmd, rsp) in enumerate(zip(image.commands, responses)):
             want = h.golden.execute(cmd, on_undefined="mask")
             mask = h.golden.last_undefined
-            n_undef = 0 if mask is None else int(mask.sum())
+            gm_undef.extend(h.golden.last_gm_undefined)
+            n_undef = (0 if mask is None else int(mask.sum())) + sum(hi - lo for lo, hi in h.golden.last_gm_undefined)
             results["commands"].append({"status": _name(rsp["status"]), "cycles": int(rsp["cycles"]),
                                         "undefined": n_undef})
             if rsp["status"] != want:

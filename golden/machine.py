@@ -10,8 +10,10 @@ import numpy as np
 from rtl.isa import DTYPE_BYTES, Layout, Opcode, Status
 
 from . import ops
+from .access import access
 from .check import check_strict, normalize, tile_view, gm_view, SLOTS
-from .errors import IsaError, UndefinedResult
+from .errors import AmbiguousFault, IsaError, UndefinedResult
+from .faults import GmFaults
 from .numerics import UINT_OF_SIZE, bits, from_bits, np_dtype
 
 __all__ = ["Machine", "SparseMemory"]
@@ -80,6 +82,7 @@ class _GmTable:
 
     def __init__(self, gm, desc, row_mode):
         self.gm, self.desc, self.row_mode = gm, desc, row_mode
+        self.reads = []         # the GM byte ranges read, (lo, hi)
         self.size = DTYPE_BYTES[desc.dtype]
         self.uint = UINT_OF_SIZE[self.size]
         self.dtype = np.dtype(np_dtype(desc.dtype))
@@ -90,11 +93,14 @@ class _GmTable:
         d = self.desc
         uniq, inv = np.unique(index, return_inverse=True)
         if self.row_mode:
-            rows = [np.frombuffer(self.gm.read(d.base + int(r) * d.row_stride, d.cols * self.size), self.uint)
-                    for r in uniq]
+            spans = [(d.base + int(r) * d.row_stride, d.base + int(r) * d.row_stride + d.cols * self.size)
+                     for r in uniq]
+            self.reads += spans
+            rows = [np.frombuffer(self.gm.read(lo, hi - lo), self.uint) for lo, hi in spans]
             got = np.stack(rows) if rows else np.zeros((0, d.cols), self.uint)
             out = got[inv.reshape(-1)].reshape(index.shape + (d.cols,))
         else:
+            self.reads += [(d.base + int(f) * self.size, d.base + (int(f) + 1) * self.size) for f in uniq]
             vals = np.array([np.frombuffer(self.gm.read(d.base + int(f) * self.size, self.size), self.uint)[0]
                              for f in uniq], dtype=self.uint)
             out = vals[inv.reshape(-1)].reshape(index.shape)
@@ -125,7 +131,7 @@ _IDENTICAL_OK = {
 class Machine:
     """The golden machine. ``ub``: numpy uint8 array of ``config.ub_bytes``; ``gm``: ``SparseMemory``."""
 
-    def __init__(self, config, supported=None):
+    def __init__(self, config, supported=None, faults=None):
         self.config = config
         #: Opcodes this configuration executes (None: all); others answer ``Status.UNSUPPORTED``.
         self.supported = None if supported is None else frozenset(supported)
@@ -134,6 +140,13 @@ class Machine:
         #: After ``execute(..., on_undefined="mask")``: boolean mask over the UB bytes left unspecified by
         #: the last instruction (None when everything was defined).
         self.last_undefined = None
+        #: Where global memory rejects accesses (:class:`golden.faults.GmFaults`; docs/semantics.md, "AXI
+        #: errors"): an instruction whose AXI traffic touches a window answers ``AXI_READ_ERROR`` /
+        #: ``AXI_WRITE_ERROR`` and leaves its destination undefined.
+        self.faults = faults if faults is not None else GmFaults()
+        #: After ``execute``: the GM byte ranges ``(lo, hi)`` the last instruction left undefined (a TSTORE
+        #: that met a write fault: its lines); empty otherwise.
+        self.last_gm_undefined = []
 
     # -------------------------------------------------------------------------------------------- tiles
     @staticmethod
@@ -198,6 +211,7 @@ class Machine:
         if on_undefined not in ("raise", "mask"):
             raise ValueError("on_undefined must be 'raise' or 'mask'")
         self.last_undefined = None
+        self.last_gm_undefined = []
         try:
             check_strict(cmd, self.config, self.supported)
         except IsaError as e:
@@ -208,11 +222,22 @@ class Machine:
         t = {s: tile_view(cmd, s, role) for s, role in slots.items()}
         g = gm_view(cmd) if uses_gm else None
         dst = t.get("dst")
+        fault = self._transfer_fault(op, t, g)
+        if fault is not None:
+            return fault
+        table = None
         try:
             if dst is not None:
                 self._overlap(op, t)
-            new = self._run(op, cmd, t, g)
+            if op in (Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM):
+                table = _GmTable(self.gm, g, op == Opcode.MGATHER_ROW)
+            new = self._run(op, cmd, t, g, table)
         except UndefinedResult as e:
+            if op in (Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM) and self.faults.read and \
+                    self.faults.read_hit(access(cmd).gm_reads, self.config.axi_data_bytes):
+                raise AmbiguousFault(f"{op.name}: its result is undefined ({e.message}), so which table rows "
+                                     f"it reads is too, and a read fault lies in its table: the status may be "
+                                     f"OK or AXI_READ_ERROR") from e
             mask = self.footprint(dst, e.elements) if e.elements is not None else self.footprint(dst)
             e.ub_mask = mask
             if on_undefined == "raise":
@@ -222,9 +247,30 @@ class Machine:
                 self.write_tile(dst, partial)
             self.last_undefined = mask
             return Status.OK
+        if table is not None and self.faults.read_hit(table.reads, self.config.axi_data_bytes):
+            self.last_undefined = self.footprint(dst)
+            return Status.AXI_READ_ERROR
         if new is not None:
             self.write_tile(dst, new)
         return Status.OK
+
+    def _transfer_fault(self, op, t, g):
+        """TLOAD / TSTORE against ``faults``: the status of a transfer that meets a fault (its destination
+        undefined: ``last_undefined`` / ``last_gm_undefined``), else None. MGATHER's reads are known only
+        once its indices are (``execute``)."""
+        if op not in (Opcode.TLOAD, Opcode.TSTORE) or not self.faults:
+            return None
+        tile = t["dst"] if op == Opcode.TLOAD else t["src0"]
+        _, lines, line_len, size = self._gm_lines(g, tile)
+        spans = [(g.base + k * g.row_stride, g.base + k * g.row_stride + line_len * size)
+                 for k in range(lines if line_len else 0)]
+        if op == Opcode.TLOAD and self.faults.read_hit(spans, self.config.axi_data_bytes):
+            self.last_undefined = self.footprint(tile)
+            return Status.AXI_READ_ERROR
+        if op == Opcode.TSTORE and self.faults.write_hit(spans):
+            self.last_gm_undefined = spans
+            return Status.AXI_WRITE_ERROR
+        return None
 
     def _overlap(self, op, t):
         dst = t["dst"]
@@ -247,7 +293,7 @@ class Machine:
                 raise UndefinedResult(f"{op.name}: destination {dst.base:#x} overlaps {slot} ({src.role}) at "
                                       f"{src.base:#x} (only an identical elementwise operand may)")
 
-    def _run(self, op, cmd, t, g):
+    def _run(self, op, cmd, t, g, table=None):
         prof = self.config.profile
         if op == Opcode.TSYNC:
             return ops.tsync()
@@ -261,7 +307,7 @@ class Machine:
         if op in (Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM):
             row = op == Opcode.MGATHER_ROW
             fn = ops.mgather_row if row else ops.mgather_elem
-            return fn(rd("dst"), v("dst"), rd("src0"), v("src0"), _GmTable(self.gm, g, row), cmd["oob"],
+            return fn(rd("dst"), v("dst"), rd("src0"), v("src0"), table or _GmTable(self.gm, g, row), cmd["oob"],
                       profile=prof)
         if op == Opcode.LOCAL_GATHER:
             return ops.local_gather(rd("dst"), v("dst"), rd("src0"), v("src0"), rd("src1"), v("src1"),

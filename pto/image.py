@@ -1,11 +1,12 @@
 """The :class:`Image` of a bound program (everything a run needs, concrete; saved as a directory for the
 testbench), and the outputs' extents and decoding."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from rtl.isa import DTYPE_BYTES, DType, Layout, OobMode, Opcode
+from golden.faults import GmFaults
 from golden.numerics import DTYPE_NUMPY
 
 __all__ = ["Image", "cmd_to_json", "cmd_from_json", "gm_span", "output_extent", "decode_output"]
@@ -42,8 +43,9 @@ def cmd_from_json(d):
 class Image:
     """Everything a run needs, concrete: ``commands`` (Command dicts), ``info`` (per command: line, op, shape,
     dtype, expect), ``ub`` (the initial UB, whole), ``gm`` ([(address, bytes)]), ``outputs`` ([{name, space
-    ``ub``/``gm``, desc}]). Saved as a directory (``image.json``, ``ub.bin``, ``gm<i>.bin``) for the
-    testbench (``TILEVEC_PROGRAM``)."""
+    ``ub``/``gm``, desc}]), ``faults`` (a :class:`golden.faults.GmFaults`: GM windows whose AXI accesses
+    the testbench's memory rejects, empty by default; ``python -m sim fuzz --faults`` places them). Saved as
+    a directory (``image.json``, ``ub.bin``, ``gm<i>.bin``) for the testbench (``TILEVEC_PROGRAM``)."""
     config: str
     commands: list
     info: list
@@ -51,6 +53,7 @@ class Image:
     gm: list
     outputs: list
     file: str = ""
+    faults: GmFaults = field(default_factory=GmFaults)
 
     def save(self, directory):
         import json
@@ -65,7 +68,8 @@ class Image:
         (d / "image.json").write_text(json.dumps({
             "config": self.config, "file": self.file, "commands": [cmd_to_json(c) for c in self.commands],
             "info": self.info, "gm": gm,
-            "outputs": [{**o, "desc": cmd_to_json(o["desc"])} for o in self.outputs]}, indent=1))
+            "outputs": [{**o, "desc": cmd_to_json(o["desc"])} for o in self.outputs],
+            "faults": self.faults.to_json()}, indent=1))
         return d
 
     @classmethod
@@ -76,7 +80,8 @@ class Image:
         j = json.loads((d / "image.json").read_text())
         return cls(j["config"], [cmd_from_json(c) for c in j["commands"]], j["info"], (d / "ub.bin").read_bytes(),
                    [(g["addr"], (d / g["file"]).read_bytes()) for g in j["gm"]],
-                   [{**o, "desc": cmd_from_json(o["desc"])} for o in j["outputs"]], j.get("file", ""))
+                   [{**o, "desc": cmd_from_json(o["desc"])} for o in j["outputs"]], j.get("file", ""),
+                   GmFaults.from_json(j.get("faults", {})))
 
 
 def gm_span(image):

@@ -70,18 +70,20 @@ def test_stream_rtl_batch(tmp_path):
 
 @pytest.mark.cocotb
 def test_stream_rtl_back_to_back(tmp_path):
-    """Dense programs streamed without a pause (``--back-to-back``) and compared at their end: they pass, and
+    """Dense programs with GM faults streamed without a pause (``--back-to-back``) and compared at their end: they pass, and
     the share of instructions that overlapped another pipe is counted (zero while the unit runs one
     instruction at a time: every instruction in a pipe is timed)."""
     res = stream(48, seed=100, sim="icarus", ops=RTL_OPS, n_instrs=8, out_dir=tmp_path, batch=48, dense=True,
-                 back_to_back=True)
+                 back_to_back=True, faults=True)
     assert res.ok and res.instructions == 48, res.failures
+    assert res.faulted >= 2                 # AXI errors mid-program (``--faults``) in this run too
     assert res.timed > 40 and res.overlapped == 0
 
 
-def _back_to_back_against(rtl_ub_edit, seed=101):
+def _back_to_back_against(rtl_ub_edit, seed=101, faults=None, rtl_faults=None):
     """``cocotb_tests.test_pto._run_back_to_back`` on a stand-in harness: the "RTL" is a second golden machine
     run on the same program, its final UB passed through ``rtl_edit(ub, golden_machine)`` (a fault to inject).
+    ``faults``: the image's GM faults (``Image.faults``); the "RTL" meets ``rtl_faults`` instead when given.
     Returns the results dict, or raises what the comparison raises."""
     import asyncio
     import copy
@@ -98,6 +100,8 @@ def _back_to_back_against(rtl_ub_edit, seed=101):
     _, q, inputs, problems = _prepare(seed, "small", RTL_OPS, 8, True)
     assert not problems
     image = q.assemble("small").bind(inputs)
+    if faults is not None:
+        image.faults = faults
     golden = Machine(cfg, supported=supported_opcodes(cfg))
     rtl = {}
 
@@ -106,6 +110,8 @@ def _back_to_back_against(rtl_ub_edit, seed=101):
 
         async def execute_back_to_back(self, cmds):
             shadow = copy.deepcopy(golden)                  # the RTL: the same machine, run ahead
+            if rtl_faults is not None:
+                shadow.faults = rtl_faults
             statuses = [shadow.execute(c, on_undefined="mask") for c in cmds]
             rtl["ub"] = rtl_ub_edit(np.array(shadow.ub), shadow)
             rtl["gm"] = shadow.gm
@@ -122,7 +128,8 @@ def _back_to_back_against(rtl_ub_edit, seed=101):
         return rtl["ub"].tobytes()
 
     h = SimpleNamespace(golden=golden, driver=Driver(), ub_load=ub_load, ub_image=ub_image,
-                        gm_write=lambda a, d: golden.gm.write(a, d))
+                        gm_write=lambda a, d: golden.gm.write(a, d),
+                        set_faults=lambda f: setattr(golden, "faults", f))
     results = {"commands": [], "outputs": {}, "error": None}
     asyncio.run(_run_back_to_back(h, image, results))
     return results
@@ -143,6 +150,72 @@ def test_back_to_back_compare_can_fail():
 
     with pytest.raises(UbMismatch):
         _back_to_back_against(flip)
+
+
+def _faulted_seed():
+    """A dense program (from seed 101 on) whose :func:`place_faults` windows make an instruction answer an AXI
+    error, with those faults."""
+    from golden.machine import Machine
+    from sim.programs.fuzz import _prepare, place_faults
+    cfg = preset("small")
+    for seed in range(101, 161):
+        _, q, inputs, problems = _prepare(seed, "small", RTL_OPS, 8, True)
+        image = q.assemble("small").bind(inputs)
+        faults = place_faults(image, cfg, seed)
+        m = Machine(cfg, faults=faults)
+        m.ub[:] = list(image.ub)
+        for addr, data in image.gm:
+            m.gm.write(addr, data)
+        if any(m.execute(c, on_undefined="mask").name.startswith("AXI_") for c in image.commands):
+            return seed, faults
+    raise AssertionError("no seed of 101..160 places a fault that a transfer meets")
+
+
+def test_place_faults():
+    """``--faults``: deterministic per seed; in about 2 of 3 programs one or two windows, each inside a legal
+    transfer's GM range; over a golden stream of dense programs some instructions answer AXI errors and the
+    stream still passes (the golden agrees with itself: an error it causes is not an unexpected status)."""
+    from golden.access import access
+    from golden.check import check
+    from rtl.isa import Status
+    from sim.programs.fuzz import _prepare, place_faults
+    cfg = preset("small")
+    with_faults = 0
+    for seed in range(30):
+        _, q, inputs, _ = _prepare(seed, "small", RTL_OPS, 8, True)
+        image = q.assemble("small").bind(inputs)
+        f = place_faults(image, cfg, seed)
+        assert f == place_faults(image, cfg, seed)
+        with_faults += bool(f)
+        spans = [sp for c in image.commands if check(c, cfg) == Status.OK
+                 for sp in (lambda a: a.gm_reads + a.gm_writes)(access(c))]
+        for lo, hi in f.read + f.write:
+            assert any(lo < b and a < hi for a, b in spans), (seed, (lo, hi))
+    assert 12 <= with_faults <= 27
+    res = stream(300, seed=0, sim="none", ops=RTL_OPS, n_instrs=8, dense=True, faults=True)
+    assert res.ok and res.faulted >= 5, (res.failures, res.faulted)
+
+
+def test_back_to_back_compare_sees_faults():
+    """With GM faults the end-of-program comparison expects the golden's AXI errors: a unit that meets the
+    same faults passes, one that meets none fails on the status."""
+    from golden.faults import GmFaults
+    from sim.failures import StatusMismatch
+    seed, faults = _faulted_seed()
+    results = _back_to_back_against(lambda ub, m: ub, seed, faults)
+    assert results["error"] is None
+    assert any(c["status"].startswith("AXI_") and c["undefined"] > 0 for c in results["commands"])
+    with pytest.raises(StatusMismatch):
+        _back_to_back_against(lambda ub, m: ub, seed, faults, rtl_faults=GmFaults())
+
+
+@pytest.mark.cocotb
+def test_stream_rtl_faults(tmp_path):
+    """AXI errors mid-program (``--faults``) on Icarus, each command compared as it answers: the statuses are
+    the golden's, nothing outside a destination changes, the pipes that follow go on."""
+    res = stream(40, seed=0, sim="icarus", ops=RTL_OPS, n_instrs=8, out_dir=tmp_path, batch=40, dense=True,
+                 faults=True)
+    assert res.ok and res.instructions >= 40 and res.faulted >= 2, (res.failures, res.faulted)
 
 
 @pytest.mark.slow

@@ -7,6 +7,9 @@ results.
 ``python -m sim fuzz [--seed S] [--count N] [--sim none|icarus|verilator] [--config small] [--out DIR]``: runs
 ``N`` programs; every failing one is written as ``DIR/fuzz_<seed>.pto`` with its inputs ``fuzz_<seed>.npz``, which
 ``python -m sim run DIR/fuzz_<seed>.pto --data DIR/fuzz_<seed>.npz`` replays. Exits non-zero when any failed.
+``--faults``: GM windows that answer AXI errors in 2 of 3 programs (:func:`place_faults`; the golden predicts the
+statuses and what they leave undefined); such a program replays as ``python -m sim fuzz --seed S --count 1
+--faults`` with the same other options.
 """
 
 import argparse
@@ -27,7 +30,7 @@ from pto.builder import Builder
 from pto.program import config_from_spec, mnemonic
 from pto.types import MemRefType, TileType
 
-__all__ = ["random_program", "run_one", "stream", "StreamResult", "dependencies", "possible_dependencies",
+__all__ = ["random_program", "place_faults", "run_one", "stream", "StreamResult", "dependencies", "possible_dependencies",
            "dependency_summary", "main"]
 
 ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
@@ -333,6 +336,49 @@ def _assemble_expect(p, cfg):
             ins.attrs["expect"] = e.status
 
 
+#: GM transfers a fault window can be placed in (the testbench's memory answers SLVERR there).
+_FAULTABLE = (Opcode.TLOAD, Opcode.TSTORE, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
+
+
+def place_faults(image, config, seed):
+    """A :class:`golden.faults.GmFaults` for ``image`` (``Image.faults``), drawn from ``seed``: in 2 of 3 programs
+    one or two windows of 1 to 2 bus words' bytes, each inside the GM range of one of its legal transfers (a
+    TLOAD's or MGATHER's read: a read window; a TSTORE's lines: a write window), so an AXI error lands mid-program
+    and the pipes that follow must go on. An MGATHER table window may miss every row the indices select (then
+    nothing fails). Windows the golden cannot decide (``golden.errors.AmbiguousFault``: an MGATHER with an
+    undefined result) are dropped."""
+    from golden.access import access
+    from golden.check import check
+    from golden.errors import AmbiguousFault
+    from golden.faults import GmFaults
+    from golden.machine import Machine
+    rng = random.Random(f"faults-{seed}")
+    cands = [c for c in image.commands
+             if isinstance(c.get("opcode"), Opcode) and c["opcode"] in _FAULTABLE and check(c, config) == Status.OK]
+    cands = [(c, span) for c in cands for span in (lambda a: a.gm_reads + a.gm_writes)(access(c)) if span[1] > span[0]]
+    if not cands or rng.random() < 1 / 3:
+        return GmFaults()
+    W = config.axi_data_bytes
+    read, write = [], []
+    for _ in range(rng.choice((1, 2))):
+        c, (lo, hi) = rng.choice(cands)
+        at = rng.randrange(lo, hi)
+        window = (at, at + rng.randrange(1, 2 * W + 1))
+        trial = GmFaults(tuple(read) + ((window,) if c["opcode"] != Opcode.TSTORE else ()),
+                         tuple(write) + ((window,) if c["opcode"] == Opcode.TSTORE else ()))
+        m = Machine(config, faults=trial)
+        m.ub[:] = np.frombuffer(image.ub, np.uint8)
+        for addr, data in image.gm:
+            m.gm.write(addr, data)
+        try:
+            for cmd in image.commands:
+                m.execute(cmd, on_undefined="mask")
+        except AmbiguousFault:
+            continue
+        read, write = list(trial.read), list(trial.write)
+    return GmFaults(tuple(read), tuple(write))
+
+
 def _prepare(seed, config, ops, n_instrs, dense=False):
     """(program text, the program parsed back from it, inputs, problems): generate and round-trip through the
     text (parse(print(p)) must equal p)."""
@@ -355,14 +401,17 @@ def _write_failure(out_dir, seed, text, inputs):
     return path
 
 
-def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None, dense=False):
-    """Generate, round-trip through the text (parse(print(p)) must equal p), run; on failure write the
-    ``.pto`` and ``.npz`` to ``out_dir``. Returns (ok, report or message, program path or None)."""
+def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None, dense=False, faults=False):
+    """Generate, round-trip through the text (parse(print(p)) must equal p), run (``faults``: with
+    :func:`place_faults`' windows); on failure write the ``.pto`` and ``.npz`` to ``out_dir``. Returns (ok, report
+    or message, program path or None)."""
     from sim.programs.run import run_program
     text, problems, rep, inputs = None, [], None, None
+    cfg = config_from_spec(config)
     try:
         text, q, inputs, problems = _prepare(seed, config, ops, n_instrs, dense)
-        rep = run_program(q, inputs, sim=sim, label=f"pto_fuzz_{seed}")
+        rep = run_program(q, inputs, sim=sim, label=f"pto_fuzz_{seed}",
+                          faults=(lambda image: place_faults(image, cfg, seed)) if faults else None)
         problems += rep.problems
     except Exception as e:                      # noqa: BLE001 - any failure is a finding
         problems.append(f"{type(e).__name__}: {e}")
@@ -430,6 +479,9 @@ def dependency_summary(counts):
             f"(pipe pair, kind) combinations" + (f" (not met: {'; '.join(missing)})" if missing else ""))
 
 
+_AXI_ERRORS = (Status.AXI_READ_ERROR.name, Status.AXI_WRITE_ERROR.name)
+
+
 @dataclass
 class StreamResult:
     """What :func:`stream` ran: ``instructions`` (commands executed and compared), ``programs``, ``skipped``
@@ -445,6 +497,8 @@ class StreamResult:
     #: back to back: instructions (in a pipe) that ran while another pipe ran, of ``timed`` (sim.timeline.overlapping)
     overlapped: int = 0
     timed: int = 0
+    #: instructions that answered an AXI error (``faults``: a GM window placed by :func:`place_faults`)
+    faulted: int = 0
 
     @property
     def ok(self):
@@ -452,13 +506,14 @@ class StreamResult:
 
 
 def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_instrs=8, out_dir=None, batch=1000,
-           log=None, dense=False, back_to_back=False):
+           log=None, dense=False, back_to_back=False, faults=False):
     """Random programs from ``seed`` on until at least ``instructions`` commands have run and been compared.
     With a simulator, the programs go ``batch`` instructions at a time through one simulator run each
     (:func:`sim.programs.run.run_images`: one build, one start-up per batch, each program shadowed by the golden and
     the whole UB compared after every command; ``back_to_back``: each program's commands streamed without a
     pause and compared at the end, and the share of them that overlapped another pipe counted). Stops after
     the batch in which a program failed; failing programs are written to ``out_dir`` as ``.pto`` + ``.npz``.
+    ``faults``: each program with :func:`place_faults`' windows (``faulted`` counts the AXI errors answered).
     Returns a :class:`StreamResult`."""
     from sim.programs.run import run_images, run_program
     from sim.timeline import overlapping
@@ -479,10 +534,13 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
                 res.failures.append((s, problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
                 continue
             image = q.assemble(config).bind(inputs)
+            if faults:
+                image.faults = place_faults(image, cfg, s)
             for key, n in dependencies(image.commands, cfg).items():
                 res.dependencies[key] = res.dependencies.get(key, 0) + n
             if sim == "none":
-                rep = run_program(q, inputs, sim="none")
+                rep = run_program(q, inputs, sim="none", faults=(lambda _, f=image.faults: f) if faults else None)
+                res.faulted += sum(r.status in _AXI_ERRORS for r in rep.rows)
                 res.programs += 1
                 res.instructions += len(rep.rows)
                 count += len(rep.rows)
@@ -498,6 +556,7 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
             for (s, text, inputs, image), rep in zip(pending, reports):
                 res.programs += 1
                 res.instructions += sum(r.status != "-" for r in rep.rows)
+                res.faulted += sum(r.status in _AXI_ERRORS for r in rep.rows)
                 if rep.schedule:
                     hit, n = overlapping(rep.schedule)
                     res.overlapped, res.timed = res.overlapped + hit, res.timed + n
@@ -529,6 +588,8 @@ def main(argv=None):
     ap.add_argument("--back-to-back", action="store_true", help="with --instructions: stream each program's "
                     "commands without a pause and compare at its end (statuses, UB, outputs), and report the share "
                     "of instructions that ran while another pipe ran")
+    ap.add_argument("--faults", action="store_true", help="GM windows that answer AXI errors in 2 of 3 programs "
+                    "(the golden predicts the statuses and what they leave undefined)")
     a = ap.parse_args(argv)
     config_from_spec(a.config, source=f"--config {a.config!r}")
     ops = None
@@ -537,14 +598,21 @@ def main(argv=None):
         ops = sorted(supported_opcodes(config_from_spec(a.config)), key=lambda op: op.value)
     if a.instructions is not None:
         res = stream(a.instructions, a.seed, a.config, a.sim, ops, a.instrs, a.out, a.batch,
-                     log=lambda m: print(m, flush=True), dense=a.dense, back_to_back=a.back_to_back)
+                     log=lambda m: print(m, flush=True), dense=a.dense, back_to_back=a.back_to_back,
+                     faults=a.faults)
         for s, problems, path in res.failures:
-            print(f"seed {s}: FAIL: {'; '.join(problems)}" + (f" -> replay: python -m sim run {path} --data "
-                                                              f"{path.with_suffix('.npz')}" if path else ""))
+            if a.faults:            # the faults are drawn from the seed: the .pto alone does not have them
+                replay = (f" -> replay: python -m sim fuzz --seed {s} --count 1 --faults --instrs {a.instrs} "
+                          f"--sim {a.sim} --config {a.config}" + (" --dense" if a.dense else ""))
+            else:
+                replay = f" -> replay: python -m sim run {path} --data {path.with_suffix('.npz')}" if path else ""
+            print(f"seed {s}: FAIL: {'; '.join(problems)}" + replay)
         print(f"{res.instructions} instructions in {res.programs} programs (seeds {a.seed}..{res.next_seed - 1}, "
               f"{res.skipped} skipped: no draw fits the UB) on {a.sim}/{a.config}: {len(res.failures)} mismatches, "
               f"{res.seconds:.0f} s wall")
         print(dependency_summary(res.dependencies))
+        if a.faults:
+            print(f"AXI errors answered: {res.faulted} instructions")
         if a.back_to_back:
             share = res.overlapped / res.timed if res.timed else 0.0
             print(f"back to back: {res.overlapped} of {res.timed} instructions ({100 * share:.1f}%) ran while "
@@ -552,7 +620,7 @@ def main(argv=None):
         return 0 if res.ok and res.instructions >= a.instructions else 1
     failed = 0
     for s in range(a.seed, a.seed + a.count):
-        ok, (rep, problems), path = run_one(s, a.config, a.sim, ops, a.instrs, a.out, a.dense)
+        ok, (rep, problems), path = run_one(s, a.config, a.sim, ops, a.instrs, a.out, a.dense, a.faults)
         print(f"seed {s}: {'PASS' if ok else 'FAIL'}" + ("" if ok else f": {'; '.join(problems)} -> {path}"),
               flush=True)
         failed += not ok
