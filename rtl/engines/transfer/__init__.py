@@ -14,9 +14,12 @@
 * :mod:`.placer`: MGATHER element mode's byte crossbar (``ElementPlacer``); :mod:`.modulo`: WRAP's
   ``u mod s`` pipeline (``ModuloPipeline``);
 * :mod:`.checks`: the checker's TLOAD / TSTORE and MGATHER rules; :mod:`.widths`: widths from the
-  descriptor layouts.
+  descriptor layouts;
+* :mod:`.pipes`: the engine cut in two for pipes that run at once (``GmToUbEngine``: TLOAD, MGATHER;
+  ``UbToGmEngine``: TSTORE), the same sections with the other direction left out; not in the unit yet.
 """
 
 from rtl.engines.transfer.engine import TransferEngine
+from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
 
-__all__ = ["TransferEngine"]
+__all__ = ["TransferEngine", "GmToUbEngine", "UbToGmEngine"]

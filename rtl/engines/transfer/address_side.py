@@ -36,16 +36,20 @@ def address_side(m, cfg, engine, s, walk_addr, index):
                  ar_lines.o.ready.eq(bursts.lines.ready)]
     wl = walk_addr.lines.payload
     al = ar_lines.i.payload
-    with m.If(s.gath):                          # MGATHER: IndexLines' AR queue
-        m.d.comb += [ar_lines.i.valid.eq(index.ar.valid), al.eq(index.ar.payload),
-                     index.ar.ready.eq(ar_lines.i.ready)]
-    with m.Else():                              # TLOAD / TSTORE: the address-side walker
-        m.d.comb += [ar_lines.i.valid.eq(walk_addr.lines.valid),
-                     al.gm_addr.eq(wl.gm_addr), al.gm_last.eq(wl.gm_last),
-                     al.one_chunk.eq(wl.one_chunk), al.span.eq(wl.span), al.last.eq(wl.last),
-                     walk_addr.lines.ready.eq(ar_lines.i.ready)]
+    walker_lines = [ar_lines.i.valid.eq(walk_addr.lines.valid),
+                    al.gm_addr.eq(wl.gm_addr), al.gm_last.eq(wl.gm_last),
+                    al.one_chunk.eq(wl.one_chunk), al.span.eq(wl.span), al.last.eq(wl.last),
+                    walk_addr.lines.ready.eq(ar_lines.i.ready)]
+    if index is None:                           # an engine without MGATHER (TSTORE alone)
+        m.d.comb += walker_lines
+    else:
+        with m.If(s.gath):                      # MGATHER: IndexLines' AR queue
+            m.d.comb += [ar_lines.i.valid.eq(index.ar.valid), al.eq(index.ar.payload),
+                         index.ar.ready.eq(ar_lines.i.ready)]
+        with m.Else():                          # TLOAD / TSTORE: the address-side walker
+            m.d.comb += walker_lines
     b = bursts.bursts.payload
-    for ch in ("ar", "aw"):
+    for ch in ("ar", "aw") if engine._loads and engine._stores else ("ar",) if engine._loads else ("aw",):
         m.d.comb += [
             getattr(axi, f"{ch}id").eq(0), getattr(axi, f"{ch}size").eq(sh),
             getattr(axi, f"{ch}burst").eq(Burst.INCR), getattr(axi, f"{ch}cache").eq(_AXCACHE),
@@ -74,9 +78,11 @@ def address_side(m, cfg, engine, s, walk_addr, index):
     m.d.sync += [rd_out.eq(rd_out + ar_fire - r_last), wr_out.eq(wr_out + aw_fire - b_fire),
                  rd_room.eq(room_next(rd_out, cfg.max_outstanding_reads, ar_fire, r_last)),
                  wr_room.eq(room_next(wr_out, cfg.max_outstanding_writes, aw_fire, b_fire))]
-    # (the wlen FIFO holds one entry per write burst in flight, at most max_outstanding_writes)
-    m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=AXLEN_BITS, depth=max(2, cfg.max_outstanding_writes))
-    require(wlen.depth >= cfg.max_outstanding_writes,
-            f"TransferEngine: the wlen FIFO ({wlen.depth} entries) must hold a length for every write "
-            f"burst in flight (max_outstanding_writes = {cfg.max_outstanding_writes})")
+    wlen = None
+    if engine._stores:
+        # (the wlen FIFO holds one entry per write burst in flight, at most max_outstanding_writes)
+        m.submodules.wlen = wlen = fifo.SyncFIFOBuffered(width=AXLEN_BITS, depth=max(2, cfg.max_outstanding_writes))
+        require(wlen.depth >= cfg.max_outstanding_writes,
+                f"TransferEngine: the wlen FIFO ({wlen.depth} entries) must hold a length for every write "
+                f"burst in flight (max_outstanding_writes = {cfg.max_outstanding_writes})")
     return SimpleNamespace(b=b, aw_fire=aw_fire, b_fire=b_fire, wr_out=wr_out, wlen=wlen)

@@ -246,12 +246,13 @@ class TransferEngine(Engine):
         write = cls.LOAD_WRITE_CYCLES if op == Opcode.MGATHER_ROW else cls.ELEM_WRITE_CYCLES
         return max(first, go_delay) + write
 
-    @staticmethod
-    def add_checks(m, config, cmd, fail):
+    @classmethod
+    def add_checks(cls, m, config, cmd, fail):
         """TLOAD / TSTORE's rules (:func:`rtl.engines.transfer.checks.transfer_checks`), then MGATHER's
-        (:func:`rtl.engines.transfer.checks.mgather_checks`)."""
+        (:func:`rtl.engines.transfer.checks.mgather_checks`) when the engine runs MGATHER."""
         transfer_checks(m, config, cmd, fail)
-        mgather_checks(m, config, cmd, fail)
+        if set(GATHER_OPCODES) & set(cls.opcodes):
+            mgather_checks(m, config, cmd, fail)
 
     # ---- the hardware -------------------------------------------------------------------------------------
 
@@ -261,19 +262,39 @@ class TransferEngine(Engine):
         # setup: the command's geometry, registered at ``start``; the line walkers; MGATHER's lines
         s = self._setup(m)
         walk_addr, walk_data = self._line_walkers(m, s)
-        index = self._gather_lines(m)
+        index = self._gather_lines(m) if self._gathers else None
         err = Signal()              # an AXI error response came: no more UB writes, an error status
         # address side: lines -> bursts -> the AR / AW register
         a = address_side(m, cfg, self, s, walk_addr, index)
-        # GM -> UB: R beats, the realigner (TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM)
-        rbuf, want = load_path.beat_buffer(m, cfg, self, err)
-        realign = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf)
-        load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, want, realign, err)
-        # UB -> GM (TSTORE): the UB reader (its one read port, shared with MGATHER's index reads), W, B
-        reader = store_path.ub_reader(m, cfg, self, s, walk_data, index, realign)
-        store_done, aw_all = store_path.w_channel(m, cfg, self, s, a, reader, err)
+        load_done, store_done, aw_all, realign = C(0), C(0), Signal(), None
+        if self._loads:
+            # GM -> UB: R beats, the realigner (TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM)
+            rbuf, want = load_path.beat_buffer(m, cfg, self, err)
+            realign = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf)
+            load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, want, realign, err)
+        if self._stores:
+            # UB -> GM (TSTORE): the UB reader (its one read port, shared with MGATHER's index reads), W, B
+            reader = store_path.ub_reader(m, cfg, self, s, walk_data, index, realign)
+            store_done, aw_all = store_path.w_channel(m, cfg, self, s, a, reader, err)
+        else:
+            # the read port is MGATHER's alone; R and B / W: nothing here drives W, every B is taken
+            store_path.index_reads_only(m, self, index, realign, walk_data)
         self._completion(m, s, load_done, store_done, aw_all, err)
         return m
+
+    @property
+    def _loads(self):
+        """The engine runs GM -> UB instructions (TLOAD, MGATHER)."""
+        return Opcode.TLOAD in self.opcodes
+
+    @property
+    def _stores(self):
+        """The engine runs TSTORE."""
+        return Opcode.TSTORE in self.opcodes
+
+    @property
+    def _gathers(self):
+        return bool(set(GATHER_OPCODES) & set(self.opcodes))
 
     def _setup(self, m):
         """The command's decode and geometry: single opcode bits (combinational, for the ``start`` cycle:
@@ -289,9 +310,18 @@ class TransferEngine(Engine):
         # the GM descriptor, whose shape and type the checker has compared with the tile's (the engine's
         # side effects wait for ``go``): a line is ``gm.cols`` elements of a row-major tile, ``gm.rows``
         # of a column-major one (cut to a tile dimension's width, ``TILE_DIM_BITS``).
-        gath_bit = opcode_bit(self.opcodes, GATHER_OPCODES)
-        store_c, gath_c, elem_c = (op[opcode_bit(self.opcodes, [Opcode.TSTORE])], op[gath_bit],
-                                   op[gath_bit] & op[opcode_bit(GATHER_OPCODES, [Opcode.MGATHER_ELEM])])
+        # (an engine of one direction, :mod:`rtl.engines.transfer.pipes`: the other's decodes are constants)
+        if not self._stores:
+            store_c = C(0)
+        elif not self._loads:
+            store_c = C(1)
+        else:
+            store_c = op[opcode_bit(self.opcodes, [Opcode.TSTORE])]
+        if self._gathers:
+            gath_bit = opcode_bit(self.opcodes, GATHER_OPCODES)
+            gath_c, elem_c = op[gath_bit], op[gath_bit] & op[opcode_bit(GATHER_OPCODES, [Opcode.MGATHER_ELEM])]
+        else:
+            gath_c, elem_c = C(0), C(0)
         esz_c = elem_log2(m, gm.dtype)
         src0, dst = cmd.src0, cmd.dst
         col_c = Mux(store_c, src0.layout.as_value(), dst.layout.as_value()) == Layout.COL_MAJOR.value
@@ -326,6 +356,11 @@ class TransferEngine(Engine):
                 gm_base_m1.eq(gm.base - 1), row_bytes.eq(dst.valid_cols << esz_c),
                 running.eq(~empty_c), empty_done.eq(empty_c), walk_addr_start.eq(~gath_c),
             ]
+        # (one direction: what the setup tells apart is known; the registers above then drive nothing)
+        if not (self._loads and self._stores):
+            store = C(int(self._stores))
+        if not self._gathers:
+            gath = elem = elem_q = C(0)
         ub_stride = Signal(UB_ADDR_BITS)
         m.d.comb += ub_stride.eq(stride_elems << esz)
         return SimpleNamespace(

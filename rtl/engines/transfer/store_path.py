@@ -9,7 +9,7 @@ from rtl.lib.axi import Resp
 from rtl.lib.fifo import LineQueue
 from rtl.ub.reader import UbReader
 
-__all__ = ["ub_reader", "w_channel"]
+__all__ = ["ub_reader", "w_channel", "index_reads_only"]
 
 
 def ub_reader(m, cfg, engine, s, walk_data, index, realign):
@@ -23,14 +23,18 @@ def ub_reader(m, cfg, engine, s, walk_data, index, realign):
     m.submodules.rd_lines = rd_lines = LineQueue(reader.LineLayout)
     rd = engine.ub_rd[0]
     wd = walk_data.lines.payload
-    m.d.comb += [index.ub_rd.even.eq(rd.even), index.ub_rd.odd.eq(rd.odd),
-                 reader.ub_rd.even.eq(rd.even), reader.ub_rd.odd.eq(rd.odd)]
-    # MGATHER reads its index tile through the same port, from the ``start`` cycle on; the reader
-    # reads only during a TSTORE.
-    with m.If(s.gath | (engine.start & s.gath_c)):
-        m.d.comb += [rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en)]
-    with m.Else():
-        m.d.comb += [rd.addr.eq(reader.ub_rd.addr), rd.en.eq(reader.ub_rd.en)]
+    m.d.comb += [reader.ub_rd.even.eq(rd.even), reader.ub_rd.odd.eq(rd.odd)]
+    reader_reads = [rd.addr.eq(reader.ub_rd.addr), rd.en.eq(reader.ub_rd.en)]
+    if index is None:                   # TSTORE alone (rtl.engines.transfer.pipes.UbToGmEngine)
+        m.d.comb += reader_reads
+    else:
+        m.d.comb += [index.ub_rd.even.eq(rd.even), index.ub_rd.odd.eq(rd.odd)]
+        # MGATHER reads its index tile through the same port, from the ``start`` cycle on; the reader
+        # reads only during a TSTORE.
+        with m.If(s.gath | (engine.start & s.gath_c)):
+            m.d.comb += [rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en)]
+        with m.Else():
+            m.d.comb += reader_reads
     m.d.comb += [
         rd_lines.i.valid.eq(walk_data.lines.valid & s.store),
         rd_lines.i.payload.ub_addr.eq(wd.ub_addr),
@@ -38,7 +42,8 @@ def ub_reader(m, cfg, engine, s, walk_data, index, realign):
         rd_lines.i.payload.dst_off.eq(wd.gm_addr[:sh]),
         reader.lines.valid.eq(rd_lines.o.valid), reader.lines.payload.eq(rd_lines.o.payload),
         rd_lines.o.ready.eq(reader.lines.ready),
-        walk_data.lines.ready.eq(Mux(s.store, rd_lines.i.ready, realign.line.ready)),
+        walk_data.lines.ready.eq(rd_lines.i.ready if realign is None else
+                                 Mux(s.store, rd_lines.i.ready, realign.line.ready)),
     ]
     return reader
 
@@ -77,3 +82,12 @@ def w_channel(m, cfg, engine, s, a, reader, err):
     wr_next = a.wr_out + a.aw_fire - a.b_fire
     m.d.sync += wr_idle.eq(wr_next == 0)
     return aw_all & wr_idle & lines_zero, aw_all
+
+
+def index_reads_only(m, engine, index, realign, walk_data):
+    """An engine without TSTORE (:class:`rtl.engines.transfer.pipes.GmToUbEngine`): its read port is
+    MGATHER's index reads alone, and ``walk_data``'s lines go to the realigner."""
+    rd = engine.ub_rd[0]
+    m.d.comb += [index.ub_rd.even.eq(rd.even), index.ub_rd.odd.eq(rd.odd),
+                 rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en),
+                 walk_data.lines.ready.eq(realign.line.ready)]
