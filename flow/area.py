@@ -4,7 +4,8 @@ engine costs, and what a unit built with fewer engines costs.
     python -m flow.area GemvEngine [--config default] [--set gemv_lanes=8] [--out build/synth/area]
     python -m flow.area VectorUnit --config default --set engines=transfer+local_gather+elementwise
 
-Elaborates the engine (a class of ``rtl.top.ENGINES``; ``VectorUnit``: the whole unit, with the engines
+Elaborates the engine (a class of ``rtl.top.ENGINES``, or ``GmToUbEngine`` / ``UbToGmEngine``, the transfer
+engine's halves; ``VectorUnit``: the whole unit, with the engines
 ``Config.engines`` names) for the configuration on its own, its ports left
 as they are (area does not need them registered; for Fmax use ``make synth``, the whole unit), runs the
 same ``synth_ecp5`` as ``flow.synth`` and prints the cells: LUT4, CCU2C, FF, MULT18X18D, DP16KD, LUT RAM,
@@ -31,8 +32,10 @@ def engine_area(engine_name, config_name="default", sets=(), out_root="build/syn
     """Cells of engine ``engine_name`` for ``preset(config_name)`` with ``sets``; returns the result dict."""
     from amaranth.back import rtlil
     from rtl.fpga.dsp import ECP5
+    from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
     from rtl.top import ENGINES, VectorUnit
-    by_name = {cls.__name__: cls for cls in (*ENGINES, VectorUnit)}
+    # (the transfer engine's two halves are not registered yet: the pipes that run at once will use them)
+    by_name = {cls.__name__: cls for cls in (*ENGINES, GmToUbEngine, UbToGmEngine, VectorUnit)}
     if engine_name not in by_name:
         raise ValueError(f"unknown engine {engine_name!r}; engines: {', '.join(by_name)}")
     config, overrides = config_from(config_name, sets)
