@@ -67,6 +67,7 @@ class Driver:
         self._records = os.environ.get("TILEVEC_RECORDS")
         #: ``[(start, end)]`` of the last :meth:`execute_back_to_back`, one per command.
         self.schedule = []
+        self.completion_order = []     # execute_back_to_back: command indices in response order
 
     async def execute(self, cmd, *, label=None):
         """Send one instruction (dict for :data:`rtl.isa.Command`), wait for its response.
@@ -105,8 +106,10 @@ class Driver:
         edge that raises the last response's ``tvalid`` (one instruction: its ``cycles``). Sets
         :attr:`schedule`: per command ``(start, end)``, the cycle (from the first acceptance, 0) of the edge
         that accepts it and of the edge that raises its response's ``tvalid`` (start + its ``cycles``), what
-        ``python -m sim run --timeline`` draws. Not recorded in ``TILEVEC_RECORDS``; a hang fails as in
-        :meth:`execute`."""
+        ``python -m sim run --timeline`` draws. Responses are matched to their commands by tag (in any order:
+        :attr:`completion_order` lists the commands' indices in the order their responses came), so every
+        command needs a tag of its own. Not recorded in ``TILEVEC_RECORDS``; a hang fails as in
+        :meth:`execute` (naming the oldest command not answered)."""
         import cocotb
         from cocotb.triggers import ClockCycles, First, RisingEdge
         from cocotb.utils import get_sim_time
@@ -136,17 +139,27 @@ class Driver:
             cmd.setdefault("tag", self._tag)
             sent.append(cmd)
             await self.cmd_source.send(AxiStreamFrame(encode(Command, cmd).to_bytes(Command.size // 8, "little")))
-        responses = []
-        for cmd in sent:
+        # Responses are matched to commands by tag, not by position: a unit whose pipes run at once answers
+        # in completion order (``completion_order`` keeps the order they came in).
+        waiting = {cmd["tag"]: k for k, cmd in enumerate(sent)}
+        if len(waiting) != len(sent):
+            raise ValueError("execute_back_to_back: two commands carry the same tag; responses are matched "
+                             "to commands by tag")
+        responses = [None] * len(sent)
+        self.completion_order = []
+        for _ in sent:
             task = cocotb.start_soon(self.rsp_sink.recv())
             timeout = ClockCycles(self.clock, self.timeout_cycles)
             if await First(task, timeout) is timeout:
                 task.cancel()
                 watch.cancel()
-                raise HangError(cmd, self.timeout_cycles)
+                raise HangError(sent[min(waiting.values())], self.timeout_cycles)
             rsp = decode(Response, int.from_bytes(bytes(task.result().tdata), "little"))
-            assert rsp["tag"] == cmd["tag"], f"response tag {rsp['tag']} != command tag {cmd['tag']}"
-            responses.append(rsp)
+            k = waiting.pop(rsp["tag"], None)
+            assert k is not None, (f"response tag {rsp['tag']} answers no command in flight (waiting for tags "
+                                   f"{sorted(waiting)})")
+            responses[k] = rsp
+            self.completion_order.append(k)
         end = get_sim_time("ps")               # the edge that took the last response, a cycle after its tvalid
         await watch
         t0, period = accepted["time"], accepted["period"]
