@@ -7,8 +7,6 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.lib.fanout import held_copies
-
 __all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue"]
 
 
@@ -171,26 +169,19 @@ class BeatBuffer(wiring.Component):
     read address (the pop through the pointer's increment into the address was the worst path, 12.7 ns,
     of `default` seed 1 at 4d15994, the LUT RAM 60 rows from the engine's control).
 
-    Ports: ``w_data``, ``w_en``, ``w_rdy`` (a register: room for one more entry); ``want`` (pop the
-    oldest entry if there is one: the reader's decision without ``avail``), ``pop`` (out: ``want &
-    avail``, an entry is popped now), ``avail`` (entries not popped yet: a register); ``last`` (the entry
-    popped last: from the cycle after the pop), ``before`` (in the cycle after a pop: the entry popped
-    before it; garbage before two pops).
+    Ports: ``w_data``, ``w_en``, ``w_rdy`` (a register: room for one more entry); ``pop`` (take the
+    oldest entry; only while ``avail``), ``avail`` (entries not popped yet: a register); ``last`` (the
+    entry popped last: from the cycle after the pop), ``before`` (in the cycle after a pop: the entry
+    popped before it; garbage before two pops).
 
     The memory keeps the slot of the entry popped last, so at most ``depth - 1`` are waiting. For the
     clock the entries are split into ``groups`` slices of bits, each in its own memory with its own read
     and write pointers: a pointer bit drives the read multiplexers of one slice, not of the whole word
-    (the pointers are counters, each of its own value, so synthesis keeps them apart). Each slice also
-    makes its own pop from ``want`` and one of ``AVAIL_COPIES`` copies of ``avail`` (registers kept apart,
-    :func:`rtl.lib.fanout.held_copies`), so the pop's last LUT sits with the slice and drives only the
-    slice's pointer and its share of ``last``'s enables: one pop for the whole word (~580 loads across
-    the die) was the worst path of `default` seed 3 at eda0439 (10.07 ns, 9.1 of it wire). The slot at
-    the write pointer is free while there is room, so it is written in every such cycle and a write
-    only moves the pointer: ``w_en`` drives no write enable.
+    (the pointers are counters, each of its own value, so synthesis keeps them apart). The slot at the
+    write pointer is free while there is room, so it is written in every such cycle and a write only
+    moves the pointer: ``w_en`` drives no write enable.
     """
 
-    #: Copies of ``avail`` for the slices' pops (at most 8: :func:`rtl.lib.fanout.held_copies`).
-    AVAIL_COPIES = 8
     #: Cycles from a write (``w_en``) to ``avail`` showing the entry (the count is a register).
     AVAIL_CYCLES = 1
     #: Cycles from a ``pop`` to the popped entry on ``last`` (a register loaded on the pop).
@@ -201,7 +192,7 @@ class BeatBuffer(wiring.Component):
         self.width, self.depth, self.groups = width, depth, min(groups, width)
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
-            "want": In(1), "pop": Out(1), "avail": Out(1),
+            "pop": In(1), "avail": Out(1),
             "last": Out(width), "before": Out(width),
         })
 
@@ -212,25 +203,12 @@ class BeatBuffer(wiring.Component):
         write = Signal()
         m.d.comb += write.eq(self.w_en & self.w_rdy)
         bounds = [self.width * g // self.groups for g in range(self.groups + 1)]
-        count = Signal(range(n + 1))      # entries written and not popped
-        room = Signal()                   # count <= depth - 2: one more may come (the last popped kept)
-        nonempty = Signal()
-        nxt = Signal.like(count)
-        pop = Signal()
-        m.d.comb += [pop.eq(self.want & nonempty), nxt.eq(count + write - pop),
-                     self.w_rdy.eq(room), self.avail.eq(nonempty), self.pop.eq(pop)]
-        m.d.sync += [count.eq(nxt), room.eq(nxt <= n - 2), nonempty.eq(nxt != 0)]
-        # ``avail`` again, for the slices' pops (the copies differ only in the cycle after a reset, when
-        # ``clean`` sets the pointers whatever the pop, and ``last`` holds nothing yet)
-        avails = held_copies(m, nxt != 0, C(1), min(self.AVAIL_COPIES, self.groups), "avail_c")
         # The pointers do not reset (many flip-flops on the reset net): ``clean``, which does, sets them in
         # the cycle after a reset, when nothing is written or popped (``room`` and ``avail`` are low).
         clean = Signal()
         m.d.sync += clean.eq(1)
         last = Signal(self.width, reset_less=True)
         for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-            pop_g = Signal(name=f"pop{g}")
-            m.d.comb += pop_g.eq(self.want & avails[g * len(avails) // self.groups])
             # entry e is at address e + 1, so ``head`` (the oldest entry's address) is one past the slot
             # of the entry popped last
             head = Signal(ab, name=f"head{g}", init=1, reset_less=True)
@@ -238,7 +216,7 @@ class BeatBuffer(wiring.Component):
             with m.If(~clean):
                 m.d.sync += [head.eq(1), wp.eq(1)]
             with m.Else():
-                with m.If(pop_g):
+                with m.If(self.pop):
                     m.d.sync += head.eq(head + 1)
                 with m.If(write):
                     m.d.sync += wp.eq(wp + 1)
@@ -249,12 +227,18 @@ class BeatBuffer(wiring.Component):
                          r.addr.eq(head)]
             # (the head was written at least a cycle before ``avail`` rose, and the slot written is never
             # the head's while it waits: it is free)
-            with m.If(pop_g):
+            with m.If(self.pop):
                 m.d.sync += last[lo:hi].eq(r.data)
         m.d.comb += self.last.eq(last)
         before = Signal(self.width, reset_less=True)
         m.d.sync += before.eq(last ^ (~clean).replicate(self.width))
         m.d.comb += self.before.eq(before)
+        count = Signal(range(n + 1))      # entries written and not popped
+        room = Signal()                   # count <= depth - 2: one more may come (the last popped kept)
+        nonempty = Signal()
+        nxt = Signal.like(count)
+        m.d.comb += [nxt.eq(count + write - self.pop), self.w_rdy.eq(room), self.avail.eq(nonempty)]
+        m.d.sync += [count.eq(nxt), room.eq(nxt <= n - 2), nonempty.eq(nxt != 0)]
         return m
 
 

@@ -269,9 +269,9 @@ class TransferEngine(Engine):
         load_done, store_done, aw_all, realign = C(0), C(0), Signal(), None
         if self._loads:
             # GM -> UB: R beats, the realigner (TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM)
-            rbuf, want = load_path.beat_buffer(m, cfg, self, err)
+            rbuf, pop = load_path.beat_buffer(m, cfg, self, err)
             realign = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf)
-            load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, want, realign, err)
+            load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, pop, realign, err)
         if self._stores:
             # UB -> GM (TSTORE): the UB reader (its one read port, shared with MGATHER's index reads), W, B
             reader = store_path.ub_reader(m, cfg, self, s, walk_data, index, realign)

@@ -23,25 +23,23 @@ __all__ = ["beat_buffer", "realigner", "ub_write"]
 def beat_buffer(m, cfg, engine, err):
     """The R beat buffer (:class:`BeatBuffer`, LUT RAM, no bypass; ``rready`` = room), with each beat's
     error flag. The data side pops a beat in the cycle it decides to take it and reads it (and the one
-    before it) from the buffer in the next cycle: no decision reaches a wide register. It gives the
-    buffer its ``want`` (a beat is taken if there is one: the buffer ANDs it with its ``avail`` in each
-    slice, beside the slice). A popped beat whose response was an error sets ``err``. Returns the buffer
-    and its ``want``."""
+    before it) from the buffer in the next cycle: no decision reaches a wide register. A popped beat
+    whose response was an error sets ``err``. Returns the buffer and its ``pop``."""
     W = cfg.axi_data_bytes
     axi = engine.axi
     rbuf_depth = min(cfg.read_buffer_beats, engine.RBUF_DEPTH)
     m.submodules.rbuf = rbuf = BeatBuffer(8 * W + 1, rbuf_depth, groups=W // 4)   # a beat + its error flag
-    want = Signal()
+    pop = Signal()
     took = Signal()                 # a beat was popped in the previous cycle: ``rbuf.last`` is it
     m.d.comb += [
         axi.rready.eq(rbuf.w_rdy),
         rbuf.w_data.eq(Cat(axi.rdata, axi.rresp != Resp.OKAY)), rbuf.w_en.eq(axi.rvalid),
-        rbuf.want.eq(want),
+        rbuf.pop.eq(pop),
     ]
-    m.d.sync += took.eq(rbuf.pop)
+    m.d.sync += took.eq(pop)
     with m.If(took & rbuf.last[8 * W]):
         m.d.sync += err.eq(1)
-    return rbuf, want
+    return rbuf, pop
 
 
 def realigner(m, cfg, engine, s, walk_data, index, rbuf):
@@ -72,10 +70,10 @@ def realigner(m, cfg, engine, s, walk_data, index, rbuf):
     return realign
 
 
-def ub_write(m, cfg, engine, s, index, rbuf, want, realign, err):
+def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err):
     """MGATHER_ELEM's :class:`ElementPlacer` (a run and its beat: new, the previous one again for a
     reuse run, none for a zero run; the beat is the last one popped either way), the beat buffer's
-    ``want`` (the realigner's or the placer's), the index queue's pop, and the write queue in front of the UB
+    pop (the realigner's or the placer's), the index queue's pop, and the write queue in front of the UB
     write port: the realigner's or the placer's word (their byte enables are exact; zero after an error:
     such a word is still queued, so that the last one's mark reaches ``done``).
 
@@ -101,9 +99,7 @@ def ub_write(m, cfg, engine, s, index, rbuf, want, realign, err):
         placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(s.esz),
         placer.beat.eq(rbuf.last[:8 * W]),
         realign.enable.eq(room),
-        # (the placer's pop is its fire without ``avail``, which the buffer adds per slice: a run that
-        # needs a beat fires only with ``avail``)
-        want.eq((s.elem & index.data.valid & engine.go & room & ~run.zero & ~run.reuse) | realign.i_want),
+        pop.eq((fire & ~run.zero & ~run.reuse) | realign.i_take),
         index.data.ready.eq(Mux(s.elem_q, fire_q, realign.line.ready & engine.go)),
     ]
 

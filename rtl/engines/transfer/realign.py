@@ -70,9 +70,7 @@ class Realigner(wiring.Component):
         to the next line flips a pointer.
     i : stream in of ``8 * width``-bit words. ``i.ready`` depends only on registers and ``enable`` (not
         on ``i.valid``). With ``buffered=True`` instead: ``i_avail`` in (a word can be taken now),
-        ``i_take`` out (it is taken: from registers, ``enable`` and ``i_avail``), ``i_want`` out
-        (``i_take`` without ``i_avail``: a word would be taken if there were one; from registers only,
-        for a :class:`rtl.lib.fifo.BeatBuffer`'s ``want``), ``i_last`` /
+        ``i_take`` out (it is taken: from registers, ``enable`` and ``i_avail``), ``i_last`` /
         ``i_before`` in (the word taken last and the one before it, ``TAKE_TO_WORD`` = 1 cycle after the
         take: a :class:`rtl.lib.fifo.BeatBuffer`'s outputs).
     o : stream out ``{data, be, addr, index, line_last, last}``, always ready (no backpressure): a word
@@ -120,7 +118,7 @@ class Realigner(wiring.Component):
             "enable": In(1, init=1),
         }
         if buffered:
-            members.update({"i_avail": In(1), "i_take": Out(1), "i_want": Out(1), "i_last": In(8 * width),
+            members.update({"i_avail": In(1), "i_take": Out(1), "i_last": In(8 * width),
                             "i_before": In(8 * width)})
         else:
             members["i"] = In(stream.Signature(8 * width))
@@ -250,7 +248,7 @@ class Realigner(wiring.Component):
         m.d.comb += want.eq(Mux(rp, wants[1], wants[0]))
         avail, take = Signal(), Signal()
         if self._buffered:
-            m.d.comb += [avail.eq(self.i_avail), self.i_take.eq(take), self.i_want.eq(want & self.enable)]
+            m.d.comb += [avail.eq(self.i_avail), self.i_take.eq(take)]
         else:
             m.d.comb += [avail.eq(self.i.valid), self.i.ready.eq(want & self.enable)]
         # (``enable``, a register of the caller's, gates every step that leads to a word: the take, a
