@@ -75,6 +75,12 @@ class Config:
     #: queues cost ~2,100 LUT4 and ~1,700 FF that would do nothing, and moved a placement below 100 MHz.
     #: The engine bench's ``write_stalls`` needs ``True``; pipes that run at once (issue #33) will too.
     ub_write_queues: bool = False
+    #: The pipes run at once (issue #33, first version; ``rtl.concurrent``): commands are checked and queued
+    #: per pipe (GM -> UB, UB -> GM, vector, matrix) behind a hazard scoreboard, and answered in completion
+    #: order; the transfer engine runs as two halves, vector and matrix take turns on two shared read ports.
+    #: Needs ``ub_read_ports >= 4`` and ``ub_write_queues``. Not yet: the speculative start (an instruction
+    #: alone takes ~7 cycles more than with ``False``), timing closure on an FPGA. Preset ``small_concurrent``.
+    concurrent: bool = False
 
     def __post_init__(self):
         def need(cond, what):
@@ -109,6 +115,10 @@ class Config:
             need(len(set(self.engines)) == len(self.engines), f"engines={self.engines!r} names an engine twice")
         need(UB_ALIGN % self.ub_word_bytes == 0 or self.ub_word_bytes % UB_ALIGN == 0,
              "ub_word_bytes and UB_ALIGN must divide one another")
+        need(not self.concurrent or (self.ub_read_ports >= 4 and self.ub_write_queues),
+             f"concurrent=True needs ub_read_ports >= 4 (has {self.ub_read_ports}) and ub_write_queues=True "
+             f"(has {self.ub_write_queues}): a read port per transfer pipe, two for vector and matrix, and "
+             f"writers that can wait for the shared write port")
 
     @property
     def axi_data_bytes(self):
@@ -135,6 +145,12 @@ PRESETS = {
     "fullrate": Config(ew_lane_bytes=32, gemv_lanes=32),
     #: The A2/A3 data-type profile on the default hardware.
     "a2a3": Config(profile=Profile.A2A3),
+    #: ``small`` with its pipes running at once (``concurrent``; issue #33's first version, simulation only:
+    #: its clock and area are not measured yet).
+    "small_concurrent": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
+                               max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16,
+                               ew_lane_bytes=16, gemv_lanes=4, ub_read_ports=4, ub_write_queues=True,
+                               concurrent=True),
 }
 
 

@@ -5,6 +5,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.checker.checker import Checker
+from rtl.concurrent import elaborate_concurrent
 from rtl.engines.base import GO_DELAY, GO_REGISTER_CYCLES, Engine
 from rtl.engines.elementwise.engine import ElementwiseEngine
 from rtl.engines.gemv.engine import GemvEngine
@@ -157,9 +158,11 @@ class VectorUnit(wiring.Component):
     WRITE_DELAY = 1
 
     def elaborate(self, platform):
-        m = Module()
         cfg = self.config
         classes = engines_for(cfg)
+        if cfg.concurrent:              # the pipes at once: another front end, the same ports
+            return elaborate_concurrent(self, classes, platform)
+        m = Module()
         engines = [cls(cfg) for cls in classes]
         m.submodules.ub = ub = UnifiedBuffer(cfg)
         m.submodules.checker = checker = Checker(cfg, classes)

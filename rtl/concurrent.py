@@ -1,0 +1,154 @@
+"""The unit with its pipes running at once (``Config.concurrent``; issue #33, first version): the
+:class:`rtl.frontend.pipe_front.PipeFrontEnd` around the engines, the transfer engine as its two halves, a UB
+read port per transfer half and two shared by vector and matrix, the write port arbitrated between the
+writers. :class:`rtl.top.VectorUnit` builds this instead of its one-instruction-at-a-time front end when the
+configuration asks for it; the ports are the same."""
+
+from dataclasses import replace
+
+from amaranth import *
+from amaranth.lib import wiring
+
+from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
+from rtl.frontend.counters import PIPES, PipeCounters
+from rtl.frontend.pipe_front import PipeFrontEnd
+from rtl.isa import INSTRUCTIONS, Pipe
+from rtl.ub.buffer import UnifiedBuffer
+from rtl.ub.write_arbiter import UbWriteArbiter
+
+__all__ = ["concurrent_engines", "elaborate_concurrent", "READ_PORTS", "EXCLUSIVE"]
+
+#: UB read ports of the concurrent unit: GM -> UB's (MGATHER's index reads; the UB debug port while the unit
+#: is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share.
+READ_PORTS = 4
+#: Pipes that never run at once: vector and matrix share two read ports.
+EXCLUSIVE = ((Pipe.VECTOR, Pipe.MATRIX),)
+#: The first read port of the shared compute ports.
+_COMPUTE_PORT = 2
+
+
+def concurrent_engines(classes):
+    """The engine classes of a concurrent unit: ``classes`` (``rtl.top.engines_for``) with the transfer
+    engine replaced by its halves (one per pipe)."""
+    out = []
+    for cls in classes:
+        out += [GmToUbEngine, UbToGmEngine] if cls.name == "transfer" else [cls]
+    return tuple(out)
+
+
+def _pipe(cls):
+    return INSTRUCTIONS[cls.opcodes[0]].pipe
+
+
+def _and_or(choices, width):
+    out = C(0, width)
+    for s, v in choices:
+        out = out | (Value.cast(v).as_unsigned() & s.replicate(width))
+    return out
+
+
+def elaborate_concurrent(unit, classes, platform):
+    """The module of a concurrent ``unit`` (a :class:`rtl.top.VectorUnit`, whose ports it drives) with the
+    engines ``classes`` (``rtl.top.engines_for``)."""
+    m = Module()
+    cfg = unit.config
+    if cfg.ub_read_ports < READ_PORTS or not cfg.ub_write_queues:
+        raise ValueError(f"Config.concurrent needs ub_read_ports >= {READ_PORTS} (has {cfg.ub_read_ports}) and "
+                         f"ub_write_queues=True (has {cfg.ub_write_queues})")
+    classes = concurrent_engines(classes)
+    # the compute engines see the two ports they share (their read_ports follow the configuration)
+    compute_cfg = replace(cfg, ub_read_ports=READ_PORTS - _COMPUTE_PORT, concurrent=False)
+    engines = [cls(compute_cfg if _pipe(cls) in (Pipe.VECTOR, Pipe.MATRIX) else cfg) for cls in classes]
+    m.submodules.ub = ub = UnifiedBuffer(cfg)
+    m.submodules.front = front = PipeFrontEnd(cfg, classes, exclusive=EXCLUSIVE)
+    for k, (e, cls) in enumerate(zip(engines, classes)):
+        m.submodules[cls.name] = e
+        port = front.engines[k]
+        m.d.comb += [e.cmd.eq(port.cmd), e.start.eq(port.start), e.go.eq(port.go),
+                     port.done.eq(e.done), port.status.eq(e.status)]
+    # commands and responses
+    m.d.comb += [front.cmd.valid.eq(unit.s_axis_cmd.tvalid), front.cmd.payload.eq(unit.s_axis_cmd.tdata),
+                 unit.s_axis_cmd.tready.eq(front.cmd.ready),
+                 unit.m_axis_rsp.tvalid.eq(front.rsp.valid), unit.m_axis_rsp.tdata.eq(front.rsp.payload),
+                 front.rsp.ready.eq(unit.m_axis_rsp.tready)]
+    # the per-pipe counters: a cycle for every cycle the pipe runs an instruction
+    m.submodules.counters = counters = PipeCounters()
+    wiring.connect(m, counters.perf, wiring.flipped(unit.perf))
+    m.d.comb += [counters.add.eq(1), counters.pipe.eq(front.busy), counters.amount.eq(1)]
+    grant = Signal(name="ubdbg_grant")          # the UB debug port's: the unit holds nothing
+    m.d.sync += grant.eq(front.empty)
+    by_pipe = {p: [(e, front.engines[k].go) for k, e in enumerate(engines) if _pipe(classes[k]) == p] for p in Pipe}
+    _read_ports(m, ub, by_pipe, grant)
+    wr = _write_port(m, cfg, front, by_pipe)
+    _axi(m, unit.m_axi, by_pipe)
+    _ub_write(m, unit, ub, wr, grant)
+    return m
+
+
+def _read_ports(m, ub, by_pipe, grant):
+    """Port 0: GM -> UB's engine (the debug port while granted); port 1: UB -> GM's; ports 2-3: the vector and
+    matrix engines', an AND-OR of their ``go`` (one runs at a time: ``EXCLUSIVE``). Read data to every
+    engine on the port (each orders the words itself)."""
+    owners = {0: by_pipe[Pipe.GM_TO_UB], 1: by_pipe[Pipe.UB_TO_GM]}
+    for i in range(_COMPUTE_PORT, READ_PORTS):
+        owners[i] = by_pipe[Pipe.VECTOR] + by_pipe[Pipe.MATRIX]
+    for i, port in enumerate(ub.rd):
+        j = i - _COMPUTE_PORT if i >= _COMPUTE_PORT else 0
+        readers = [(go, e.ub_rd[j]) for e, go in owners.get(i, []) if "ub_rd" in e.signature.members
+                   and j < len(e.ub_rd)]
+        if len(owners.get(i, [])) == 1 and readers:     # a port of its own: no multiplexer
+            m.d.comb += [port.addr.eq(readers[0][1].addr), port.en.eq(readers[0][1].en)]
+        else:
+            m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, p in readers], len(port.addr))),
+                         port.en.eq(_and_or([(s, p.en) for s, p in readers], 1))]
+        for _, p in readers:
+            m.d.comb += [p.even.eq(port.even), p.odd.eq(port.odd)]    # (rtl.ub.buffer.ordered_window)
+
+
+def _write_port(m, cfg, front, by_pipe):
+    """The write port's arbiter over the writers (GM -> UB's engine, the vector engines as one, the matrix
+    engine), its ``drained`` into the front end per pipe. Returns the arbiter's UB side."""
+    groups = [[(e, go) for e, go in by_pipe[p] if "ub_wr" in e.signature.members] for p in Pipe]
+    writers = [(p, g) for p, g in zip(Pipe, groups) if g]
+    m.submodules.ub_arbiter = arb = UbWriteArbiter(cfg, len(writers))
+    drained = {p: C(1) for p in Pipe}
+    for k, (p, group) in enumerate(writers):
+        slot = arb.wr[k]
+        for name in ("valid", "addr", "data", "be"):
+            m.d.comb += getattr(slot, name).eq(_and_or([(go, getattr(e.ub_wr, name)) for e, go in group],
+                                                       len(getattr(slot, name))))
+        m.d.comb += [e.ub_wr.ready.eq(slot.ready) for e, _ in group]
+        drained[p] = arb.drained[k]
+    m.d.comb += front.drained.eq(Cat(drained[p] for p in PIPES))
+    return arb.ub
+
+
+def _axi(m, axi, by_pipe):
+    """AR / R to GM -> UB's engine, AW / W / B to UB -> GM's: no arbitration."""
+    load = [e for e, _ in by_pipe[Pipe.GM_TO_UB] if "axi" in e.signature.members]
+    store = [e for e, _ in by_pipe[Pipe.UB_TO_GM] if "axi" in e.signature.members]
+    for name, member in axi.signature.members.items():
+        owner = load if name.startswith(("ar", "r")) else store
+        if not owner:
+            continue
+        ours, theirs = getattr(axi, name), getattr(owner[0].axi, name)
+        m.d.comb += ours.eq(theirs) if member.flow == wiring.Out else theirs.eq(ours)
+
+
+def _ub_write(m, unit, ub, wr, grant):
+    """The UB's write port (the arbiter's, or the debug port's while granted) and the debug port."""
+    m.d.comb += [ub.wr.addr.eq(wr.addr), ub.wr.data.eq(wr.data), ub.wr.be.eq(wr.be)]
+    if not unit.config.ub_debug_port:
+        return
+    dbg, rd = unit.ub_dbg, ub.rd[0]
+    fire = dbg.valid & grant
+    m.d.comb += dbg.ready.eq(grant)
+    with m.If(grant):
+        m.d.comb += [rd.addr.eq(dbg.addr), rd.en.eq(fire & ~dbg.we),
+                     ub.wr.addr.eq(dbg.addr), ub.wr.data.eq(dbg.wdata), ub.wr.be.eq(Mux(fire & dbg.we, dbg.be, 0))]
+    rvalid = fire & ~dbg.we
+    for k in range(UnifiedBuffer.READ_LATENCY):
+        r = Signal(name=f"dbg_rvalid{k + 1}")
+        m.d.sync += r.eq(rvalid)
+        rvalid = r
+    m.d.comb += [dbg.rvalid.eq(rvalid), dbg.rdata.eq(rd.data)]
