@@ -12,6 +12,7 @@ from amaranth.lib import wiring
 from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
 from rtl.frontend.counters import PIPES, PipeCounters
 from rtl.frontend.pipe_front import PipeFrontEnd
+from rtl.frontend.scoreboard import RULES
 from rtl.isa import INSTRUCTIONS, Pipe
 from rtl.ub.buffer import UnifiedBuffer
 from rtl.ub.write_arbiter import UbWriteArbiter
@@ -57,10 +58,13 @@ def elaborate_concurrent(unit, classes, platform):
                          f"ub_write_queues=True (has {cfg.ub_write_queues})")
     classes = concurrent_engines(classes)
     # the compute engines see the two ports they share (their read_ports follow the configuration)
-    compute_cfg = replace(cfg, ub_read_ports=READ_PORTS - _COMPUTE_PORT, concurrent=False)
+    compute_cfg = replace(cfg, ub_read_ports=READ_PORTS - _COMPUTE_PORT, concurrent=False, scoreboard_disable=())
     engines = [cls(compute_cfg if _pipe(cls) in (Pipe.VECTOR, Pipe.MATRIX) else cfg) for cls in classes]
     m.submodules.ub = ub = UnifiedBuffer(cfg)
-    m.submodules.front = front = PipeFrontEnd(cfg, classes, exclusive=EXCLUSIVE)
+    unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
+    if unknown:
+        raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")
+    m.submodules.front = front = PipeFrontEnd(cfg, classes, exclusive=EXCLUSIVE, disable=cfg.scoreboard_disable)
     for k, (e, cls) in enumerate(zip(engines, classes)):
         m.submodules[cls.name] = e
         port = front.engines[k]

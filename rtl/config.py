@@ -79,8 +79,13 @@ class Config:
     #: per pipe (GM -> UB, UB -> GM, vector, matrix) behind a hazard scoreboard, and answered in completion
     #: order; the transfer engine runs as two halves, vector and matrix take turns on two shared read ports.
     #: Needs ``ub_read_ports >= 4`` and ``ub_write_queues``. Not yet: the speculative start (an instruction
-    #: alone takes ~7 cycles more than with ``False``), timing closure on an FPGA. Preset ``small_concurrent``.
+    #: alone takes 7-8 cycles more than with ``False``), area and clock on an FPGA. Preset ``small_concurrent``.
     concurrent: bool = False
+    #: Mutation checks only (``concurrent``): hazard rules the scoreboard leaves out
+    #: (``rtl.frontend.scoreboard.RULES``: ``ub_raw``, ``ub_war``, ``gm_raw``, ``gm_war``, ``gm_waw``), so
+    #: that a test can show the fuzz catches a unit without one. A unit built with any is wrong on purpose.
+    #: ``--set scoreboard_disable=ub_raw``.
+    scoreboard_disable: tuple = ()
 
     def __post_init__(self):
         def need(cond, what):
@@ -115,6 +120,9 @@ class Config:
             need(len(set(self.engines)) == len(self.engines), f"engines={self.engines!r} names an engine twice")
         need(UB_ALIGN % self.ub_word_bytes == 0 or self.ub_word_bytes % UB_ALIGN == 0,
              "ub_word_bytes and UB_ALIGN must divide one another")
+        need(isinstance(self.scoreboard_disable, tuple) and (self.concurrent or not self.scoreboard_disable),
+             f"scoreboard_disable={self.scoreboard_disable!r} must be a tuple of rule names, and only with "
+             f"concurrent=True (the serial unit has no scoreboard)")
         need(not self.concurrent or (self.ub_read_ports >= 4 and self.ub_write_queues),
              f"concurrent=True needs ub_read_ports >= 4 (has {self.ub_read_ports}) and ub_write_queues=True "
              f"(has {self.ub_write_queues}): a read port per transfer pipe, two for vector and matrix, and "
@@ -195,6 +203,8 @@ def parse_overrides(name, sets=(), *, source=None):
                 value = Profile[text.upper()]
             elif key == "engines":     # names joined by "+" ("all": every engine the configuration can have)
                 value = None if text.lower() == "all" else tuple(e.strip() for e in text.split("+") if e.strip())
+            elif key == "scoreboard_disable":      # rule names joined by "+"
+                value = tuple(e.strip() for e in text.split("+") if e.strip())
             else:
                 value = int(text, 0)
         except (ValueError, KeyError):

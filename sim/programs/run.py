@@ -105,9 +105,9 @@ def run_golden(image, config, supported=None):
 def run_rtl(image, config_name, sim="icarus", waves=False, label=None, workdir=None):
     """One cocotb run of ``cocotb_tests/test_pto.py`` on ``image``; returns (results dict, RunResult)."""
     from sim.runner import BUILD, run
-    if config_name not in PRESETS:
-        raise UsageError(f"the RTL is built for preset configurations only ({', '.join(PRESETS)}), not "
-                         f"{config_name!r}; use --sim none for other configurations")
+    if config_name.split(",")[0] not in PRESETS:
+        raise UsageError(f"the RTL is built for preset configurations (with overrides: NAME,field=value) only "
+                         f"({', '.join(PRESETS)}), not {config_name!r}; use --sim none for other configurations")
     label = label or "pto"
     workdir = pathlib.Path(workdir) if workdir else pathlib.Path(tempfile.mkdtemp(prefix=f"{label}-", dir=_tmp(BUILD)))
     image.save(workdir / "image")
@@ -181,9 +181,9 @@ def run_images(images, config, config_name, sim="verilator", label="pto_batch", 
     report has the ``schedule``. Returns (reports, RunResult): a :class:`Report` per image the run reached
     (it stops after the first that failed)."""
     from sim.runner import BUILD, run
-    if config_name not in PRESETS:
-        raise UsageError(f"the RTL is built for preset configurations only ({', '.join(PRESETS)}), not "
-                         f"{config_name!r}")
+    if config_name.split(",")[0] not in PRESETS:
+        raise UsageError(f"the RTL is built for preset configurations (with overrides: NAME,field=value) only "
+                         f"({', '.join(PRESETS)}), not {config_name!r}")
     workdir = pathlib.Path(workdir) if workdir else pathlib.Path(tempfile.mkdtemp(prefix=f"{label}-", dir=_tmp(BUILD)))
     dirs = [str(image.save(workdir / f"image{k}")) for k, image in enumerate(images)]
     listing, results_file = workdir / "programs.txt", workdir / "results.json"
