@@ -242,10 +242,10 @@ def test_stream_rtl_concurrent_checked(tmp_path):
 @pytest.mark.parametrize("rule", ["ub_raw", pytest.param("ub_war", marks=pytest.mark.slow)])
 def test_concurrent_unit_needs_each_hazard_rule(rule, tmp_path):
     """Mutation check on the unit: built without one of the scoreboard's UB rules (``scoreboard_disable``), the
-    dense back-to-back fuzz finds a mismatch (within 80 / 176 instructions). The GM rules have directed
-    programs (tests/test_concurrent_unit.py: 800 fuzz instructions did not meet ``gm_raw`` 's case); ``gm_waw``
-    none: only TSTOREs write GM and their pipe runs in order, so without it nothing changes
-    (tests/rtl/test_rtl_dispatch.py shows that on mock engines)."""
+    dense back-to-back fuzz finds a mismatch (within 80 / 176 instructions from seed 1000; ``gm_war`` within
+    128, not run here). The GM rules have directed programs (tests/test_concurrent_unit.py: 800 fuzz
+    instructions did not meet ``gm_raw`` 's case); ``gm_waw`` none: only TSTOREs write GM and their pipe runs
+    in order, so without it nothing changes (tests/rtl/test_rtl_dispatch.py shows that on mock engines)."""
     res = stream(800, seed=1000, sim="icarus", ops=RTL_OPS, n_instrs=8, out_dir=tmp_path, batch=200, dense=True,
                  back_to_back=True, config=f"small_concurrent,scoreboard_disable={rule}")
     assert not res.ok, f"the fuzz did not notice a unit without {rule}"
