@@ -257,6 +257,15 @@ class Harness:
         await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
         return {pipe.value: int(getattr(self.dut, f"perf__busy__{k}").value) for k, pipe in enumerate(PIPES)}
 
+    async def stall_counters(self):
+        """``{pipe name: cycles}`` of the stalled-on-hazard counters (``perf__stalled__<k>``) of a unit whose
+        pipes run at once (``Config.concurrent``); None for a unit without them. Read as :meth:`busy_counters`."""
+        from rtl.frontend.counters import PIPES, PipeCounters
+        if not hasattr(self.dut, "perf__stalled__0"):
+            return None
+        await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
+        return {pipe.value: int(getattr(self.dut, f"perf__stalled__{k}").value) for k, pipe in enumerate(PIPES)}
+
     async def run(self, cmd, *, label=None):
         """Execute on the RTL and on the golden machine; the statuses must agree. Returns the response."""
         rsp = await self.driver.execute(cmd, label=label)

@@ -69,15 +69,18 @@ async def _time_program(h, image):
     (``Driver.execute_back_to_back``: the first command accepted to the last response, as the unit runs a
     program when nothing pauses between commands); the checked run pauses after each command to compare
     the UB. Returns (total, statuses of the rerun, each command's (start, end) cycles: ``Driver.schedule``,
-    each pipe's busy cycles over the rerun: the unit's counters' differences)."""
+    each pipe's busy cycles over the rerun: the unit's counters' differences, and its stalled-on-hazard cycles:
+    None for a unit without those counters)."""
     await h.ub_load(0, image.ub, shadow=False)
     for addr, data in image.gm:
         h.driver.gm_write(addr, data)
-    before = await h.busy_counters()
+    before, stalls_before = await h.busy_counters(), await h.stall_counters()
     responses, total = await h.driver.execute_back_to_back(image.commands)
-    after = await h.busy_counters()
+    after, stalls_after = await h.busy_counters(), await h.stall_counters()
     busy = {p: (after[p] - before[p]) % (1 << 32) for p in before}
-    return total, [_name(r["status"]) for r in responses], h.driver.schedule, busy
+    stalled = None if stalls_after is None else \
+        {p: (stalls_after[p] - stalls_before[p]) % (1 << 32) for p in stalls_after}
+    return total, [_name(r["status"]) for r in responses], h.driver.schedule, busy, stalled
 
 
 @cocotb.test()
@@ -88,13 +91,14 @@ async def pto_program(dut):
     h = await Harness.start(dut)
     try:
         await _run_image(h, image, results, save=lambda: _save(out_path, results))
-        total, statuses, schedule, busy = await _time_program(h, image)
+        total, statuses, schedule, busy, stalled = await _time_program(h, image)
         if statuses != [c["status"] for c in results["commands"]]:
             results["error"] = f"the timed rerun answered {statuses}, the checked run {results['commands']}"
             raise AssertionError(results["error"])
         results["total_cycles"] = total
         results["schedule"] = schedule
         results["busy"] = busy
+        results["stalled"] = stalled
     finally:
         _save(out_path, results)
 

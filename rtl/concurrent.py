@@ -75,10 +75,16 @@ def elaborate_concurrent(unit, classes, platform):
                  unit.s_axis_cmd.tready.eq(front.cmd.ready),
                  unit.m_axis_rsp.tvalid.eq(front.rsp.valid), unit.m_axis_rsp.tdata.eq(front.rsp.payload),
                  front.rsp.ready.eq(unit.m_axis_rsp.tready)]
-    # the per-pipe counters: a cycle for every cycle the pipe runs an instruction
+    # the per-pipe counters: a cycle for every cycle the pipe runs an instruction, and for every cycle its
+    # next instruction waits on a hazard (each from a register of the dispatcher's flags)
     m.submodules.counters = counters = PipeCounters()
-    wiring.connect(m, counters.perf, wiring.flipped(unit.perf))
+    m.d.comb += [unit.perf.busy[k].eq(counters.perf.busy[k]) for k in range(len(PIPES))]
     m.d.comb += [counters.add.eq(1), counters.pipe.eq(front.busy), counters.amount.eq(1)]
+    stalled_q = Signal(len(PIPES), name="stalled_q")
+    m.d.sync += stalled_q.eq(front.stalled)
+    for k, counter in enumerate(unit.perf.stalled):
+        with m.If(stalled_q[k]):
+            m.d.sync += counter.eq(counter + 1)
     grant = Signal(name="ubdbg_grant")          # the UB debug port's: the unit holds nothing
     m.d.sync += grant.eq(front.empty)
     by_pipe = {p: [(e, front.engines[k].go) for k, e in enumerate(engines) if _pipe(classes[k]) == p] for p in Pipe}

@@ -104,6 +104,8 @@ class VectorUnit(wiring.Component):
     perf : per-pipe busy counters, :class:`rtl.frontend.counters.PerfSignature` [``perf__busy__0`` ...
         ``perf__busy__3``: GM -> UB, UB -> GM, vector, matrix]: the ``cycles`` of the pipe's executed
         instructions summed since reset, ``PipeCounters.LATENCY`` (2) cycles after their responses are taken
+        (``Config.concurrent``: the cycles each pipe ran an instruction, and ``perf__stalled__0..3`` the
+        cycles its next instruction waited on a hazard)
     ub_dbg : UB debug port, flipped :class:`UbDebugSignature` (only with ``config.ub_debug_port``, the
         default) [``ub_dbg__valid``, ``ub_dbg__ready``, ``ub_dbg__we``, ``ub_dbg__addr`` (word address),
         ``ub_dbg__wdata``, ``ub_dbg__be``, ``ub_dbg__rdata``, ``ub_dbg__rvalid``]
@@ -141,7 +143,7 @@ class VectorUnit(wiring.Component):
             "m_axis_rsp": Out(AxiStreamSignature(RESPONSE_BITS)),
             "m_axi": Out(Axi4Signature(addr_width=config.gm_addr_bits, data_width=config.axi_data_bits,
                                        id_width=config.axi_id_bits)),
-            "perf": Out(PerfSignature()),
+            "perf": Out(PerfSignature(stalled=config.concurrent)),
         }
         if config.ub_debug_port:
             ports["ub_dbg"] = In(UbDebugSignature(config))

@@ -136,7 +136,9 @@ def program_row(name, rep):
     return {"program": name, "instructions": len(rep.rows), "serial": serial, "run": run_cycles,
             "bound": bound, "busiest pipe": pipe, "of bound": f"{100 * bound / run_cycles:.1f}%",
             "speed-up": f"{serial / run_cycles:.2f}",
-            "pipes busy": ", ".join(f"{p} {n}" for p, n in rep.busy.items())}
+            "pipes busy": ", ".join(f"{p} {n}" for p, n in rep.busy.items()),
+            **({"hazard stalls": ", ".join(f"{p} {n}" for p, n in rep.stalled.items())}
+               if getattr(rep, "stalled", None) else {})}
 
 
 def program_rows(config, sim, log=print):

@@ -20,10 +20,18 @@ class PerfSignature(wiring.Signature):
     instruction of that pipe the checker passed (in the counter :attr:`PipeCounters.LATENCY` cycles after the
     response is taken) (``OK`` or an execution status such as ``AXI_READ_ERROR``).
     A rejected command, TSYNC and an unknown opcode count in no pipe. Top-level names: ``perf__busy__0`` ...
-    ``perf__busy__3``."""
+    ``perf__busy__3``.
 
-    def __init__(self):
-        super().__init__({"busy": Out(COUNTER_BITS).array(len(PIPES))})
+    With ``stalled`` (a unit whose pipes run at once, ``Config.concurrent``) also ``stalled[k]``
+    (``perf__stalled__<k>``): the cycles pipe ``PIPES[k]`` ran nothing while its next instruction waited on an
+    older one of another pipe (a hazard; ``rtl.frontend.dispatch.Dispatcher.stalled``), and ``busy[k]`` counts
+    the cycles the pipe ran an instruction (the responses' ``cycles`` would count the overlap twice)."""
+
+    def __init__(self, stalled=False):
+        members = {"busy": Out(COUNTER_BITS).array(len(PIPES))}
+        if stalled:
+            members["stalled"] = Out(COUNTER_BITS).array(len(PIPES))
+        super().__init__(members)
 
 
 def pipe_select(m, opcode, name="pipe"):

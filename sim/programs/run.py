@@ -65,6 +65,9 @@ class Report:
     total_cycles: int = None
     schedule: list = None
     busy: dict = None
+    #: ``{pipe name: cycles}`` its next instruction waited on a hazard over that run (``perf__stalled__*``; a
+    #: unit whose pipes run at once, ``Config.concurrent``), else None.
+    stalled: dict = None
 
     @property
     def sum_cycles(self):
@@ -228,6 +231,7 @@ def _rtl_report(image, rows, golden, results, result, sim):
         r.status, r.cycles, r.undefined = c["status"], c["cycles"], c["undefined"]
     rep.total_cycles = results.get("total_cycles")
     rep.busy = results.get("busy")
+    rep.stalled = results.get("stalled")
     if results.get("schedule"):
         rep.schedule = [(c["opcode"], start, end) for c, (start, end) in zip(image.commands, results["schedule"])]
     if results["error"]:
@@ -376,6 +380,9 @@ def main(argv=None):
     if rep.busy:
         print("busy cycles per pipe (the unit's counters perf__busy__*): "
               + ", ".join(f"{pipe} {n}" for pipe, n in rep.busy.items()))
+    if rep.stalled:
+        print("stalled-on-hazard cycles per pipe (perf__stalled__*): "
+              + ", ".join(f"{pipe} {n}" for pipe, n in rep.stalled.items()))
     if a.timeline and rep.schedule:
         from sim.timeline import draw
         util = draw(rep.schedule, a.timeline, title=pathlib.Path(program).name, labels=[r.op for r in rep.rows])
