@@ -269,6 +269,12 @@ def _fields(save, top, tdata, layout, prefix, enum_filters, groups):
                            flt)
 
 
+#: The concurrent front end's signals in its GTKWave group (``rtl.frontend.pipe_front``, ``...dispatch``):
+#: per pipe whether it runs, waits on a hazard, takes an instruction, retires one; the engines' start / go;
+#: the queues' fill; the unit empty (TSYNC's condition).
+_FRONT_TRACES = r"(busy|stalled|empty|pipe\d+_(running|take|done|retire|ended)|(start|go|sel)_\w+|running\d+|queue\d+\.level|level)"
+
+
 def write_gtkw(fst, out=None, top="vector_unit", filters=None, window_ns=None):
     """Write ``<fst>.gtkw`` (or ``out``) grouping the FST's signals; returns its path. ``filters``:
     ``{"scope.name": filter file}`` (default: :func:`filters_for` the run directory) applied to those
@@ -327,8 +333,18 @@ def write_gtkw(fst, out=None, top="vector_unit", filters=None, window_ns=None):
             for s, n, w in top_sigs:
                 if n in ("frontend_state", "status", "cycles", "active") or n in ("\\cmd.opcode", "\\cmd.tag"):
                     save.trace(s, n, w)
+        # the concurrent unit (Config.concurrent): what each pipe does and why it waits, from its front end
+        front = [(sc, n, w) for sc, n, w in sigs if sc in (f"{top}.front", f"{top}.front.dispatch") and w <= 32
+                 and re.fullmatch(_FRONT_TRACES, n.lstrip("\\"))]
+        if front:
+            with g.group("pipes: queues and hazard stalls (the concurrent front end)"):
+                for sc, n, w in front:
+                    save.trace(sc, n, w)
         for title, prefix in (("pipes: busy cycles (perf__busy__0..3: GM -> UB, UB -> GM, vector, matrix)",
-                               "perf__busy__"), ("pipes: the accepted command's pipe (one-hot)", "cmd_pipe"),
+                               "perf__busy__"),
+                              ("pipes: stalled-on-hazard cycles (perf__stalled__0..3; the concurrent unit)",
+                               "perf__stalled__"),
+                              ("pipes: the accepted command's pipe (one-hot)", "cmd_pipe"),
                               *_AXI_CHANNELS, ("UB debug port", "ub_dbg__")):
             if not any(n.startswith(prefix) for _, n, _ in top_sigs):
                 continue
