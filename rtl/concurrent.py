@@ -14,7 +14,9 @@ from rtl.frontend.counters import PIPES, PipeCounters
 from rtl.frontend.pipe_front import PipeFrontEnd
 from rtl.frontend.scoreboard import RULES
 from rtl.isa import INSTRUCTIONS, Pipe
+from rtl.lib.mux import and_or
 from rtl.ub.buffer import UnifiedBuffer
+from rtl.ub.debug import debug_port
 from rtl.ub.write_arbiter import UbWriteArbiter
 
 __all__ = ["concurrent_engines", "elaborate_concurrent", "READ_PORTS", "EXCLUSIVE"]
@@ -39,13 +41,6 @@ def concurrent_engines(classes):
 
 def _pipe(cls):
     return INSTRUCTIONS[cls.opcodes[0]].pipe
-
-
-def _and_or(choices, width):
-    out = C(0, width)
-    for s, v in choices:
-        out = out | (Value.cast(v).as_unsigned() & s.replicate(width))
-    return out
 
 
 def elaborate_concurrent(unit, classes, platform):
@@ -109,8 +104,8 @@ def _read_ports(m, ub, by_pipe, grant):
         if len(owners.get(i, [])) == 1 and readers:     # a port of its own: no multiplexer
             m.d.comb += [port.addr.eq(readers[0][1].addr), port.en.eq(readers[0][1].en)]
         else:
-            m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, p in readers], len(port.addr))),
-                         port.en.eq(_and_or([(s, p.en) for s, p in readers], 1))]
+            m.d.comb += [port.addr.eq(and_or([(s, p.addr) for s, p in readers], len(port.addr))),
+                         port.en.eq(and_or([(s, p.en) for s, p in readers], 1))]
         for _, p in readers:
             m.d.comb += [p.even.eq(port.even), p.odd.eq(port.odd)]    # (rtl.ub.buffer.ordered_window)
 
@@ -125,7 +120,7 @@ def _write_port(m, cfg, front, by_pipe):
     for k, (p, group) in enumerate(writers):
         slot = arb.wr[k]
         for name in ("valid", "addr", "data", "be"):
-            m.d.comb += getattr(slot, name).eq(_and_or([(go, getattr(e.ub_wr, name)) for e, go in group],
+            m.d.comb += getattr(slot, name).eq(and_or([(go, getattr(e.ub_wr, name)) for e, go in group],
                                                        len(getattr(slot, name))))
         m.d.comb += [e.ub_wr.ready.eq(slot.ready) for e, _ in group]
         drained[p] = arb.drained[k]
@@ -146,19 +141,9 @@ def _axi(m, axi, by_pipe):
 
 
 def _ub_write(m, unit, ub, wr, grant):
-    """The UB's write port (the arbiter's, or the debug port's while granted) and the debug port."""
-    m.d.comb += [ub.wr.addr.eq(wr.addr), ub.wr.data.eq(wr.data), ub.wr.be.eq(wr.be)]
-    if not unit.config.ub_debug_port:
-        return
-    dbg, rd = unit.ub_dbg, ub.rd[0]
-    fire = dbg.valid & grant
-    m.d.comb += dbg.ready.eq(grant)
-    with m.If(grant):
-        m.d.comb += [rd.addr.eq(dbg.addr), rd.en.eq(fire & ~dbg.we),
-                     ub.wr.addr.eq(dbg.addr), ub.wr.data.eq(dbg.wdata), ub.wr.be.eq(Mux(fire & dbg.we, dbg.be, 0))]
-    rvalid = fire & ~dbg.we
-    for k in range(UnifiedBuffer.READ_LATENCY):
-        r = Signal(name=f"dbg_rvalid{k + 1}")
-        m.d.sync += r.eq(rvalid)
-        rvalid = r
-    m.d.comb += [dbg.rvalid.eq(rvalid), dbg.rdata.eq(rd.data)]
+    """The UB's write port: the arbiter's, or the debug port's while granted (:func:`rtl.ub.debug.debug_port`)."""
+    wr = {"addr": wr.addr, "data": wr.data, "be": wr.be}
+    if unit.config.ub_debug_port:
+        debug_port(m, unit.ub_dbg, ub, wr, grant)
+    else:
+        m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]

@@ -15,7 +15,9 @@ from rtl.fpga import global_net
 from rtl.frontend.counters import PIPES, PerfSignature, PipeCounters, pipe_select
 from rtl.isa import COMMAND_BITS, FRONT_END_OPCODES, RESPONSE_BITS, Command, Response, Status
 from rtl.lib.axi import Axi4Signature, AxiStreamSignature
+from rtl.lib.mux import and_or
 from rtl.ub.buffer import UnifiedBuffer
+from rtl.ub.debug import UbDebugSignature, debug_port
 
 __all__ = ["VectorUnit", "ENGINES", "engines_for", "supported_opcodes", "check_engines", "UbDebugSignature"]
 
@@ -65,28 +67,6 @@ def supported_opcodes(config):
     engines' and the front end's own (:data:`rtl.isa.FRONT_END_OPCODES`, TSYNC); the set the golden
     model (``golden.Machine(config, supported=...)``) and coverage take."""
     return frozenset(op for cls in engines_for(config) for op in cls.opcodes) | FRONT_END_OPCODES
-
-
-class UbDebugSignature(wiring.Signature):
-    """The UB debug port, as seen by its user (the testbench): one word per transfer.
-
-    A transfer happens at a clock edge where ``valid`` and ``ready`` are both high. ``we`` = 1: write
-    ``wdata`` to word ``addr`` with byte enables ``be`` (bit ``i`` = byte ``i``, byte 0 = bits 7:0),
-    effective at that edge. ``we`` = 0: read word ``addr``; ``rdata`` holds it in the next cycle, marked
-    by ``rvalid`` (high for that one cycle). ``addr`` is a *word* address (byte address / word bytes).
-    """
-
-    def __init__(self, config):
-        super().__init__({
-            "valid": Out(1),
-            "ready": In(1),
-            "we": Out(1),
-            "addr": Out(range(config.ub_words)),
-            "wdata": Out(8 * config.ub_word_bytes),
-            "be": Out(config.ub_word_bytes),
-            "rdata": In(8 * config.ub_word_bytes),
-            "rvalid": In(1),
-        })
 
 
 class VectorUnit(wiring.Component):
@@ -217,7 +197,7 @@ class VectorUnit(wiring.Component):
         engine_done = Signal()
         engine_status = Signal(Status)
         m.d.comb += [engine_done.eq(Cat(e.done & s for e, s in zip(engines, sel)).any()),
-                     engine_status.eq(_and_or([(s, e.status) for e, s in zip(engines, sel)], len(Status)))]
+                     engine_status.eq(and_or([(s, e.status) for e, s in zip(engines, sel)], len(Status)))]
         m.d.sync += [st.eq(0) for st in start]
 
         with m.FSM(name="frontend"):
@@ -360,12 +340,12 @@ class VectorUnit(wiring.Component):
                 writers.append((s, self._write_register(m, engine)))
         wr = {name: Signal.like(getattr(ub.wr, name), name=f"ub_wr_{name}") for name in ("addr", "data", "be")}
         for name, sig in wr.items():
-            m.d.comb += sig.eq(_and_or([(s, p[name]) for s, p in writers], len(sig)))
+            m.d.comb += sig.eq(and_or([(s, p[name]) for s, p in writers], len(sig)))
         for i, port in enumerate(ub.rd):
             readers = [(s, e.ub_rd[i]) for e, s in zip(engines, ubsel)
                        if "ub_rd" in e.signature.members and i < len(e.ub_rd)]
-            m.d.comb += [port.addr.eq(_and_or([(s, p.addr) for s, p in readers], len(port.addr))),
-                         port.en.eq(_and_or([(s, p.en) for s, p in readers], 1))]
+            m.d.comb += [port.addr.eq(and_or([(s, p.addr) for s, p in readers], len(port.addr))),
+                         port.en.eq(and_or([(s, p.en) for s, p in readers], 1))]
             # (the engines order the even / odd words themselves: rtl.ub.buffer.ordered_window)
             m.d.comb += [p.even.eq(port.even) for _, p in readers] + [p.odd.eq(port.odd) for _, p in readers]
         for engine, s, s_in in zip(engines, axisel, axiin):
@@ -380,7 +360,7 @@ class VectorUnit(wiring.Component):
                     else:
                         m.d.comb += theirs.eq(ours)
         if self.config.ub_debug_port:
-            self._debug_port(m, ub, wr, selects["dbg"])
+            debug_port(m, self.ub_dbg, ub, wr, selects["dbg"])
         else:
             m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
 
@@ -402,31 +382,3 @@ class VectorUnit(wiring.Component):
         m.d.sync += [reg["addr"].eq(port.addr), reg["data"].eq(port.data),
                      reg["be"].eq(Mux(port.valid, port.be, 0))]
         return reg
-
-    def _debug_port(self, m, ub, wr, grant):
-        """The UB debug port: granted while the front end is idle (``grant``: a register equal to
-        ``s_axis_cmd.tready``); it drives UB read port 0 and the write port then (the engines are idle:
-        their enables are zero)."""
-        dbg, rd = self.ub_dbg, ub.rd[0]
-        fire = dbg.valid & grant
-        m.d.comb += dbg.ready.eq(grant)
-        m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
-        with m.If(grant):
-            m.d.comb += [rd.addr.eq(dbg.addr), rd.en.eq(fire & ~dbg.we),
-                         ub.wr.addr.eq(dbg.addr), ub.wr.data.eq(dbg.wdata),
-                         ub.wr.be.eq(Mux(fire & dbg.we, dbg.be, 0))]
-        rvalid = fire & ~dbg.we
-        for k in range(UnifiedBuffer.READ_LATENCY):
-            r = Signal(name=f"dbg_rvalid{k + 1}")
-            m.d.sync += r.eq(rvalid)
-            rvalid = r
-        m.d.comb += [dbg.rvalid.eq(rvalid), dbg.rdata.eq(rd.data)]
-
-
-def _and_or(choices, width):
-    """The value of the chosen one of ``choices`` (``(select, value)`` pairs, at most one select high;
-    zero when none is), ``width`` bits: an AND-OR multiplexer of the one-hot selects, no priority chain."""
-    out = C(0, width)
-    for s, v in choices:
-        out = out | (Value.cast(v).as_unsigned() & s.replicate(width))
-    return out

@@ -51,6 +51,23 @@ class ProtocolBench(EngineBench):
                     held[name] = now
 
 
+def random_transfer(rng, cfg):
+    """A random TLOAD / TSTORE geometry: the tile (any type and layout, a valid region inside a static shape
+    up to 11 x 39, at a 32-byte-aligned base) and ``gm(base)``, its GM region at ``base`` (an odd row stride,
+    4 KiB more for some)."""
+    dtype = rng.choice(list(DType))
+    size = DTYPE_BYTES[dtype]
+    layout = rng.choice(list(Layout))
+    rows, cols = rng.randrange(1, 12), rng.randrange(1, 40)
+    vr, vc = rng.randrange(1, rows + 1), rng.randrange(1, cols + 1)
+    base = 32 * rng.randrange(0, (cfg.ub_bytes - rows * cols * size) // 32)
+    elems = vr if layout == Layout.COL_MAJOR else vc
+    stride = elems * size + size * rng.randrange(0, 50) + rng.choice([0, 4096])
+    t = {"base": base, "rows": rows, "cols": cols, "valid_rows": vr, "valid_cols": vc, "dtype": dtype,
+         "layout": layout}
+    return t, lambda b: {"base": b, "rows": vr, "cols": vc, "row_stride": stride, "dtype": dtype}
+
+
 def _lines(base, stride, lines, line_bytes):
     return [(base + l * stride, line_bytes) for l in range(lines)]
 
@@ -67,19 +84,13 @@ def test_transfer_engine_block(seed, go_delay):
 
     async def stimulus(b):
         for _ in range(6):
-            dtype = rng.choice(list(DType))
-            size = DTYPE_BYTES[dtype]
-            layout = rng.choice(list(Layout))
-            rows, cols = rng.randrange(1, 12), rng.randrange(1, 40)
-            vr, vc = rng.randrange(1, rows + 1), rng.randrange(1, cols + 1)
-            base = 32 * rng.randrange(0, (cfg.ub_bytes - rows * cols * size) // 32)
-            lines, elems = (vc, vr) if layout == Layout.COL_MAJOR else (vr, vc)
-            stride = elems * size + size * rng.randrange(0, 50) + rng.choice([0, 4096])
+            t, gm = random_transfer(rng, cfg)
+            size = DTYPE_BYTES[t["dtype"]]
+            vr, vc = t["valid_rows"], t["valid_cols"]
+            lines, elems = (vc, vr) if t["layout"] == Layout.COL_MAJOR else (vr, vc)
+            stride = gm(0)["row_stride"]
             src = size * rng.randrange(0, 20000)
             dst = 0x80000 + size * rng.randrange(0, 20000)
-            t = {"base": base, "rows": rows, "cols": cols, "valid_rows": vr, "valid_cols": vc,
-                 "dtype": dtype, "layout": layout}
-            gm = lambda b: {"base": b, "rows": vr, "cols": vc, "row_stride": stride, "dtype": dtype}
             assert (await b.execute({"opcode": Opcode.TLOAD, "dst": t, "gm": gm(src)})).status == Status.OK
             assert (await b.execute({"opcode": Opcode.TSTORE, "src0": t, "gm": gm(dst)})).status == Status.OK
             for (s, n), (d, _) in zip(_lines(src, stride, lines, elems * size), _lines(dst, stride, lines, elems * size)):

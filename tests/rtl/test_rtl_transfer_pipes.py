@@ -10,30 +10,20 @@ import pytest
 from rtl.config import preset
 from rtl.engines.transfer.engine import TransferEngine
 from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
-from rtl.isa import DType, DTYPE_BYTES, Layout, Opcode, Status
+from rtl.isa import DType, DTYPE_BYTES, Opcode, Status
 
 from test_rtl_mgather import OUT, _case, _load_and_gather
-from test_rtl_transfer import ProtocolBench
+from test_rtl_transfer import ProtocolBench, random_transfer
 
 GM_BYTES = 1 << 20
 
 
 def _transfers(rng, cfg, n):
-    """``n`` random TLOAD geometries (tile, GM region at ``src``) as in test_rtl_transfer."""
+    """``n`` random TLOAD geometries (tile, GM region at a random ``src``) as in test_rtl_transfer."""
     out = []
     for _ in range(n):
-        dtype = rng.choice(list(DType))
-        size = DTYPE_BYTES[dtype]
-        layout = rng.choice(list(Layout))
-        rows, cols = rng.randrange(1, 12), rng.randrange(1, 40)
-        vr, vc = rng.randrange(1, rows + 1), rng.randrange(1, cols + 1)
-        base = 32 * rng.randrange(0, (cfg.ub_bytes - rows * cols * size) // 32)
-        elems = vr if layout == Layout.COL_MAJOR else vc
-        stride = elems * size + size * rng.randrange(0, 50) + rng.choice([0, 4096])
-        t = {"base": base, "rows": rows, "cols": cols, "valid_rows": vr, "valid_cols": vc, "dtype": dtype,
-             "layout": layout}
-        out.append((t, {"base": size * rng.randrange(0, 20000), "rows": vr, "cols": vc, "row_stride": stride,
-                         "dtype": dtype}))
+        t, gm = random_transfer(rng, cfg)
+        out.append((t, gm(DTYPE_BYTES[t["dtype"]] * rng.randrange(0, 20000))))
     return out
 
 
