@@ -53,11 +53,19 @@ def _run(text, name, spec):
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("name,text,rule", [("gm_raw", GM_RAW, "gm_raw"), ("gm_war", GM_WAR, "gm_war")])
-def test_gm_hazard_rule_is_needed(name, text, rule):
+@pytest.mark.parametrize("name,text", [("gm_raw", GM_RAW), ("gm_war", GM_WAR)])
+def test_gm_hazard_programs(name, text):
+    """The unit computes both programs right (and they ran back to back)."""
     rep, result = _run(text, name, "small_concurrent")
     assert rep is not None and rep.ok, (rep and rep.problems, result.summary())
     assert rep.schedule and len(rep.schedule) == len(rep.rows)
+
+
+@pytest.mark.slow
+@pytest.mark.cocotb
+@pytest.mark.parametrize("name,text,rule", [("gm_raw", GM_RAW, "gm_raw"), ("gm_war", GM_WAR, "gm_war")])
+def test_gm_hazard_rule_is_needed(name, text, rule):
+    """Mutation check (``-m slow``: a build of its own each): without the rule the program goes wrong."""
     rep, result = _run(text, name, f"small_concurrent,scoreboard_disable={rule}")
     assert rep is not None and not rep.ok, f"the unit without {rule} still computed {name} right"
     assert any("UbMismatch" in p for p in rep.problems), rep.problems      # wrong bytes, not a broken run

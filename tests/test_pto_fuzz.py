@@ -238,8 +238,9 @@ def test_stream_rtl_concurrent_checked(tmp_path):
     assert res.ok and res.instructions >= 32, res.failures
 
 
+@pytest.mark.slow
 @pytest.mark.cocotb
-@pytest.mark.parametrize("rule", ["ub_raw", pytest.param("ub_war", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("rule", ["ub_raw", "ub_war"])
 def test_concurrent_unit_needs_each_hazard_rule(rule, tmp_path):
     """Mutation check on the unit: built without one of the scoreboard's UB rules (``scoreboard_disable``), the
     dense back-to-back fuzz finds a mismatch (within 80 / 176 instructions from seed 1000; ``gm_war`` within
