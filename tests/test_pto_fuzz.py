@@ -231,6 +231,17 @@ def test_stream_rtl_concurrent(tmp_path):
 
 
 @pytest.mark.cocotb
+def test_back_to_back_gather_on_undefined_indices(tmp_path):
+    """Seed 339 (found by the Verilator stream): an MGATHER_ELEM whose index tile an undefined TPARTADD result
+    (a source overlapping its destination) wrote, with a read fault in its table: the unit read other table
+    elements than the golden and met the fault. Back to back the golden cannot adopt the unit's indices, so
+    either status is right there (``undetermined``) and its destination is left out."""
+    res = stream(8, seed=339, sim="icarus", ops=RTL_OPS, n_instrs=8, out_dir=tmp_path, batch=8, dense=True,
+                 back_to_back=True, faults=True, config="small_concurrent")
+    assert res.ok and res.faulted == 1, (res.failures, res.faulted)
+
+
+@pytest.mark.cocotb
 def test_stream_rtl_concurrent_checked(tmp_path):
     """The concurrent unit with each command alone (the UB compared after every one, GM faults)."""
     res = stream(32, seed=300, sim="icarus", ops=RTL_OPS, n_instrs=8, out_dir=tmp_path, batch=32, dense=True,
