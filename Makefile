@@ -138,6 +138,8 @@ FUZZ_SEED ?= 0
 # pause, compared at its end, and the share of instructions that overlapped another pipe reported;
 # --faults: GM windows that answer AXI errors mid-program (docs/pto-as.md, "--faults")
 FUZZFLAGS ?=
+# FUZZ_CONFIG=small_concurrent: the unit whose pipes run at once (with FUZZFLAGS="--dense --back-to-back --faults")
+FUZZ_CONFIG ?= small
 .PHONY: fuzz-long
 fuzz-long: bootstrap
-	$(BIN)/python -m sim fuzz --sim verilator --config small --instructions $(FUZZ_INSTRUCTIONS) --seed $(FUZZ_SEED) --instrs 8 --batch 1000 $(FUZZFLAGS)
+	$(BIN)/python -m sim fuzz --sim verilator --config $(FUZZ_CONFIG) --instructions $(FUZZ_INSTRUCTIONS) --seed $(FUZZ_SEED) --instrs 8 --batch 1000 $(FUZZFLAGS)
