@@ -155,17 +155,14 @@ def test_back_to_back_compare_can_fail():
 def _faulted_seed():
     """A dense program (from seed 101 on) whose :func:`place_faults` windows make an instruction answer an AXI
     error, with those faults."""
-    from golden.machine import Machine
     from sim.programs.fuzz import _prepare, place_faults
+    from sim.programs.run import image_machine
     cfg = preset("small")
     for seed in range(101, 161):
         _, q, inputs, problems = _prepare(seed, "small", RTL_OPS, 8, True)
         image = q.assemble("small").bind(inputs)
         faults = place_faults(image, cfg, seed)
-        m = Machine(cfg, faults=faults)
-        m.ub[:] = list(image.ub)
-        for addr, data in image.gm:
-            m.gm.write(addr, data)
+        m = image_machine(image, cfg, faults=faults)
         if any(m.execute(c, on_undefined="mask").name.startswith("AXI_") for c in image.commands):
             return seed, faults
     raise AssertionError("no seed of 101..160 places a fault that a transfer meets")

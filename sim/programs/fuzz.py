@@ -351,7 +351,7 @@ def place_faults(image, config, seed):
     from golden.check import check
     from golden.errors import AmbiguousFault
     from golden.faults import GmFaults
-    from golden.machine import Machine
+    from sim.programs.run import image_machine
     rng = random.Random(f"faults-{seed}")
     cands = [c for c in image.commands
              if isinstance(c.get("opcode"), Opcode) and c["opcode"] in _FAULTABLE and check(c, config) == Status.OK]
@@ -366,10 +366,7 @@ def place_faults(image, config, seed):
         window = (at, at + rng.randrange(1, 2 * W + 1))
         trial = GmFaults(tuple(read) + ((window,) if c["opcode"] != Opcode.TSTORE else ()),
                          tuple(write) + ((window,) if c["opcode"] == Opcode.TSTORE else ()))
-        m = Machine(config, faults=trial)
-        m.ub[:] = np.frombuffer(image.ub, np.uint8)
-        for addr, data in image.gm:
-            m.gm.write(addr, data)
+        m = image_machine(image, config, faults=trial)
         try:
             for cmd in image.commands:
                 m.execute(cmd, on_undefined="mask")

@@ -86,14 +86,20 @@ def _supported(config):
     return supported_opcodes(config)
 
 
-def run_golden(image, config, supported=None):
-    """(statuses, undefined byte counts, outputs) of the image on ``golden.Machine`` (with the image's GM
-    faults: the AXI errors they cause and the bytes those leave undefined, UB and GM, are counted)."""
+def image_machine(image, config, supported=None, faults=None):
+    """A ``golden.Machine`` holding the image's initial UB and GM, with ``faults`` (default: the image's)."""
     from golden.machine import Machine
-    m = Machine(config, supported=supported, faults=image.faults)
+    m = Machine(config, supported=supported, faults=image.faults if faults is None else faults)
     m.ub[:] = np.frombuffer(image.ub, np.uint8)
     for addr, data in image.gm:
         m.gm.write(addr, data)
+    return m
+
+
+def run_golden(image, config, supported=None):
+    """(statuses, undefined byte counts, outputs) of the image on ``golden.Machine`` (with the image's GM
+    faults: the AXI errors they cause and the bytes those leave undefined, UB and GM, are counted)."""
+    m = image_machine(image, config, supported)
     statuses, undefined = [], []
     for cmd in image.commands:
         statuses.append(m.execute(cmd, on_undefined="mask"))

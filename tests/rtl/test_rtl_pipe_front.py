@@ -22,21 +22,13 @@ from amaranth.sim import Simulator
 from golden.access import access
 from golden.check import check
 from rtl.config import preset
-from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
+from rtl.concurrent import concurrent_engines
 from rtl.frontend.counters import PIPES
 from rtl.frontend.pipe_front import PipeFrontEnd
 from rtl.isa import INSTRUCTIONS, Command, Opcode, Pipe, Response, Status, decode
 from rtl.top import engines_for
 from sim.programs.fuzz import random_program
 from test_rtl_dispatch import _Space
-
-
-def _engines(cfg):
-    """The unit's engine classes with the transfer engine cut in two (one per pipe)."""
-    out = []
-    for cls in engines_for(cfg):
-        out += [GmToUbEngine, UbToGmEngine] if cls.name == "transfer" else [cls]
-    return out
 
 
 def _program(config_name, seeds):
@@ -55,7 +47,7 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
     its ``done`` (up to 3 cycles), and its pipe's ``drained`` is low until they have (``ignore_drained``:
     held high instead, a mutation)."""
     cfg = preset(config_name)
-    classes = _engines(cfg)
+    classes = concurrent_engines(engines_for(cfg))
     dut = PipeFrontEnd(cfg, classes, depth=3, entries=6, disable=disable, exclusive=exclusive)
     status = [check(c, cfg) for c in cmds]
     legal = [s == Status.OK and c["opcode"] != Opcode.TSYNC for c, s in zip(cmds, status)]
