@@ -99,3 +99,18 @@ def test_no_conflict_no_stall():
     rep = run_program(parse(GM_RAW, "gm_raw.pto"), _inputs("gm_raw"), sim="icarus", config="small_concurrent",
                       label="conc-gm-raw")
     assert rep.ok and sum(rep.stalled.values()) > 0, (rep.problems, rep.stalled)
+
+
+def test_concurrent_configuration_errors():
+    """What ``Config.concurrent`` needs is said by name: the read ports and the write queues; a scoreboard
+    rule that does not exist, and ``scoreboard_disable`` on a serial unit, are refused."""
+    from rtl.top import VectorUnit
+    from amaranth.back import rtlil
+    with pytest.raises(ValueError, match="ub_read_ports >= 4"):
+        preset("small", concurrent=True)
+    with pytest.raises(ValueError, match="ub_write_queues=True"):
+        preset("small", concurrent=True, ub_read_ports=4)
+    with pytest.raises(ValueError, match="only with concurrent=True"):
+        preset("small", scoreboard_disable=("ub_raw",))
+    with pytest.raises(ValueError, match="no rules"):
+        rtlil.convert(VectorUnit(preset("small_concurrent", scoreboard_disable=("ub_rawr",))))
