@@ -211,12 +211,11 @@ class PipeFrontEnd(wiring.Component):
         for group in self._exclusive:
             for k in group:
                 others = [j for j in group if j != k]
-                older = [~dispatch.issue[j].valid |
-                         ((dispatch.issue[k].payload.stamp - dispatch.issue[j].payload.stamp).as_signed() < 0)
-                         if j > k else
-                         ~dispatch.issue[j].valid |
-                         ((dispatch.issue[k].payload.stamp - dispatch.issue[j].payload.stamp).as_signed() <= 0)
-                         for j in others]
+                older = []
+                for j in others:
+                    d = (dispatch.issue[k].payload.stamp - dispatch.issue[j].payload.stamp).as_signed()
+                    # (stamps differ: one command is accepted per cycle at most; ties go to the lower pipe)
+                    older.append(~dispatch.issue[j].valid | ((d < 0) if j > k else (d <= 0)))
                 a = Signal(name=f"pipe{k}_allowed")
                 m.d.comb += a.eq(allowed[k] & ~Cat(running[j] for j in others).any() & Cat(older).all())
                 allowed[k] = a
