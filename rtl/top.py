@@ -11,8 +11,8 @@ from rtl.engines.elementwise.engine import ElementwiseEngine
 from rtl.engines.gemv.engine import GemvEngine
 from rtl.engines.local_gather.engine import LocalGatherEngine
 from rtl.engines.transfer.engine import TransferEngine
-from rtl.fpga import global_net
 from rtl.frontend.counters import PIPES, PerfSignature, PipeCounters, pipe_select
+from rtl.frontend.engine_domain import engine_domain
 from rtl.isa import COMMAND_BITS, FRONT_END_OPCODES, RESPONSE_BITS, Command, Response, Status
 from rtl.lib.axi import Axi4Signature, AxiStreamSignature
 from rtl.lib.mux import and_or
@@ -193,7 +193,7 @@ class VectorUnit(wiring.Component):
             copy, load = self._held_copy(m, name, accept, ret)
             loads.append(load)
             m.d.comb += [engine.cmd.eq(copy), engine.go.eq(g), engine.start.eq(st)]
-            m.submodules[name] = self._engine_domain(m, engine, name, ab, platform)
+            m.submodules[name] = engine_domain(m, engine, name, ab, platform)
         engine_done = Signal()
         engine_status = Signal(Status)
         m.d.comb += [engine_done.eq(Cat(e.done & s for e, s in zip(engines, sel)).any()),
@@ -285,28 +285,6 @@ class VectorUnit(wiring.Component):
         load = Signal(init=1, name=f"{name}_load")
         m.d.sync += load.eq((load & ~accept) | ret)
         return load
-
-    @staticmethod
-    def _engine_domain(m, engine, name, abort, platform):
-        """``engine`` in a clock domain of its own (``<name>``: the unit's clock, its own reset), returned
-        for ``m.submodules``. The reset is one register, ``rst_<name>`` = the unit's reset or ``abort``
-        (the checker rejected the command the engine started on: the engine has only read the UB), through
-        a register of its own, so the engine is in reset in the second cycle after the verdict (the
-        front end is idle then at the earliest: a next command's ``start`` comes later), and one cycle
-        after the unit. That register
-        reaches every resettable flip-flop of the engine, thousands: on an ECP5 it drives them over a
-        global network (:func:`rtl.fpga.global_net`)."""
-        # the abort through a register of its own first: the verdict (the checker's failure registers,
-        # their NOR, the select) and the reset register's reach across the die were one 10.1 ns path
-        # (small, seed 2). The engine is reset a cycle later; it has still only read the UB then (no
-        # ``go``), and the front end ignores its ``done`` outside CHECK.
-        abort_r = Signal(name=f"abort_r_{name}")
-        rst = Signal(init=1, reset_less=True, name=f"rst_{name}")
-        m.d.sync += [abort_r.eq(abort), rst.eq(ResetSignal() | abort_r)]
-        m.domains += ClockDomain(name)
-        m.d.comb += [ClockSignal(name).eq(ClockSignal()),
-                     ResetSignal(name).eq(global_net(m, rst, platform, f"rst_{name}_net"))]
-        return DomainRenamer({"sync": name})(engine)
 
     @staticmethod
     def _select_copy(m, name, mine, accept, load):
