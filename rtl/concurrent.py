@@ -11,6 +11,7 @@ from amaranth.lib import wiring
 
 from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
 from rtl.frontend.counters import PIPES, PipeCounters
+from rtl.frontend.engine_domain import engine_domain
 from rtl.frontend.pipe_front import PipeFrontEnd
 from rtl.frontend.scoreboard import RULES
 from rtl.isa import INSTRUCTIONS, Pipe
@@ -61,7 +62,10 @@ def elaborate_concurrent(unit, classes, platform):
         raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")
     m.submodules.front = front = PipeFrontEnd(cfg, classes, exclusive=EXCLUSIVE, disable=cfg.scoreboard_disable)
     for k, (e, cls) in enumerate(zip(engines, classes)):
-        m.submodules[cls.name] = e
+        # each engine in a clock domain of its own: the front end resets it when it started speculatively
+        # on a command the checker rejects
+        name = type(e).__name__.lower()
+        m.submodules[name] = engine_domain(m, e, name, front.abort[k], platform)
         port = front.engines[k]
         m.d.comb += [e.cmd.eq(port.cmd), e.start.eq(port.start), e.go.eq(port.go),
                      port.done.eq(e.done), port.status.eq(e.status)]
@@ -80,8 +84,10 @@ def elaborate_concurrent(unit, classes, platform):
     for k, counter in enumerate(unit.perf.stalled):
         with m.If(stalled_q[k]):
             m.d.sync += counter.eq(counter + 1)
-    grant = Signal(name="ubdbg_grant")          # the UB debug port's: the unit holds nothing
-    m.d.sync += grant.eq(front.empty)
+    # the UB debug port's grant: the unit holds nothing, and takes no command at this edge (an engine
+    # started speculatively may read the UB in the next cycle)
+    grant = Signal(name="ubdbg_grant")
+    m.d.sync += grant.eq(front.empty & ~(front.cmd.valid & front.cmd.ready))
     by_pipe = {p: [(e, front.engines[k].go) for k, e in enumerate(engines) if _pipe(classes[k]) == p] for p in Pipe}
     _read_ports(m, ub, by_pipe, grant)
     wr = _write_port(m, cfg, front, by_pipe)

@@ -18,8 +18,11 @@ __all__ = ["DispatchLayout", "Dispatcher"]
 
 def DispatchLayout(config, payload):
     """An instruction entering the dispatcher: its one-hot ``pipe`` (:data:`rtl.frontend.counters.PIPES`),
-    its ``footprint`` and ``payload`` (what its engine gets: the command, in a unit)."""
-    return data.StructLayout({"pipe": len(PIPES), "footprint": FootprintLayout(config), "payload": payload})
+    its ``footprint``, ``payload`` (what its engine gets: the command, in a unit) and ``started``: its engine
+    runs it already (the front end's speculative start, allowed only while nothing is in flight), so it
+    enters the scoreboard and its pipe as running, and never its queue."""
+    return data.StructLayout({"pipe": len(PIPES), "footprint": FootprintLayout(config), "payload": payload,
+                              "started": 1})
 
 
 class Dispatcher(wiring.Component):
@@ -33,7 +36,9 @@ class Dispatcher(wiring.Component):
     -----
     push : In(stream.Signature(:func:`DispatchLayout`))
         A checked instruction, in program order; taken (``ready``) when its pipe's queue and the scoreboard
-        have room. Every instruction has a pipe (the barrier waits for ``empty`` instead).
+        have room. Every instruction has a pipe (the barrier waits for ``empty`` instead). One with
+        ``started`` (:func:`DispatchLayout`) may be pushed only while nothing is queued or running
+        (``empty``): it runs from the edge that takes it, until its ``done``.
     issue : Out(stream.Signature(payload)).array(len(PIPES))
         Pipe ``k``'s oldest instruction, offered when the pipe runs nothing and no older instruction in
         flight in another pipe conflicts with it; its engine takes it (``ready``) when idle.
@@ -76,14 +81,15 @@ class Dispatcher(wiring.Component):
         entry = data.StructLayout({"payload": self._payload, "slot": range(n)})
         push = self.push
         room = Signal(len(PIPES))
-        m.d.comb += push.ready.eq(sb.insert.ready & (room & push.payload.pipe).any())
+        started = push.payload.started
+        m.d.comb += push.ready.eq(sb.insert.ready & ((room & push.payload.pipe).any() | started))
         fire = push.valid & push.ready
         m.d.comb += [sb.insert.valid.eq(fire), sb.insert.payload.pipe.eq(push.payload.pipe),
                      sb.insert.payload.footprint.eq(push.payload.footprint)]
         retire = []
         for k in range(len(PIPES)):
             q = m.submodules[f"queue{k}"] = LutFifo(entry.size, self._depth)
-            m.d.comb += [room[k].eq(q.w_rdy), q.w_en.eq(fire & push.payload.pipe[k]),
+            m.d.comb += [room[k].eq(q.w_rdy), q.w_en.eq(fire & push.payload.pipe[k] & ~started),
                          q.w_data.eq(Cat(push.payload.payload, sb.slot))]
             head = entry(q.r_data)
             running = Signal(name=f"running{k}")
@@ -93,6 +99,8 @@ class Dispatcher(wiring.Component):
             m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready)]
             with m.If(ready & out.ready):
                 m.d.sync += [running.eq(1), slot.eq(head.slot)]
+            with m.Elif(fire & started & push.payload.pipe[k]):      # (the pipe runs nothing: ``empty``)
+                m.d.sync += [running.eq(1), slot.eq(sb.slot)]
             with m.Elif(self.done[k]):
                 m.d.sync += running.eq(0)
             retire.append(Mux(self.done[k] & running, 1 << slot, 0))

@@ -4,6 +4,8 @@ in completion order. Built and tested alone (tests/rtl/test_rtl_pipe_front.py, o
 :class:`rtl.top.VectorUnit` still runs one instruction at a time (docs/architecture.md, "Pipes and
 footprints")."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -86,6 +88,7 @@ class PipeFrontEnd(wiring.Component):
             "rsp": Out(stream.Signature(Response)),
             "engines": In(EngineSignature(config)).array(len(self._classes)),
             "drained": In(len(PIPES), init=(1 << len(PIPES)) - 1),
+            "abort": Out(len(self._classes)),
             "busy": Out(len(PIPES)), "stalled": Out(len(PIPES)), "empty": Out(1),
         })
 
@@ -101,11 +104,11 @@ class PipeFrontEnd(wiring.Component):
         m.d.sync += now.eq(now + 1)
         queues = self._response_queues(m)
         rsp_in = [(q.w_en, Response(q.w_data), q.w_rdy) for q in queues]
-        idle = self._check_stage(m, checker, footprint, dispatch, now, rsp_in[0], queues)
-        self._pipes(m, dispatch, now, rsp_in[1:])
+        stage = self._check_stage(m, checker, footprint, dispatch, now, rsp_in[0], queues)
+        running = self._pipes(m, dispatch, now, rsp_in[1:], stage)
         self._merge(m, queues)
-        m.d.comb += [self.busy.eq(dispatch.busy), self.stalled.eq(dispatch.stalled),
-                     self.empty.eq(idle & dispatch.empty & ~Cat(q.r_rdy for q in queues).any())]
+        m.d.comb += [self.busy.eq(Cat(running)), self.stalled.eq(dispatch.stalled),
+                     self.empty.eq(stage.idle & dispatch.empty & ~Cat(q.r_rdy for q in queues).any())]
         return m
 
     def _response_queues(self, m):
@@ -117,33 +120,44 @@ class PipeFrontEnd(wiring.Component):
         return queues
 
     def _check_stage(self, m, checker, footprint, dispatch, now, rsp, queues):
-        """Accept a command, check it and compute its footprint (``VERDICT_WAIT`` edges), then answer it
-        (rejected), wait for everything before it to be answered (TSYNC) or pass it to the dispatcher.
-        Returns ``idle`` (no command in the stage)."""
+        """Accept a command, check it (the checker's verdict after ``Checker.LATENCY`` edges) and compute its
+        footprint (``VERDICT_WAIT`` edges); answer it at the verdict (rejected), wait for everything before
+        it to be answered (TSYNC) or pass it to the dispatcher with its footprint. Returns the stage's
+        flags for the pipes (a namespace): ``idle`` (no command in the stage), ``spec`` (the command
+        accepted at this edge starts its engine at once: :meth:`_speculate`), ``verdict`` (the checker's
+        verdict on a speculatively started command, one cycle) and ``ok`` (the checker passes it),
+        ``pushed`` (the speculative command enters the dispatcher at this edge)."""
         w_en, w_data, w_rdy = rsp
         held = Signal(Command, reset_less=True)
         stamp = Signal(32)
         wait = Signal(range(self.VERDICT_WAIT + 1))
         busy = Signal()
         accept = Signal()
+        started = Signal()                    # the held command's engine started at its acceptance
+        spec = self._speculate(m, dispatch, queues, accept)
         m.d.comb += [self.cmd.ready.eq(~busy), accept.eq(self.cmd.valid & ~busy),
                      checker.cmd.eq(self.cmd.payload), checker.load.eq(accept),
                      footprint.cmd.eq(held)]
         with m.If(accept):
-            m.d.sync += [held.eq(self.cmd.payload), stamp.eq(now), wait.eq(0), busy.eq(1)]
+            m.d.sync += [held.eq(self.cmd.payload), stamp.eq(now), wait.eq(0), busy.eq(1), started.eq(spec)]
         with m.Elif(busy & (wait != self.VERDICT_WAIT)):
             m.d.sync += wait.eq(wait + 1)
-        verdict = busy & (wait == self.VERDICT_WAIT)
+        # the checker's verdict (held from then on: ``load`` is low while the stage is busy); the footprint's
+        # comes later, and only a passed command that enters the dispatcher needs it
+        checked = busy & (wait >= Checker.LATENCY)
+        verdict = busy & (wait == Checker.LATENCY)
         sync = Cat(held.opcode == op for op in FRONT_END_OPCODES).any()
         # TSYNC waits until every command before it has finished and been answered (its own queue is
         # in order: earlier rejections are ahead of it)
         settled = dispatch.empty & ~Cat(q.r_rdy for q in queues[1:]).any()
+        pushed = Signal()
         m.d.comb += [w_data.tag.eq(held.tag), w_data.cycles.eq(now - stamp)]
         m.d.comb += [dispatch.push.payload.pipe.eq(pipe_select(m, held.opcode, "held_pipe")),
                      dispatch.push.payload.footprint.eq(footprint.footprint),
                      dispatch.push.payload.payload.cmd.eq(held),
-                     dispatch.push.payload.payload.stamp.eq(stamp)]
-        with m.If(verdict):
+                     dispatch.push.payload.payload.stamp.eq(stamp),
+                     dispatch.push.payload.started.eq(started)]
+        with m.If(checked):
             with m.If(~checker.ok):
                 m.d.comb += [w_data.status.eq(checker.status), w_en.eq(w_rdy)]
                 with m.If(w_rdy):
@@ -152,20 +166,45 @@ class PipeFrontEnd(wiring.Component):
                 m.d.comb += [w_data.status.eq(Status.OK), w_en.eq(w_rdy & settled)]
                 with m.If(w_rdy & settled):
                     m.d.sync += busy.eq(0)
-            with m.Else():
+            with m.Elif(wait == self.VERDICT_WAIT):
                 m.d.comb += dispatch.push.valid.eq(1)
                 with m.If(dispatch.push.ready):
                     m.d.sync += busy.eq(0)
-        return ~busy
+                    m.d.comb += pushed.eq(started)
+        return SimpleNamespace(idle=~busy, spec=spec, verdict=verdict & started, ok=checker.ok, pushed=pushed,
+                               accept=accept)
 
-    def _pipes(self, m, dispatch, now, rsps):
-        """Per pipe: the dispatcher's offer starts the engine of its opcode (``start`` and ``go`` from
-        registers, the command held in a register of the engine's own), the engine's ``done`` queues the
-        response, and the instruction retires once its writes have drained."""
+    def _speculate(self, m, dispatch, queues, accept):
+        """Whether the command offered on ``cmd`` starts its engine at the edge that accepts it, before the
+        checker's verdict (the one-instruction-at-a-time unit's speculative start, so that an instruction
+        alone does not pay the check): when nothing is in flight (the scoreboard is empty, so nothing older
+        can conflict and no pipe runs), its pipe's response queue has room, no engine is being reset, and an
+        engine of the unit runs its opcode. Until the verdict its engine may read the UB but not write or
+        use the AXI master (no ``go``: the engine contract); a rejected command's engine is reset
+        (``abort``)."""
+        opcode = self.cmd.payload.opcode
+        mine = Cat(opcode == op for cls in self._classes for op in cls.opcodes).any()
+        pipe = pipe_select(m, opcode, "offered_pipe")
+        room = (pipe & Cat(q.w_rdy for q in queues[1:])).any()
+        # an engine aborted in the previous cycle is reset in the next (rtl.frontend.engine_domain): a start
+        # given now would reach it while it is in reset
+        aborting = Signal(name="aborting")
+        m.d.sync += aborting.eq(self.abort.any())
+        spec = Signal(name="speculate")
+        m.d.comb += spec.eq(accept & dispatch.empty & room & mine & ~aborting)
+        return spec
+
+    def _pipes(self, m, dispatch, now, rsps, stage):
+        """Per pipe: the dispatcher's offer (or a speculative start, ``stage.spec``) starts the engine of its
+        opcode (``start`` from a register, ``go`` from a register too: with ``start`` for an offer, at the
+        checker's verdict for a speculative start; the command held in a register of the engine's own), the
+        engine's ``done`` queues the response once the command is known to pass, and the instruction retires
+        once it is in the scoreboard and its writes have drained. Returns the pipes' ``running`` flags."""
         n = len(PIPES)
         retire = [Signal(name=f"pipe{k}_retire") for k in range(n)]
         running = [Signal(name=f"pipe{k}_running") for k in range(n)]     # from take to retire
         allowed = self._exclusion(m, dispatch, running)
+        offered = self.cmd.payload
         for k in range(n):
             w_en, w_data, w_rdy = rsps[k]
             issue = dispatch.issue[k]
@@ -173,9 +212,25 @@ class PipeFrontEnd(wiring.Component):
             stamp = Signal(32, name=f"pipe{k}_stamp")
             tag = Signal(16, name=f"pipe{k}_tag")
             take = Signal(name=f"pipe{k}_take")
+            # a speculative start: the offered command is this pipe's (``spec``: no pipe runs)
+            spec = Signal(name=f"pipe{k}_spec")
+            m.d.comb += spec.eq(stage.spec & Cat(offered.opcode == op for e in mine
+                                                 for op in self._classes[e].opcodes).any())
+            checked = Signal(name=f"pipe{k}_checked")     # the running command passed the checker
+            inserted = Signal(name=f"pipe{k}_inserted")   # ... and is in the scoreboard
+            passed = stage.verdict & stage.ok & running[k] & ~checked
+            aborted = stage.verdict & ~stage.ok & running[k] & ~checked
             m.d.comb += [issue.ready.eq(~running[k] & w_rdy & allowed[k]), take.eq(issue.valid & issue.ready)]
             with m.If(take):
-                m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag)]
+                m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
+                             checked.eq(1), inserted.eq(1)]
+            with m.If(spec):
+                m.d.sync += [running[k].eq(1), stamp.eq(now), tag.eq(offered.tag), checked.eq(0),
+                             inserted.eq(0)]
+            with m.If(passed):
+                m.d.sync += checked.eq(1)
+            with m.If(stage.pushed & running[k] & ~inserted):
+                m.d.sync += inserted.eq(1)
             finish, status = Signal(name=f"pipe{k}_done"), Signal(Status, name=f"pipe{k}_status")
             for e in mine:
                 port, cls = self.engines[e], self._classes[e]
@@ -183,25 +238,43 @@ class PipeFrontEnd(wiring.Component):
                 ecmd = Signal(Command, name=f"{cls.name}_cmd", reset_less=True)
                 start, go = Signal(name=f"start_{cls.name}"), Signal(name=f"go_{cls.name}")
                 for_me = take & Cat(issue.payload.cmd.opcode == op for op in cls.opcodes).any()
+                spec_me = spec & Cat(offered.opcode == op for op in cls.opcodes).any()
                 m.d.comb += [port.cmd.eq(ecmd), port.start.eq(start), port.go.eq(go)]
-                m.d.sync += start.eq(for_me)
+                m.d.sync += start.eq(for_me | spec_me)
                 with m.If(for_me):
                     m.d.sync += [ecmd.eq(issue.payload.cmd), sel.eq(1), go.eq(1)]
+                with m.If(spec_me):
+                    m.d.sync += [ecmd.eq(offered), sel.eq(1), go.eq(0)]
+                with m.If(passed & sel):
+                    m.d.sync += go.eq(1)
+                with m.If(aborted & sel):
+                    m.d.comb += self.abort[e].eq(1)
+                    m.d.sync += [sel.eq(0), go.eq(0)]
+                # (an engine may be done before ``go``, e.g. on an empty region: then ``go`` never rises)
                 with m.If(sel & port.done):
                     m.d.sync += [sel.eq(0), go.eq(0)]
                     m.d.comb += [finish.eq(1), status.eq(port.status)]
-            # (the queue had room when the instruction was taken, and holds at most one response per
-            # instruction of its pipe in flight: one)
-            m.d.comb += [w_en.eq(finish), w_data.tag.eq(tag), w_data.status.eq(status),
+            # the response: at ``done``, or at the verdict if the engine was done before it. (The queue had
+            # room when the instruction was taken, and holds at most one response per instruction of its
+            # pipe in flight: one.)
+            ended = Signal(name=f"pipe{k}_ended")             # done seen before
+            ended_status = Signal(Status, name=f"pipe{k}_ended_status")
+            answered = Signal(name=f"pipe{k}_answered")       # response queued
+            answer = Signal(name=f"pipe{k}_answer")
+            m.d.comb += [answer.eq((finish | ended) & (checked | passed) & ~aborted & ~answered),
+                         w_en.eq(answer), w_data.tag.eq(tag), w_data.status.eq(Mux(ended, ended_status, status)),
                          w_data.cycles.eq(now - stamp)]
-            # retire: done seen (now or before) and the writes drained
-            ended = Signal(name=f"pipe{k}_ended")
-            m.d.comb += retire[k].eq((finish | ended) & self.drained[k])
-            with m.If(retire[k]):
-                m.d.sync += [ended.eq(0), running[k].eq(0)]
-            with m.Elif(finish):
-                m.d.sync += ended.eq(1)
+            # retire: done seen (now or before), answered, in the scoreboard, the writes drained
+            m.d.comb += retire[k].eq((finish | ended) & (answered | answer) & inserted & self.drained[k])
+            with m.If(retire[k] | aborted):
+                m.d.sync += [ended.eq(0), answered.eq(0), running[k].eq(0)]
+            with m.Else():
+                with m.If(finish):
+                    m.d.sync += [ended.eq(1), ended_status.eq(status)]
+                with m.If(answer):
+                    m.d.sync += answered.eq(1)
         m.d.comb += dispatch.done.eq(Cat(retire))
+        return running
 
     def _exclusion(self, m, dispatch, running):
         """Per pipe, whether it may take an instruction now as far as ``exclusive`` goes: no other pipe of its

@@ -22,6 +22,7 @@ from amaranth.sim import Simulator
 from golden.access import access
 from golden.check import check
 from rtl.config import preset
+from rtl.engines.base import GO_DELAY
 from rtl.concurrent import concurrent_engines
 from rtl.frontend.counters import PIPES
 from rtl.frontend.pipe_front import PipeFrontEnd
@@ -42,10 +43,16 @@ def _program(config_name, seeds):
     return cmds
 
 
-def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drained=False):
+def _early(rng):
+    """A mock's read, in cycles after its start: at once half of the time (where a missing wait shows)."""
+    return 0 if rng.random() < 0.5 else rng.randrange(16)
+
+
+def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drained=False, one_at_a_time=False):
     """Run ``cmds`` through a PipeFrontEnd on mock engines; returns findings. A mock's writes may land after
     its ``done`` (up to 3 cycles), and its pipe's ``drained`` is low until they have (``ignore_drained``:
-    held high instead, a mutation)."""
+    held high instead, a mutation). ``one_at_a_time``: offer a command only when every earlier one has been
+    answered."""
     cfg = preset(config_name)
     classes = concurrent_engines(engines_for(cfg))
     dut = PipeFrontEnd(cfg, classes, depth=3, entries=6, disable=disable, exclusive=exclusive)
@@ -66,15 +73,27 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
     for s in spaces:
         spaces[s].mem[:] = -1
     rng = random.Random(seed)
-    out = {"bad_reads": [], "answers": {}, "starts": [], "overlap": 0, "problems": [], "both": 0}
+    out = {"bad_reads": [], "answers": {}, "starts": [], "overlap": 0, "problems": [], "both": 0,
+           "speculative": 0, "aborted": [], "go_delay": []}
     vm = (1 << PIPES.index(Pipe.VECTOR)) | (1 << PIPES.index(Pipe.MATRIX))     # "both": cycles both run
 
     async def bench(ctx):
         nxt, cycle = 0, 0
         accepted = {}                    # tag -> acceptance cycle
         run = {}                         # (engine, instruction) -> (read, write, done cycles)
+        spec = {}                        # (engine, instruction) -> start cycle: started, no go yet
+
+        def _schedule(e, i, t0, tgo, tr=None):
+            """The mock's cycles from its start ``t0``: its reads (at ``tr``) may come before ``go`` (at
+            ``tgo``), its writes and ``done`` not."""
+            out["starts"].append((e, i))
+            tr = t0 + _early(rng) if tr is None else tr
+            td = max(rng.randrange(tr, t0 + 16) + 1, tgo + 1)
+            # the writes land up to 3 cycles after done (half of them as late as that)
+            tw = td + 3 if rng.random() < 0.5 else rng.randrange(max(tr, tgo), td + 4)
+            run[(e, i)] = (tr, tw, td)
         while len(out["answers"]) < len(cmds):
-            offer = nxt < len(cmds) and rng.random() < 0.8
+            offer = nxt < len(cmds) and rng.random() < 0.8 and (not one_at_a_time or len(out["answers"]) == nxt)
             ctx.set(dut.cmd.valid, offer)
             if offer:
                 ctx.set(dut.cmd.payload, Command.const(cmds[nxt]))
@@ -83,6 +102,11 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
                        for k in range(len(PIPES))]
             ctx.set(dut.drained, sum((ignore_drained or not p) << k for k, p in enumerate(pending)))
             done = [False] * len(classes)
+            for (e, i), (_, tr) in spec.items():
+                if cycle == tr and reads[i] is not None:        # a read before go
+                    for s in spaces:
+                        if not np.array_equal(spaces[s].mem[reads[i][s]], want_reads[i][s]):
+                            out["bad_reads"].append((i, cmds[i]["opcode"].name, s))
             for (e, i), (tr, tw, td) in list(run.items()):
                 if cycle == tr:
                     for s in spaces:
@@ -114,20 +138,38 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
                 nxt += 1
             for e in range(len(classes)):
                 port = dut.engines[e]
+                go = ctx.get(port.go)
+                if ctx.get(dut.abort[e]):
+                    # the checker rejected the command the engine started on speculatively: it is reset
+                    hit = [i for (f, i) in spec if f == e]
+                    if not hit or go or legal[hit[0]]:
+                        out["problems"].append(f"engine {classes[e].name}: abort of {hit} (go {go})")
+                    for i in hit:
+                        spec.pop((e, i))
+                        out["aborted"].append(i)
+                for (f, i), (t0, tr) in list(spec.items()):
+                    if f == e and go:                  # the verdict: writes and done may follow
+                        spec.pop((f, i))
+                        out["go_delay"].append(cycle - t0)
+                        _schedule(e, i, t0, cycle, tr)
                 if ctx.get(port.start):
-                    if not ctx.get(port.go):
-                        out["problems"].append(f"engine {classes[e].name}: start without go")
                     i = decode(Command, ctx.get(port.cmd).as_value().value)["tag"]
-                    out["starts"].append((e, i))
                     # (a pipe's engine is busy until its done; its writes may still be landing after it)
                     if any(dut._pipe_of[f] == dut._pipe_of[e] and cycle <= td for (f, _), (_, _, td) in run.items()) \
-                            or not legal[i] or Opcode(cmds[i]["opcode"]) not in classes[e].opcodes:
+                            or Opcode(cmds[i]["opcode"]) not in classes[e].opcodes:
                         out["problems"].append(f"engine {classes[e].name} started on {i} ({cmds[i]['opcode'].name})")
                         continue
-                    tr = cycle + rng.randrange(16)
-                    td = rng.randrange(tr, cycle + 16) + 1
-                    tw = rng.randrange(tr, td + 4)      # the writes land up to 3 cycles after done
-                    run[(e, i)] = (tr, tw, td)
+                    if go:
+                        if not legal[i]:
+                            out["problems"].append(f"engine {classes[e].name} got go for illegal {i}")
+                        _schedule(e, i, cycle, cycle)
+                    else:
+                        # a speculative start: only while nothing else is in flight (it may read at once)
+                        if run or spec:
+                            out["problems"].append(f"engine {classes[e].name}: speculative start of {i} while "
+                                                   f"{sorted(run) + sorted(spec)} in flight")
+                        out["speculative"] += 1
+                        spec[(e, i)] = (cycle, cycle + _early(rng))
             assert cycle < 200 * len(cmds) + 200, "the front end deadlocked"
         out["end_ok"] = all(np.array_equal(spaces[s].mem, want_end[s]) for s in spaces)
 
@@ -162,6 +204,27 @@ def test_front_end_equals_sequential_execution(config_name, seed):
     assert not r["bad_reads"] and r["end_ok"], r["bad_reads"][:6]
     assert any(s != Status.OK for s, *_ in r["answers"].values())       # rejected commands among them
     assert r["overlap"] > 0                                             # pipes ran at once
+    assert r["speculative"] > 0                                         # engines started before the verdict
+
+
+def test_front_end_speculative_start_alone():
+    """A command that arrives while nothing is in flight starts its engine at once (``start`` in the cycle
+    after its acceptance, ``go`` ``GO_DELAY`` cycles later: the one-instruction-at-a-time unit's timing); an
+    illegal one is aborted and answered with its status, and the next command still runs."""
+    cfg = preset("small")
+    cmds = [dict(c) for c in _program("small", [0])[:-1]]     # (seed 0 has an illegal TSTORE)
+    legal = [i for i, c in enumerate(cmds) if check(c, cfg) == Status.OK and c["opcode"] != Opcode.TSYNC]
+    illegal = [i for i, c in enumerate(cmds) if check(c, cfg) != Status.OK
+               and Opcode(c["opcode"]) in {op for cls in engines_for(cfg) for op in cls.opcodes}]
+    assert legal and illegal
+    picked = [cmds[illegal[0]], cmds[legal[0]], cmds[legal[1]]]
+    for k, c in enumerate(picked):
+        c["tag"] = k
+    r = run_front(picked, "small", 4, one_at_a_time=True)
+    assert not r["problems"] and not r["bad_reads"], r["problems"]
+    # (the third starts speculatively only if the second's writes have drained when it arrives)
+    assert r["aborted"] == [0] and r["speculative"] >= 2
+    assert r["go_delay"] == [GO_DELAY] * (r["speculative"] - 1)
 
 
 def test_front_end_exclusive_pipes():
