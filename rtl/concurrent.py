@@ -88,8 +88,11 @@ def elaborate_concurrent(unit, classes, platform):
     # started speculatively may read the UB in the next cycle)
     grant = Signal(name="ubdbg_grant")
     m.d.sync += grant.eq(front.empty & ~(front.cmd.valid & front.cmd.ready))
+    # engines by pipe, with ``go`` (what gates their writes and AXI requests) and ``owner`` (their reads,
+    # which may come before ``go``: the speculative start)
     by_pipe = {p: [(e, front.engines[k].go) for k, e in enumerate(engines) if _pipe(classes[k]) == p] for p in Pipe}
-    _read_ports(m, ub, by_pipe, grant)
+    _read_ports(m, ub, {p: [(e, front.owner[k]) for k, e in enumerate(engines) if _pipe(classes[k]) == p]
+                        for p in Pipe}, grant)
     wr = _write_port(m, cfg, front, by_pipe)
     _axi(m, unit.m_axi, by_pipe)
     _ub_write(m, unit, ub, wr, grant)
@@ -98,14 +101,14 @@ def elaborate_concurrent(unit, classes, platform):
 
 def _read_ports(m, ub, by_pipe, grant):
     """Port 0: GM -> UB's engine (the debug port while granted); port 1: UB -> GM's; ports 2-3: the vector and
-    matrix engines', an AND-OR of their ``go`` (one runs at a time: ``EXCLUSIVE``). Read data to every
+    matrix engines', an AND-OR of their ``owner`` flags (one runs at a time: ``EXCLUSIVE``). Read data to every
     engine on the port (each orders the words itself)."""
     owners = {0: by_pipe[Pipe.GM_TO_UB], 1: by_pipe[Pipe.UB_TO_GM]}
     for i in range(_COMPUTE_PORT, READ_PORTS):
         owners[i] = by_pipe[Pipe.VECTOR] + by_pipe[Pipe.MATRIX]
     for i, port in enumerate(ub.rd):
         j = i - _COMPUTE_PORT if i >= _COMPUTE_PORT else 0
-        readers = [(go, e.ub_rd[j]) for e, go in owners.get(i, []) if "ub_rd" in e.signature.members
+        readers = [(sel, e.ub_rd[j]) for e, sel in owners.get(i, []) if "ub_rd" in e.signature.members
                    and j < len(e.ub_rd)]
         if len(owners.get(i, [])) == 1 and readers:     # a port of its own: no multiplexer
             m.d.comb += [port.addr.eq(readers[0][1].addr), port.en.eq(readers[0][1].en)]

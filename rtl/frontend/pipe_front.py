@@ -48,6 +48,13 @@ class PipeFrontEnd(wiring.Component):
         Per engine: ``cmd`` (held from its ``start`` to its ``done``), ``start`` (a one-cycle pulse), ``go``
         (with ``start``, high until ``done``: the command is checked and nothing older conflicts, so the engine
         may write at once), ``done`` and ``status`` from the engine.
+    abort : Out(len(engines))
+        Engine ``e`` started speculatively on a command the checker rejects (one cycle, at the verdict):
+        reset it (:func:`rtl.frontend.engine_domain.engine_domain`; the front end starts no engine in the
+        cycle after an abort).
+    owner : Out(len(engines))
+        Engine ``e`` runs a command, from its ``start`` (a register, high with ``start``) to its ``done``:
+        the select of the UB read ports it shares (its reads may come before ``go``).
     drained : In(len(PIPES)), default all high
         Pipe ``k``'s UB writes have all landed (``rtl.ub.write_arbiter.UbWriteArbiter.drained``: an engine's
         ``done`` says its last word was *taken*). An instruction leaves the scoreboard, freeing the ones that
@@ -88,7 +95,7 @@ class PipeFrontEnd(wiring.Component):
             "rsp": Out(stream.Signature(Response)),
             "engines": In(EngineSignature(config)).array(len(self._classes)),
             "drained": In(len(PIPES), init=(1 << len(PIPES)) - 1),
-            "abort": Out(len(self._classes)),
+            "abort": Out(len(self._classes)), "owner": Out(len(self._classes)),
             "busy": Out(len(PIPES)), "stalled": Out(len(PIPES)), "empty": Out(1),
         })
 
@@ -239,7 +246,7 @@ class PipeFrontEnd(wiring.Component):
                 start, go = Signal(name=f"start_{cls.name}"), Signal(name=f"go_{cls.name}")
                 for_me = take & Cat(issue.payload.cmd.opcode == op for op in cls.opcodes).any()
                 spec_me = spec & Cat(offered.opcode == op for op in cls.opcodes).any()
-                m.d.comb += [port.cmd.eq(ecmd), port.start.eq(start), port.go.eq(go)]
+                m.d.comb += [port.cmd.eq(ecmd), port.start.eq(start), port.go.eq(go), self.owner[e].eq(sel)]
                 m.d.sync += start.eq(for_me | spec_me)
                 with m.If(for_me):
                     m.d.sync += [ecmd.eq(issue.payload.cmd), sel.eq(1), go.eq(1)]
