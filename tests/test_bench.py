@@ -26,14 +26,20 @@ def test_bench_runs(only, tmp_path, capsys):
 
 
 def test_program_row():
-    """The programs table from a run's report: the bound is the busiest pipe's counter, of bound its share of
-    the run, the speed-up serial over run."""
+    """The programs table from a run's report: the bound is the largest pipe's sum of its instructions' own
+    cycles (TSYNC in no pipe, an instruction without cycles left out), of bound its share of the run, the
+    speed-up serial over run."""
     from types import SimpleNamespace
-    rep = SimpleNamespace(sum_cycles=300, total_cycles=320, rows=[0] * 6,
-                          busy={"GM -> UB": 100, "UB -> GM": 80, "vector": 120, "matrix": 0})
+    from rtl.isa import Opcode
+    ops = [Opcode.TLOAD, Opcode.TPARTADD, Opcode.TSYNC, Opcode.TPARTADD, Opcode.TSTORE, Opcode.TLOAD]
+    cycles = [40, 70, 4, 50, 30, "-"]
+    rep = SimpleNamespace(sum_cycles=194, total_cycles=160, rows=[SimpleNamespace(cycles=c) for c in cycles],
+                          schedule=[(op.value, 0, 1) for op in ops],
+                          busy={"GM -> UB": 100, "UB -> GM": 80, "vector": 130, "matrix": 0})
     row = bench.program_row("p", rep)
-    assert (row["serial"], row["run"], row["bound"], row["busiest pipe"]) == (300, 320, 120, "vector")
-    assert row["of bound"] == "37.5%" and row["speed-up"] == "0.94"
+    assert (row["serial"], row["run"], row["bound"], row["bound pipe"]) == (194, 160, 120, "vector")
+    assert row["of bound"] == "75.0%" and row["speed-up"] == "1.21"
+    assert row["pipes alone"].startswith("GM -> UB 40, UB -> GM 30, vector 120")
 
 
 @pytest.mark.slow            # the examples run on the RTL in make sim; test_pto_rtl checks Report.busy
