@@ -214,7 +214,19 @@ class Assembly:
         return first, last
 
     def _place_ub(self):
-        placed, overflow = self._first_fit(self.config.ub_bytes)
+        # On a unit whose pipes run at once, a tile's space is not reused for ``gap`` instructions after its
+        # last use: an instruction that reused it at once would wait for the last user (a write-after-read
+        # or write-after-write hazard), where a double-buffered program means its buffers to be
+        # independent. The largest gap up to PipeFrontEnd.ENTRIES that fits the UB (instructions that far
+        # apart are never in flight together), down to 0 (the tightest placement).
+        gaps = [0]
+        if self.config.concurrent:
+            from rtl.frontend.pipe_front import PipeFrontEnd
+            gaps = list(range(PipeFrontEnd.ENTRIES, -1, -1))
+        for gap in gaps:
+            placed, overflow = self._first_fit(self.config.ub_bytes, gap=gap)
+            if overflow is None:
+                break
         if overflow is not None:
             whole, _ = self._first_fit(None)
             need = max((a + size for a, size, _, _ in whole.values()), default=0)
@@ -222,10 +234,11 @@ class Assembly:
             raise AsmError(message + _suggest_ub(need, self.config, self.spec), loc)
         return {i: a for i, (a, _, _, _) in placed.items()}
 
-    def _first_fit(self, capacity):
+    def _first_fit(self, capacity, gap=0):
         """({buffer id: (addr, size, first, last)}, None) of every UB buffer, or (partial, (message, loc)) at the
         first that does not fit in ``capacity`` bytes (None: no limit). First fit does not depend on the
-        capacity, so the placement without a limit tells how much UB the program needs."""
+        capacity, so the placement without a limit tells how much UB the program needs. ``gap``: a buffer's
+        space stays unused for that many instructions after its last use."""
         p = self.program
         first, last = self._intervals()
         placed = {}        # id -> (addr, size, first, last)
@@ -243,7 +256,7 @@ class Assembly:
         for b in auto:
             size, f, l = b.type.nbytes, first[b.id], last[b.id]
             live = sorted((a, s, n) for i, (a, s, ff, ll) in placed.items()
-                          if ff <= l and f <= ll and s > 0 for n in [i])
+                          if ff <= l + gap and f <= ll + gap and s > 0 for n in [i])
             addr = 0
             for a, s, _ in live:
                 if addr + size <= a:

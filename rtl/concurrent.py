@@ -54,9 +54,10 @@ def elaborate_concurrent(unit, classes, platform):
                          f"ub_write_queues=True (has {cfg.ub_write_queues})")
     classes = concurrent_engines(classes)
     # the compute engines see the two ports they share (their read_ports follow the configuration)
-    compute_cfg = replace(cfg, ub_read_ports=READ_PORTS - _COMPUTE_PORT, concurrent=False, scoreboard_disable=())
+    compute_cfg = replace(cfg, ub_read_ports=READ_PORTS - _COMPUTE_PORT, concurrent=False, scoreboard_disable=(),
+                          ub_write_banks=False)
     engines = [cls(compute_cfg if _pipe(cls) in (Pipe.VECTOR, Pipe.MATRIX) else cfg) for cls in classes]
-    m.submodules.ub = ub = UnifiedBuffer(cfg)
+    m.submodules.ub = ub = UnifiedBuffer(cfg, write_banks=cfg.ub_write_banks)
     unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
     if unknown:
         raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")
@@ -124,7 +125,7 @@ def _write_port(m, cfg, front, by_pipe):
     engine), its ``drained`` into the front end per pipe. Returns the arbiter's UB side."""
     groups = [[(e, go) for e, go in by_pipe[p] if "ub_wr" in e.signature.members] for p in Pipe]
     writers = [(p, g) for p, g in zip(Pipe, groups) if g]
-    m.submodules.ub_arbiter = arb = UbWriteArbiter(cfg, len(writers))
+    m.submodules.ub_arbiter = arb = UbWriteArbiter(cfg, len(writers), banks=cfg.ub_write_banks)
     drained = {p: C(1) for p in Pipe}
     for k, (p, group) in enumerate(writers):
         slot = arb.wr[k]
@@ -134,7 +135,7 @@ def _write_port(m, cfg, front, by_pipe):
         m.d.comb += [e.ub_wr.ready.eq(slot.ready) for e, _ in group]
         drained[p] = arb.drained[k]
     m.d.comb += front.drained.eq(Cat(drained[p] for p in PIPES))
-    return arb.ub
+    return list(arb.ub_bank) if cfg.ub_write_banks else [arb.ub]
 
 
 def _axi(m, axi, by_pipe):
@@ -150,9 +151,15 @@ def _axi(m, axi, by_pipe):
 
 
 def _ub_write(m, unit, ub, wr, grant):
-    """The UB's write port: the arbiter's, or the debug port's while granted (:func:`rtl.ub.debug.debug_port`)."""
-    wr = {"addr": wr.addr, "data": wr.data, "be": wr.be}
+    """The UB's write ports (one, or one per bank): the arbiter's, or the debug port's while granted
+    (:func:`rtl.ub.debug.debug_port`)."""
+    wr = [{"addr": w.addr, "data": w.data, "be": w.be} for w in wr]
     if unit.config.ub_debug_port:
         debug_port(m, unit.ub_dbg, ub, wr, grant)
     else:
-        m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
+        for port, w in zip(_ub_write_ports(ub), wr):
+            m.d.comb += [port.addr.eq(w["addr"]), port.data.eq(w["data"]), port.be.eq(w["be"])]
+
+
+def _ub_write_ports(ub):
+    return list(ub.wr_bank) if "wr_bank" in ub.signature.members else [ub.wr]

@@ -81,6 +81,12 @@ class Config:
     #: Needs ``ub_read_ports >= 4`` and ``ub_write_queues``. Not yet: the speculative start (an instruction
     #: alone takes 7-8 cycles more than with ``False``), area and clock on an FPGA. Preset ``small_concurrent``.
     concurrent: bool = False
+    #: (``concurrent``) The UB takes a word per bank per cycle (``rtl.ub.buffer.UnifiedBuffer`` with
+    #: ``write_banks``: each bank's write port fed on its own), and the write arbiter grants two writers at
+    #: once when their words' parities differ, so that a transfer and a compute engine writing at once each
+    #: keep a word per cycle. ``False``: one word per cycle in total. No extra block RAM: every bank already
+    #: has its own write port. ``--set ub_write_banks=false`` to measure the difference.
+    ub_write_banks: bool = False
     #: Mutation checks only (``concurrent``): hazard rules the scoreboard leaves out
     #: (``rtl.frontend.scoreboard.RULES``: ``ub_raw``, ``ub_war``, ``gm_raw``, ``gm_war``, ``gm_waw``), so
     #: that a test can show the fuzz catches a unit without one. A unit built with any is wrong on purpose.
@@ -123,6 +129,8 @@ class Config:
         need(isinstance(self.scoreboard_disable, tuple) and (self.concurrent or not self.scoreboard_disable),
              f"scoreboard_disable={self.scoreboard_disable!r} must be a tuple of rule names, and only with "
              f"concurrent=True (the serial unit has no scoreboard)")
+        need(self.concurrent or not self.ub_write_banks,
+             "ub_write_banks=True needs concurrent=True (the serial unit has one writer at a time)")
         need(not self.concurrent or (self.ub_read_ports >= 4 and self.ub_write_queues),
              f"concurrent=True needs ub_read_ports >= 4 (has {self.ub_read_ports}) and ub_write_queues=True "
              f"(has {self.ub_write_queues}): a read port per transfer pipe, two for vector and matrix, and "
@@ -158,7 +166,7 @@ PRESETS = {
     "small_concurrent": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
                                max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16,
                                ew_lane_bytes=16, gemv_lanes=4, ub_read_ports=4, ub_write_queues=True,
-                               concurrent=True),
+                               concurrent=True, ub_write_banks=True),
 }
 
 

@@ -79,7 +79,13 @@ class PipeFrontEnd(wiring.Component):
     #: Entries of each response queue (per pipe, and the check stage's for rejected commands and TSYNC).
     RESPONSE_DEPTH = 4
 
-    def __init__(self, config, engines, *, depth=4, entries=8, disable=(), exclusive=()):
+    #: Instructions in flight (queued or running, all pipes together) by default: the scoreboard's entries.
+    #: Instructions further apart in program order than this are never in flight together, so they never
+    #: wait on each other (the assembler keeps a freed tile's space unused for as many instructions on a
+    #: concurrent unit: ``pto.assembly.Assembly``).
+    ENTRIES = 8
+
+    def __init__(self, config, engines, *, depth=4, entries=ENTRIES, disable=(), exclusive=()):
         self._config, self._classes = config, tuple(engines)
         self._depth, self._entries, self._disable = depth, entries, disable
         self._exclusive = [[PIPES.index(p) for p in group] for group in exclusive]

@@ -110,6 +110,10 @@ class UnifiedBuffer(wiring.Component):
         Byte-granular write: registered here, it lands at the second clock edge after the cycle it is
         offered in. A read issued in a later cycle sees it; a read issued in the same cycle returns the
         old word (undefined in the synthesised netlist, see below).
+    wr_bank : two flipped :class:`UbWriteSignature` (``write_banks=True``, instead of ``wr``)
+        The even bank's write port and the odd bank's, each as ``wr``: port ``b`` writes only words of
+        parity ``b`` (its ``addr`` must have ``addr[0] == b`` whenever ``be`` is not zero), so two words of
+        different parity land in the same cycle.
 
     Structure: two memories of ``config.ub_words / 2`` words, *even* (words 0, 2, 4, ...) and *odd*
     (words 1, 3, ...), each with ``config.ub_read_ports`` read ports; same storage as one memory. Read
@@ -144,12 +148,14 @@ class UnifiedBuffer(wiring.Component):
     #: Copies of each read port's registered parity, each ordering a slice of the port's words.
     ODD_COPIES = 8
 
-    def __init__(self, config):
-        self._config = config
-        super().__init__({
-            "rd": In(UbReadSignature(config)).array(config.ub_read_ports),
-            "wr": In(UbWriteSignature(config)),
-        })
+    def __init__(self, config, *, write_banks=False):
+        self._config, self._banks = config, write_banks
+        ports = {"rd": In(UbReadSignature(config)).array(config.ub_read_ports)}
+        if write_banks:
+            ports["wr_bank"] = In(UbWriteSignature(config)).array(2)
+        else:
+            ports["wr"] = In(UbWriteSignature(config))
+        super().__init__(ports)
 
     def elaborate(self, platform):
         m = Module()
@@ -162,21 +168,27 @@ class UnifiedBuffer(wiring.Component):
         # keeps them apart: one register drove every block RAM's write address, 64 in `default`, a
         # 10.9 ns net)
         w_row = [Signal(row_bits, name=f"wr_row_{name}", reset_less=True) for name in ("even", "odd")]
-        w_data = Signal(8 * W, name="wr_data", reset_less=True)
         w_be = [Signal(W, name=f"wr_be_{name}") for name in ("even", "odd")]
-        m.d.sync += [w_data.eq(self.wr.data),
-                     w_be[0].eq(Mux(self.wr.addr[0], 0, self.wr.be)),
-                     w_be[1].eq(Mux(self.wr.addr[0], self.wr.be, 0))]
-        with m.If(self.wr.addr[0]):
-            m.d.sync += w_row[1].eq(self.wr.addr >> 1)
-        with m.Else():
-            m.d.sync += w_row[0].eq(self.wr.addr >> 1)
+        if self._banks:
+            # a port per bank: each bank's row, data and enables from its own port
+            w_data = [Signal(8 * W, name=f"wr_data_{name}", reset_less=True) for name in ("even", "odd")]
+            for b, port in enumerate(self.wr_bank):
+                m.d.sync += [w_row[b].eq(port.addr >> 1), w_data[b].eq(port.data), w_be[b].eq(port.be)]
+        else:
+            w_data = [Signal(8 * W, name="wr_data", reset_less=True)] * 2
+            m.d.sync += [w_data[0].eq(self.wr.data),
+                         w_be[0].eq(Mux(self.wr.addr[0], 0, self.wr.be)),
+                         w_be[1].eq(Mux(self.wr.addr[0], self.wr.be, 0))]
+            with m.If(self.wr.addr[0]):
+                m.d.sync += w_row[1].eq(self.wr.addr >> 1)
+            with m.Else():
+                m.d.sync += w_row[0].eq(self.wr.addr >> 1)
         banks = []
         for parity, name in enumerate(("even", "odd")):
             mem = memory.Memory(shape=8 * W, depth=half, init=[])
             m.submodules[f"mem_{name}"] = mem
             wp = mem.write_port(granularity=8)
-            m.d.comb += [wp.addr.eq(w_row[parity]), wp.data.eq(w_data), wp.en.eq(w_be[parity])]
+            m.d.comb += [wp.addr.eq(w_row[parity]), wp.data.eq(w_data[parity]), wp.en.eq(w_be[parity])]
             banks.append(mem)
         even, odd = banks
         for i, port in enumerate(self.rd):

@@ -34,16 +34,27 @@ class UbDebugSignature(wiring.Signature):
 def debug_port(m, dbg, ub, wr, grant):
     """The UB debug port ``dbg`` (the unit's flipped :class:`UbDebugSignature`) on ``ub`` (a
     :class:`rtl.ub.buffer.UnifiedBuffer`): while ``grant`` (a register: the unit runs nothing) it drives UB read
-    port 0 and the write port, which otherwise take ``wr`` (``{"addr", "data", "be"}``: the engines' write);
-    ``rvalid`` follows a read ``UnifiedBuffer.READ_LATENCY`` cycles later."""
+    port 0 and the write port, which otherwise take ``wr`` (``{"addr", "data", "be"}``: the engines' write;
+    with ``UnifiedBuffer(write_banks=True)`` a list of two, one per bank port, and the debug write goes to
+    its word's bank); ``rvalid`` follows a read ``UnifiedBuffer.READ_LATENCY`` cycles later."""
     rd = ub.rd[0]
     fire = dbg.valid & grant
     m.d.comb += dbg.ready.eq(grant)
-    m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
-    with m.If(grant):
-        m.d.comb += [rd.addr.eq(dbg.addr), rd.en.eq(fire & ~dbg.we),
-                     ub.wr.addr.eq(dbg.addr), ub.wr.data.eq(dbg.wdata),
-                     ub.wr.be.eq(Mux(fire & dbg.we, dbg.be, 0))]
+    if "wr_bank" in ub.signature.members:
+        for b, (port, w) in enumerate(zip(ub.wr_bank, wr)):
+            m.d.comb += [port.addr.eq(w["addr"]), port.data.eq(w["data"]), port.be.eq(w["be"])]
+            with m.If(grant):
+                m.d.comb += [port.addr.eq(dbg.addr), port.data.eq(dbg.wdata),
+                             port.be.eq(Mux(fire & dbg.we & (dbg.addr[0] == b), dbg.be, 0))]
+        with m.If(grant):
+            m.d.comb += [rd.addr.eq(dbg.addr), rd.en.eq(fire & ~dbg.we)]
+    else:
+        wr = wr[0] if isinstance(wr, list) else wr
+        m.d.comb += [ub.wr.addr.eq(wr["addr"]), ub.wr.data.eq(wr["data"]), ub.wr.be.eq(wr["be"])]
+        with m.If(grant):
+            m.d.comb += [rd.addr.eq(dbg.addr), rd.en.eq(fire & ~dbg.we),
+                         ub.wr.addr.eq(dbg.addr), ub.wr.data.eq(dbg.wdata),
+                         ub.wr.be.eq(Mux(fire & dbg.we, dbg.be, 0))]
     rvalid = fire & ~dbg.we
     for k in range(UnifiedBuffer.READ_LATENCY):
         r = Signal(name=f"dbg_rvalid{k + 1}")

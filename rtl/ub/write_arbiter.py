@@ -25,6 +25,10 @@ class UbWriteArbiter(wiring.Component):
     ----------
     config : :class:`rtl.config.Config` (``ub_words``, ``ub_word_bytes``)
     writers : the number of writers (at least 1)
+    banks : grant per UB bank (``UnifiedBuffer(write_banks=True)``): in a cycle, one slot whose head is an
+        even word and one whose head is an odd word, each on its bank's port (``ub_bank``), each bank with a
+        round robin of its own. Two writers then move a word each per cycle once their words' parities
+        differ (two sequential writers fall into opposite phases after one collision).
 
     Ports
     -----
@@ -33,6 +37,8 @@ class UbWriteArbiter(wiring.Component):
         writer's slot can take a word in this cycle (it holds at most two)
     ub : :class:`rtl.ub.buffer.UbWriteSignature` (no handshake) to ``UnifiedBuffer.wr``: the granted head
         (``be`` zero when no slot is granted), an AND-OR of registers
+    ub_bank : (``banks``, instead of ``ub``) two, to ``UnifiedBuffer.wr_bank``: the head granted to the even
+        bank and the one granted to the odd bank
     drained : ``writers`` bits out: the writer's slot is empty and nothing of it is on ``ub`` now, i.e.
         every word the writer has handed over is in the UB's input register or further (its last word
         is readable ``UnifiedBuffer``'s write latency later). What a scoreboard's retire waits for: an
@@ -51,13 +57,14 @@ class UbWriteArbiter(wiring.Component):
     #: moves a word per cycle.
     SLOT_DEPTH = 2
 
-    def __init__(self, config, writers):
+    def __init__(self, config, writers, *, banks=False):
         assert writers >= 1
-        self._config, self.writers = config, writers
+        self._config, self.writers, self._banks = config, writers, banks
         port = UbWriteSignature(config, handshake=True)
+        out = {"ub_bank": Out(UbWriteSignature(config)).array(2)} if banks else {"ub": Out(UbWriteSignature(config))}
         super().__init__({
             "wr": In(port).array(writers),
-            "ub": Out(UbWriteSignature(config)),
+            **out,
             "drained": Out(writers),
             "busy": Out(1),
         })
@@ -67,9 +74,12 @@ class UbWriteArbiter(wiring.Component):
         cfg, n = self._config, self.writers
         Word = data.StructLayout({"addr": range(cfg.ub_words), "data": 8 * cfg.ub_word_bytes,
                                   "be": cfg.ub_word_bytes})
-        grant = Signal(n, name="grant")           # one-hot (or zero): the slot whose head is on ``ub`` now
-        last = Signal(range(max(n, 2)), name="last")   # the writer granted last (round robin starts after it)
-        heads, heads_next = [], []
+        outs = list(self.ub_bank) if self._banks else [self.ub]
+        # per output port (one, or a bank each): one-hot (or zero), the slot whose head is on it now
+        grants = [Signal(n, name=f"grant{'_' + str(b) if self._banks else ''}") for b in range(len(outs))]
+        pops = Signal(n, name="pops")
+        m.d.comb += pops.eq(_or(grants))
+        heads, heads_next, parity_next = [], [], []
         for k, port in enumerate(self.wr):
             head, second = Signal(Word, name=f"head{k}"), Signal(Word, name=f"second{k}")
             hv, sv = Signal(name=f"head{k}_valid"), Signal(name=f"second{k}_valid")
@@ -78,7 +88,7 @@ class UbWriteArbiter(wiring.Component):
             m.d.comb += [word.addr.eq(port.addr), word.data.eq(port.data), word.be.eq(port.be),
                          port.ready.eq(ready)]
             push = port.valid & ready
-            pop = grant[k]                        # (a grant names a slot with a head)
+            pop = pops[k]                         # (a grant names a slot with a head)
             # the slot after this cycle: the head leaves on a pop, the second (or the word now) moves up
             with m.If(pop):
                 with m.If(sv):
@@ -96,30 +106,44 @@ class UbWriteArbiter(wiring.Component):
             count_next = hv + sv - pop + push
             m.d.sync += ready.eq(count_next <= self.SLOT_DEPTH - 1)
             heads_next.append(count_next != 0)
+            # the next head's word parity (the bank it goes to), following the moves above
+            parity_next.append(Mux(pop, Mux(sv, second.addr[0], word.addr[0]), Mux(hv, head.addr[0], word.addr[0])))
             m.d.comb += self.drained[k].eq(~hv & ~sv)
             heads.append(head)
-        # the port: the granted head, an AND-OR of registers
-        for name in ("addr", "data", "be"):
-            width = len(getattr(self.ub, name))
-            value = C(0, width)
-            for k, head in enumerate(heads):
-                value = value | (getattr(head, name) & grant[k].replicate(width))
-            m.d.comb += getattr(self.ub, name).eq(value)
-        # the next grant: the first slot after ``last`` (in round-robin order) that will hold a head
-        nxt = Signal(n)
-        for start in range(n):
-            with m.If(last == start):
-                order = [(start + 1 + j) % n for j in range(n)]
-                taken = C(0, 1)
-                for k in order:
-                    m.d.comb += nxt[k].eq(heads_next[k] & ~taken)
-                    taken = taken | heads_next[k]
-        m.d.sync += grant.eq(nxt)
-        if n > 1:
-            with m.If(nxt.any()):
-                m.d.sync += last.eq(_index(nxt, n))
+        # the ports: the granted head, an AND-OR of registers
+        for out, grant in zip(outs, grants):
+            for name in ("addr", "data", "be"):
+                width = len(getattr(out, name))
+                value = C(0, width)
+                for k, head in enumerate(heads):
+                    value = value | (getattr(head, name) & grant[k].replicate(width))
+                m.d.comb += getattr(out, name).eq(value)
+        # the next grants: per port, the first slot after the one it granted last (in round-robin order)
+        # that will hold a head (of the port's bank)
+        for b, grant in enumerate(grants):
+            want = [heads_next[k] & ((parity_next[k] == b) if self._banks else 1) for k in range(n)]
+            last = Signal(range(max(n, 2)), name=f"last{'_' + str(b) if self._banks else ''}")
+            nxt = Signal(n, name=f"next_grant{'_' + str(b) if self._banks else ''}")
+            for start in range(n):
+                with m.If(last == start):
+                    order = [(start + 1 + j) % n for j in range(n)]
+                    taken = C(0, 1)
+                    for k in order:
+                        m.d.comb += nxt[k].eq(want[k] & ~taken)
+                        taken = taken | want[k]
+            m.d.sync += grant.eq(nxt)
+            if n > 1:
+                with m.If(nxt.any()):
+                    m.d.sync += last.eq(_index(nxt, n))
         m.d.comb += self.busy.eq(~self.drained.all())
         return m
+
+
+def _or(values):
+    out = values[0]
+    for v in values[1:]:
+        out = out | v
+    return out
 
 
 def _index(onehot, n):

@@ -13,14 +13,15 @@ from rtl.ub.write_arbiter import UbWriteArbiter
 CONFIG = preset("small")
 
 
-def _run(writers, *, offer, words=60, seed=0, hold_check=True):
+def _run(writers, *, offer, words=60, seed=0, hold_check=True, banks=False):
     """``writers`` writers, each offering its ``words`` words (a count, or one per writer) (data = writer << 32 | sequence) with
     probability ``offer[k]`` per cycle and holding a refused word as the handshake says. Returns per
     writer the cycles its words were taken, the words on the port with their cycle, and per cycle the
     ``drained`` bits and what each writer still had to hand over."""
     rng = random.Random(seed)
     words = words if isinstance(words, list) else [words] * writers
-    dut = UbWriteArbiter(CONFIG, writers)
+    dut = UbWriteArbiter(CONFIG, writers, banks=banks)
+    outs = list(dut.ub_bank) if banks else [dut.ub]
     log = {"taken": [[] for _ in range(writers)], "port": [], "drained": []}
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -37,9 +38,12 @@ def _run(writers, *, offer, words=60, seed=0, hold_check=True):
                 ctx.set(port.data, k << 32 | sent[k])
                 ctx.set(port.addr, (k * 97 + sent[k]) % CONFIG.ub_words)
                 ctx.set(port.be, 1 + (sent[k] % ((1 << CONFIG.ub_word_bytes) - 1)))
-            be, data = ctx.get(dut.ub.be), ctx.get(dut.ub.data)
-            if be:
-                log["port"].append((data >> 32, data & 0xFFFFFFFF, cycle, ctx.get(dut.ub.addr), be))
+            for b, out in enumerate(outs):
+                be, data = ctx.get(out.be), ctx.get(out.data)
+                if be:
+                    log["port"].append((data >> 32, data & 0xFFFFFFFF, cycle, ctx.get(out.addr), be))
+                    if banks:
+                        log.setdefault("bank", []).append((b, ctx.get(out.addr)))
             log["drained"].append((ctx.get(dut.drained), [s for s in sent]))
             for k, port in enumerate(dut.wr):
                 if offering[k] and ctx.get(port.ready):
@@ -112,3 +116,27 @@ def test_drained():
             for cycle in range(t + 1, on_port[(k, seq)] + 1):
                 assert not (log["drained"][cycle][0] >> k) & 1, (k, seq, cycle)
     assert log["drained"][-1][0] == 0b11
+
+
+@pytest.mark.parametrize("writers", [1, 2, 3])
+@pytest.mark.parametrize("offer", [0.3, 1.0])
+def test_banks_every_word_once_in_order_on_its_bank(writers, offer):
+    """With a port per UB bank: every word once, in its writer's order, on the port of its address's parity,
+    a word per cycle on each port."""
+    log = _run(writers, offer=[offer] * writers, seed=10 + writers, banks=True)
+    for k in range(writers):
+        mine = [(seq, cycle, addr) for w, seq, cycle, addr, be in log["port"] if w == k]
+        assert [seq for seq, *_ in mine] == list(range(60)), f"writer {k}"
+        assert all(cycle >= log["taken"][k][seq] + UbWriteArbiter.LATENCY for seq, cycle, _ in mine)
+    assert all(addr % 2 == b for b, addr in log["bank"])
+    per_port = [(b, c) for (b, _), (*_, c, _, _) in zip(log["bank"], log["port"])]
+    assert len(per_port) == len(set(per_port))
+
+
+def test_banks_two_sequential_writers_both_at_full_rate():
+    """Two writers of consecutive words (as a TLOAD and an elementwise engine write): after at most a
+    collision they alternate banks and each moves a word per cycle; on one port they share it."""
+    for banks, most in ((True, 60 + 3), (False, 2 * 60 + 3)):
+        log = _run(2, offer=[1.0, 1.0], banks=banks)
+        last = max(log["taken"][0][-1], log["taken"][1][-1])
+        assert last <= most and (banks or last >= 2 * 60 - 4), (banks, last)
