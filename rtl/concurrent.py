@@ -1,8 +1,9 @@
-"""The unit with its pipes running at once (``Config.concurrent``; issue #33, first version): the
-:class:`rtl.frontend.pipe_front.PipeFrontEnd` around the engines, the transfer engine as its two halves, a UB
-read port per transfer half and two shared by vector and matrix, the write port arbitrated between the
-writers. :class:`rtl.top.VectorUnit` builds this instead of its one-instruction-at-a-time front end when the
-configuration asks for it; the ports are the same."""
+"""The unit with its pipes running at once (``Config.concurrent``; issue #33): the
+:class:`rtl.frontend.pipe_front.PipeFrontEnd` around the engines (each in a reset domain of its own, for the
+speculative start's abort), the transfer engine as its two halves, a UB read port per transfer half and two
+shared by vector and matrix, the write port (one, or one per UB bank with ``Config.ub_write_banks``)
+arbitrated between the writers. :class:`rtl.top.VectorUnit` builds this instead of its
+one-instruction-at-a-time front end when the configuration asks for it; the ports are the same."""
 
 from dataclasses import replace
 
@@ -122,7 +123,9 @@ def _read_ports(m, ub, by_pipe, grant):
 
 def _write_port(m, cfg, front, by_pipe):
     """The write port's arbiter over the writers (GM -> UB's engine, the vector engines as one, the matrix
-    engine), its ``drained`` into the front end per pipe. Returns the arbiter's UB side."""
+    engine; each writer's slot AND-ORed by ``go``: an engine writes only after it), its ``drained`` into the
+    front end per pipe. Returns the arbiter's UB side: a list of one port, or of the even and odd bank's
+    (``Config.ub_write_banks``)."""
     groups = [[(e, go) for e, go in by_pipe[p] if "ub_wr" in e.signature.members] for p in Pipe]
     writers = [(p, g) for p, g in zip(Pipe, groups) if g]
     m.submodules.ub_arbiter = arb = UbWriteArbiter(cfg, len(writers), banks=cfg.ub_write_banks)

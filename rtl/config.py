@@ -78,8 +78,9 @@ class Config:
     #: The pipes run at once (issue #33, first version; ``rtl.concurrent``): commands are checked and queued
     #: per pipe (GM -> UB, UB -> GM, vector, matrix) behind a hazard scoreboard, and answered in completion
     #: order; the transfer engine runs as two halves, vector and matrix take turns on two shared read ports.
-    #: Needs ``ub_read_ports >= 4`` and ``ub_write_queues``. Not yet: the speculative start (an instruction
-    #: alone takes 7-8 cycles more than with ``False``), area and clock on an FPGA. Preset ``small_concurrent``.
+    #: Needs ``ub_read_ports >= 4`` and ``ub_write_queues``. An instruction that arrives while nothing is in
+    #: flight starts its engine before the checker's verdict, as the serial unit does, so it takes the
+    #: serial unit's cycles. Presets ``small_concurrent``, ``default_concurrent``.
     concurrent: bool = False
     #: (``concurrent``) The UB takes a word per bank per cycle (``rtl.ub.buffer.UnifiedBuffer`` with
     #: ``write_banks``: each bank's write port fed on its own), and the write arbiter grants two writers at
@@ -161,12 +162,15 @@ PRESETS = {
     "fullrate": Config(ew_lane_bytes=32, gemv_lanes=32),
     #: The A2/A3 data-type profile on the default hardware.
     "a2a3": Config(profile=Profile.A2A3),
-    #: ``small`` with its pipes running at once (``concurrent``; issue #33's first version, simulation only:
-    #: its clock and area are not measured yet).
+    #: ``small`` with its pipes running at once (``concurrent``; issue #33; docs/architecture.md, "The
+    #: concurrent unit"): four UB read ports, output queues, a write port per UB bank.
     "small_concurrent": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
                                max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16,
                                ew_lane_bytes=16, gemv_lanes=4, ub_read_ports=4, ub_write_queues=True,
                                concurrent=True, ub_write_banks=True),
+    #: ``default`` with its pipes running at once, as ``small_concurrent``: for simulation and area figures
+    #: (its place-and-route clock on the ECP5-85 is not measured; ``default`` stays the serial unit).
+    "default_concurrent": Config(ub_read_ports=4, ub_write_queues=True, concurrent=True, ub_write_banks=True),
 }
 
 

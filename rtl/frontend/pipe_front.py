@@ -1,8 +1,8 @@
 """The front end of a unit whose pipes run at once (issue #33): each command checked, queued in its pipe behind
 the hazard scoreboard, started on its engine when nothing older conflicts with it, and answered when it ends,
-in completion order. Built and tested alone (tests/rtl/test_rtl_pipe_front.py, on mock engines);
-:class:`rtl.top.VectorUnit` still runs one instruction at a time (docs/architecture.md, "Pipes and
-footprints")."""
+in completion order. Tested alone on mock engines (tests/rtl/test_rtl_pipe_front.py); the front end of the
+concurrent unit (``Config.concurrent``, :mod:`rtl.concurrent`; docs/architecture.md, "The concurrent
+unit")."""
 
 from types import SimpleNamespace
 
@@ -46,8 +46,9 @@ class PipeFrontEnd(wiring.Component):
         queued.
     engines : In(:class:`rtl.engines.base.EngineSignature`).array(len(engines))
         Per engine: ``cmd`` (held from its ``start`` to its ``done``), ``start`` (a one-cycle pulse), ``go``
-        (with ``start``, high until ``done``: the command is checked and nothing older conflicts, so the engine
-        may write at once), ``done`` and ``status`` from the engine.
+        (high until ``done``: the command is checked and nothing older conflicts, so the engine may write;
+        with ``start`` for an instruction the dispatcher offers, ``GO_DELAY`` cycles after it for a
+        speculative start), ``done`` and ``status`` from the engine.
     abort : Out(len(engines))
         Engine ``e`` started speculatively on a command the checker rejects (one cycle, at the verdict):
         reset it (:func:`rtl.frontend.engine_domain.engine_domain`; the front end starts no engine in the
@@ -61,17 +62,27 @@ class PipeFrontEnd(wiring.Component):
         wait on it and its pipe for the next, in the cycle after its ``done`` and ``drained`` have both been
         seen (its response is queued at ``done``).
     busy, stalled : Out(len(PIPES))
-        The dispatcher's: pipe ``k`` runs an instruction; its next one waits on an older one (a hazard).
+        Pipe ``k`` runs an instruction (from its start, speculative or not, to its retire); its next one
+        waits on an older one (a hazard; the dispatcher's).
     empty : Out(1)
         No command in the check stage, the pipes or the response queues.
 
-    Latency: a command accepted at edge ``t`` has its verdict and footprint in the cycle after edge ``t +
-    VERDICT_WAIT`` (the :class:`rtl.checker.checker.Checker`'s and :class:`rtl.frontend.footprint.Footprint`'s
-    latencies); the check stage takes the next command an edge after it has passed this one on (a command
-    every ``VERDICT_WAIT + 2`` cycles at most). A passed command enters the dispatcher then; its engine gets
-    ``start`` and ``go`` one edge after the dispatcher offers it (``Dispatcher``: from the cycle after the
-    scoreboard's insert). Not yet: the speculative start of an engine while the checker decides (which the
-    one-at-a-time unit has, so that an instruction alone does not pay the check).
+    Latency: a command accepted at edge ``t`` has the checker's verdict in the cycle after edge ``t +
+    Checker.LATENCY`` (a rejected command and TSYNC are answered from then) and its footprint in the cycle
+    after edge ``t + VERDICT_WAIT`` (the slower of the :class:`rtl.checker.checker.Checker` and the
+    :class:`rtl.frontend.footprint.Footprint`); a passed command enters the dispatcher then, and the check
+    stage takes the next command an edge later (a command every ``VERDICT_WAIT + 2`` cycles at most). Its
+    engine gets ``start`` and ``go`` one edge after the dispatcher offers it (``Dispatcher``: from the cycle
+    after the scoreboard's insert).
+
+    Speculative start: a command accepted while nothing is in flight (the scoreboard empty: no pipe runs,
+    nothing is queued, so nothing older can conflict), whose pipe's response queue has room and whose opcode
+    an engine runs, starts that engine at once, as the one-instruction-at-a-time unit does: ``start`` in the
+    cycle after the acceptance, ``go`` ``GO_DELAY`` cycles later if the checker passes it (the engine may
+    read the UB meanwhile, nothing more: the engine contract), ``abort`` at the verdict if it rejects it
+    (and no speculative start in the next cycle, while the engine's reset is on its way). The command enters
+    the scoreboard and its pipe as running when its footprint is ready (``DispatchLayout.started``); it
+    retires only after that. So an instruction alone takes the serial unit's cycles.
     """
 
     #: Edges from the acceptance to a valid verdict and footprint (the slower of the two pipelines).
