@@ -40,6 +40,9 @@ def test_program_row():
     assert (row["serial"], row["run"], row["bound"], row["bound pipe"]) == (194, 160, 120, "vector")
     assert row["of bound"] == "75.0%" and row["speed-up"] == "1.21"
     assert row["pipes alone"].startswith("GM -> UB 40, UB -> GM 30, vector 120")
+    assert "lanes bound" not in row
+    row = bench.program_row("p", rep, lanes_bound=100)
+    assert row["lanes bound"] == 100 and row["of lanes bound"] == "62.5%"
 
 
 @pytest.mark.slow            # the examples run on the RTL in make sim; test_pto_rtl checks Report.busy
