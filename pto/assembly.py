@@ -217,12 +217,9 @@ class Assembly:
         # On a unit whose pipes run at once, a tile's space is not reused for ``gap`` instructions after its
         # last use: an instruction that reused it at once would wait for the last user (a write-after-read
         # or write-after-write hazard), where a double-buffered program means its buffers to be
-        # independent. The largest gap up to PipeFrontEnd.ENTRIES that fits the UB (instructions that far
+        # independent. The largest gap up to Config.pipe_entries that fits the UB (instructions that far
         # apart are never in flight together), down to 0 (the tightest placement).
-        gaps = [0]
-        if self.config.concurrent:
-            from rtl.frontend.pipe_front import PipeFrontEnd
-            gaps = list(range(PipeFrontEnd.ENTRIES, -1, -1))
+        gaps = list(range(self.config.pipe_entries, -1, -1)) if self.config.concurrent else [0]
         for gap in gaps:
             placed, overflow = self._first_fit(self.config.ub_bytes, gap=gap)
             if overflow is None:

@@ -82,6 +82,13 @@ class Config:
     #: flight starts its engine before the checker's verdict, as the serial unit does, so it takes the
     #: serial unit's cycles. Presets ``small_concurrent``, ``default_concurrent``.
     concurrent: bool = False
+    #: (``concurrent``) Instructions in flight, queued or running, all pipes together: the hazard scoreboard's
+    #: entries. Instructions further apart in program order are never in flight together, so they never wait
+    #: on each other (the assembler keeps a freed tile's space unused for as many instructions:
+    #: ``pto.assembly.Assembly``). Each entry compares its footprint with every incoming one.
+    pipe_entries: int = 8
+    #: (``concurrent``) Entries of each pipe's in-order queue (at least 2).
+    pipe_queue_depth: int = 4
     #: (``concurrent``) The UB takes a word per bank per cycle (``rtl.ub.buffer.UnifiedBuffer`` with
     #: ``write_banks``: each bank's write port fed on its own), and the write arbiter grants two writers at
     #: once when their words' parities differ, so that a transfer and a compute engine writing at once each
@@ -130,6 +137,8 @@ class Config:
         need(isinstance(self.scoreboard_disable, tuple) and (self.concurrent or not self.scoreboard_disable),
              f"scoreboard_disable={self.scoreboard_disable!r} must be a tuple of rule names, and only with "
              f"concurrent=True (the serial unit has no scoreboard)")
+        need(self.pipe_entries >= 2 and self.pipe_queue_depth >= 2,
+             f"pipe_entries={self.pipe_entries} and pipe_queue_depth={self.pipe_queue_depth} must be >= 2")
         need(self.concurrent or not self.ub_write_banks,
              "ub_write_banks=True needs concurrent=True (the serial unit has one writer at a time)")
         need(not self.concurrent or (self.ub_read_ports >= 4 and self.ub_write_queues),

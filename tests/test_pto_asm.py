@@ -284,18 +284,18 @@ def test_concurrent_placement_keeps_freed_space_unused():
     wait on its last user): double_buffer's third load gets space of its own there, and the first load's on
     the serial unit; a program that only fits the tight way still assembles."""
     from pathlib import Path
-    from rtl.frontend.pipe_front import PipeFrontEnd
+    from rtl.config import preset
     p = parse((Path(__file__).parent.parent / "examples" / "double_buffer.pto").read_text(), "double_buffer.pto")
     def placed(config):
         a = p.assemble(config)
         return {buf.name: a.ub[buf.id] for buf in p.buffers if buf.id in a.ub}
     serial, conc = placed("small"), placed("small_concurrent")
     assert serial["t2"] == serial["t0"] and conc["t2"] != conc["t0"]
-    # in the concurrent placement no space is taken again within ENTRIES instructions of its last use where
+    # in the concurrent placement no space is taken again within pipe_entries instructions of its last use where
     # the 4 KiB UB allows: t0..t3 and s0..s2 are all apart
     names = ["t0", "t1", "s0", "t2", "s1", "t3", "s2"]
     assert len({conc[n] for n in names}) == len(names)
-    assert PipeFrontEnd.ENTRIES >= 4
+    assert preset("small_concurrent").pipe_entries >= 4
     # a chain of five 1 KiB tiles in the 4 KiB UB: with a gap of 8 it would need 5 KiB; it takes the largest
     # gap that fits (2 here: %e takes %a's space three instructions after %a's last use, not at once)
     src = prog("  %b = tpartadd %a, %a : !pto.tile<16x16xf32> -> !pto.tile<16x16xf32>\n"

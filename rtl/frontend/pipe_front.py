@@ -30,7 +30,8 @@ class PipeFrontEnd(wiring.Component):
     engines : the engine classes (``rtl.top.engines_for``); each runs in the pipe of its opcodes
         (``rtl.isa.INSTRUCTIONS[op].pipe``), one instruction at a time per pipe.
     depth, entries, disable : the :class:`rtl.frontend.dispatch.Dispatcher`'s (per-pipe queue entries,
-        instructions in flight, hazard rules left out for mutation checks).
+        instructions in flight: by default ``Config.pipe_queue_depth`` and ``Config.pipe_entries``; hazard
+        rules left out for mutation checks).
     exclusive : groups of pipes (:class:`rtl.isa.Pipe`) that never run at once, e.g. vector and matrix when
         they share the UB's read ports: of two heads ready in the same cycle the older command starts.
 
@@ -90,13 +91,10 @@ class PipeFrontEnd(wiring.Component):
     #: Entries of each response queue (per pipe, and the check stage's for rejected commands and TSYNC).
     RESPONSE_DEPTH = 4
 
-    #: Instructions in flight (queued or running, all pipes together) by default: the scoreboard's entries.
-    #: Instructions further apart in program order than this are never in flight together, so they never
-    #: wait on each other (the assembler keeps a freed tile's space unused for as many instructions on a
-    #: concurrent unit: ``pto.assembly.Assembly``).
-    ENTRIES = 8
-
-    def __init__(self, config, engines, *, depth=4, entries=ENTRIES, disable=(), exclusive=()):
+    def __init__(self, config, engines, *, depth=None, entries=None, disable=(), exclusive=()):
+        # (default: the configuration's ``pipe_queue_depth`` and ``pipe_entries``)
+        depth = config.pipe_queue_depth if depth is None else depth
+        entries = config.pipe_entries if entries is None else entries
         self._config, self._classes = config, tuple(engines)
         self._depth, self._entries, self._disable = depth, entries, disable
         self._exclusive = [[PIPES.index(p) for p in group] for group in exclusive]
