@@ -51,7 +51,8 @@ def test_bench_programs(capsys):
     assert bench.main(["--config", "small", "--only", "programs"]) == 0
     out = capsys.readouterr().out
     assert "double_buffer" in out and "gather_scale_gemv" in out
-    lines = [l for l in out.splitlines() if l.startswith(bench.PROGRAMS)]
+    lines = [l for l in out.splitlines() if l.startswith(bench.PROGRAMS) and " | " in l]
+    assert "tpartadd_stream: left out (does not fit the UB of small)" in out
     for line in lines:
         cells = [c.strip() for c in line.split(" | ")]
         serial, run_cycles, bound = int(cells[2]), int(cells[3]), int(cells[4])
