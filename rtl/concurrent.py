@@ -160,9 +160,5 @@ def _ub_write(m, unit, ub, wr, grant):
     if unit.config.ub_debug_port:
         debug_port(m, unit.ub_dbg, ub, wr, grant)
     else:
-        for port, w in zip(_ub_write_ports(ub), wr):
+        for port, w in zip(ub.write_ports, wr):
             m.d.comb += [port.addr.eq(w["addr"]), port.data.eq(w["data"]), port.be.eq(w["be"])]
-
-
-def _ub_write_ports(ub):
-    return list(ub.wr_bank) if "wr_bank" in ub.signature.members else [ub.wr]

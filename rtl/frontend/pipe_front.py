@@ -14,6 +14,7 @@ from rtl.checker.checker import Checker
 from rtl.engines.base import EngineSignature
 from rtl.frontend.counters import PIPES, pipe_select
 from rtl.frontend.dispatch import Dispatcher
+from rtl.frontend.engine_domain import ABORT_RESET_CYCLES
 from rtl.frontend.footprint import Footprint
 from rtl.isa import FRONT_END_OPCODES, INSTRUCTIONS, Command, Response, Status
 from rtl.lib.fifo import LutFifo
@@ -193,8 +194,7 @@ class PipeFrontEnd(wiring.Component):
                 with m.If(dispatch.push.ready):
                     m.d.sync += busy.eq(0)
                     m.d.comb += pushed.eq(started)
-        return SimpleNamespace(idle=~busy, spec=spec, verdict=verdict & started, ok=checker.ok, pushed=pushed,
-                               accept=accept)
+        return SimpleNamespace(idle=~busy, spec=spec, verdict=verdict & started, ok=checker.ok, pushed=pushed)
 
     def _speculate(self, m, dispatch, queues, accept):
         """Whether the command offered on ``cmd`` starts its engine at the edge that accepts it, before the
@@ -208,10 +208,16 @@ class PipeFrontEnd(wiring.Component):
         mine = Cat(opcode == op for cls in self._classes for op in cls.opcodes).any()
         pipe = pipe_select(m, opcode, "offered_pipe")
         room = (pipe & Cat(q.w_rdy for q in queues[1:])).any()
-        # an engine aborted in the previous cycle is reset in the next (rtl.frontend.engine_domain): a start
-        # given now would reach it while it is in reset
-        aborting = Signal(name="aborting")
-        m.d.sync += aborting.eq(self.abort.any())
+        # an aborted engine is in reset ABORT_RESET_CYCLES cycles after its ``abort`` (rtl.frontend.
+        # engine_domain): a start given in a cycle before that (the abort's command holds the check stage in
+        # the abort's own cycle) would reach it while it is being reset
+        delayed, late = [], self.abort.any()
+        for d in range(1, ABORT_RESET_CYCLES):
+            r = Signal(name="aborting" if d == 1 else f"aborting{d}")
+            m.d.sync += r.eq(late)
+            delayed.append(r)
+            late = r
+        aborting = Cat(delayed).any()
         spec = Signal(name="speculate")
         m.d.comb += spec.eq(accept & dispatch.empty & room & mine & ~aborting)
         return spec

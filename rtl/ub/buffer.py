@@ -157,6 +157,11 @@ class UnifiedBuffer(wiring.Component):
             ports["wr"] = In(UbWriteSignature(config))
         super().__init__(ports)
 
+    @property
+    def write_ports(self):
+        """The write ports: ``[wr]``, or ``wr_bank`` (even, odd) with ``write_banks``."""
+        return list(self.wr_bank) if self._banks else [self.wr]
+
     def elaborate(self, platform):
         m = Module()
         cfg = self._config

@@ -40,8 +40,8 @@ def debug_port(m, dbg, ub, wr, grant):
     rd = ub.rd[0]
     fire = dbg.valid & grant
     m.d.comb += dbg.ready.eq(grant)
-    if "wr_bank" in ub.signature.members:
-        for b, (port, w) in enumerate(zip(ub.wr_bank, wr)):
+    if len(ub.write_ports) == 2:                # a port per bank: the debug word goes to its bank's
+        for b, (port, w) in enumerate(zip(ub.write_ports, wr)):
             m.d.comb += [port.addr.eq(w["addr"]), port.data.eq(w["data"]), port.be.eq(w["be"])]
             with m.If(grant):
                 m.d.comb += [port.addr.eq(dbg.addr), port.data.eq(dbg.wdata),

@@ -2,6 +2,9 @@
 round-robin grant held in a register, so that every path ends in a register and a writer alone keeps the
 latency of today's per-engine write register."""
 
+import functools
+import operator
+
 from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -78,7 +81,7 @@ class UbWriteArbiter(wiring.Component):
         # per output port (one, or a bank each): one-hot (or zero), the slot whose head is on it now
         grants = [Signal(n, name=f"grant{'_' + str(b) if self._banks else ''}") for b in range(len(outs))]
         pops = Signal(n, name="pops")
-        m.d.comb += pops.eq(_or(grants))
+        m.d.comb += pops.eq(functools.reduce(operator.or_, grants))
         heads, heads_next, parity_next = [], [], []
         for k, port in enumerate(self.wr):
             head, second = Signal(Word, name=f"head{k}"), Signal(Word, name=f"second{k}")
@@ -137,13 +140,6 @@ class UbWriteArbiter(wiring.Component):
                     m.d.sync += last.eq(_index(nxt, n))
         m.d.comb += self.busy.eq(~self.drained.all())
         return m
-
-
-def _or(values):
-    out = values[0]
-    for v in values[1:]:
-        out = out | v
-    return out
 
 
 def _index(onehot, n):
