@@ -103,7 +103,8 @@ def test_no_conflict_no_stall():
 
 def test_concurrent_configuration_errors():
     """What ``Config.concurrent`` needs is said by name: the read ports and the write queues; a scoreboard
-    rule that does not exist, and ``scoreboard_disable`` on a serial unit, are refused."""
+    rule that does not exist, ``scoreboard_disable`` or ``ub_write_banks`` on a serial unit, and fewer than
+    two scoreboard entries or queue entries, are refused."""
     from rtl.top import VectorUnit
     from amaranth.back import rtlil
     with pytest.raises(ValueError, match="ub_read_ports >= 4"):
@@ -114,3 +115,9 @@ def test_concurrent_configuration_errors():
         preset("small", scoreboard_disable=("ub_raw",))
     with pytest.raises(ValueError, match="no rules"):
         rtlil.convert(VectorUnit(preset("small_concurrent", scoreboard_disable=("ub_rawr",))))
+    with pytest.raises(ValueError, match="ub_write_banks=True needs concurrent=True"):
+        preset("small", ub_write_banks=True)
+    with pytest.raises(ValueError, match="pipe_entries=1 and pipe_queue_depth=4 must be >= 2"):
+        preset("small_concurrent", pipe_entries=1)
+    with pytest.raises(ValueError, match="pipe_queue_depth=1 must be >= 2"):
+        preset("small_concurrent", pipe_queue_depth=1)
