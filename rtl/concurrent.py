@@ -123,9 +123,9 @@ def _read_ports(m, ub, by_pipe, grant):
 
 def _write_port(m, cfg, front, by_pipe):
     """The write port's arbiter over the writers (GM -> UB's engine, the vector engines as one, the matrix
-    engine; each writer's slot AND-ORed by ``go``: an engine writes only after it), its ``drained`` into the
-    front end per pipe. Returns the arbiter's UB side: a list of one port, or of the even and odd bank's
-    (``Config.ub_write_banks``)."""
+    engine; each writer's slot AND-ORed by ``go``: an engine writes only after it), the front end's ``fence``
+    into it and its ``fenced`` back as the front end's ``drained``, per pipe. Returns the arbiter's UB side: a
+    list of one port, or of the even and odd bank's (``Config.ub_write_banks``)."""
     groups = [[(e, go) for e, go in by_pipe[p] if "ub_wr" in e.signature.members] for p in Pipe]
     writers = [(p, g) for p, g in zip(Pipe, groups) if g]
     m.submodules.ub_arbiter = arb = UbWriteArbiter(cfg, len(writers), banks=cfg.ub_write_banks)
@@ -136,7 +136,8 @@ def _write_port(m, cfg, front, by_pipe):
             m.d.comb += getattr(slot, name).eq(and_or([(go, getattr(e.ub_wr, name)) for e, go in group],
                                                        len(getattr(slot, name))))
         m.d.comb += [e.ub_wr.ready.eq(slot.ready) for e, _ in group]
-        drained[p] = arb.drained[k]
+        m.d.comb += arb.fence[k].eq(front.fence[PIPES.index(p)])
+        drained[p] = arb.fenced[k]
     m.d.comb += front.drained.eq(Cat(drained[p] for p in PIPES))
     return list(arb.ub_bank) if cfg.ub_write_banks else [arb.ub]
 

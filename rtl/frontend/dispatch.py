@@ -43,13 +43,19 @@ class Dispatcher(wiring.Component):
         Pipe ``k``'s oldest instruction, offered when the pipe runs nothing and no older instruction in
         flight in another pipe conflicts with it; its engine takes it (``ready``) when idle.
     done : In(len(PIPES))
-        Pipe ``k``'s running instruction has finished (a pulse): it leaves the scoreboard at this edge,
-        and the pipe may issue its next instruction in the next cycle.
+        Pipe ``k``'s running instruction has finished (a pulse): the pipe may issue its next instruction in
+        the next cycle. The instruction stays in the scoreboard, *draining* (its last words may still be on
+        their way to the UB), until ``retire``.
+    retire : In(len(PIPES))
+        Pipe ``k``'s draining instruction leaves the scoreboard at this edge (a pulse), freeing the ones that
+        wait on it; with ``done`` and nothing draining, the finishing one does (it never drains). A pipe
+        drains one instruction at a time: ``done`` while one drains needs ``retire`` in the same cycle.
     busy : Out(len(PIPES))
         Pipe ``k`` runs an instruction.
     stalled : Out(len(PIPES))
-        Pipe ``k`` runs nothing and its oldest instruction waits on an older one (the scoreboard's
-        ``hazard``; not the cycle of its own comparison): the stalled-on-hazard cycles, none for an
+        Pipe ``k`` runs nothing and its oldest instruction waits on an older one, of any pipe (the
+        scoreboard's ``hazard``, with ``same_pipe``: the older one of its own pipe may be draining; not the
+        cycle of its own comparison): the stalled-on-hazard cycles, none for an
         instruction that conflicts with nothing.
     empty : Out(1)
         No instruction queued or running.
@@ -69,6 +75,7 @@ class Dispatcher(wiring.Component):
             "push": In(stream.Signature(DispatchLayout(config, payload))),
             "issue": Out(stream.Signature(payload)).array(len(PIPES)),
             "done": In(len(PIPES)),
+            "retire": In(len(PIPES)),
             "busy": Out(len(PIPES)),
             "stalled": Out(len(PIPES)),
             "empty": Out(1),
@@ -77,7 +84,8 @@ class Dispatcher(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self._entries
-        m.submodules.scoreboard = sb = Scoreboard(self._config, n, disable=self._disable)
+        # (same_pipe: a pipe's next instruction may start while the previous one drains, ``retire``)
+        m.submodules.scoreboard = sb = Scoreboard(self._config, n, same_pipe=True, disable=self._disable)
         entry = data.StructLayout({"payload": self._payload, "slot": range(n)})
         push = self.push
         room = Signal(len(PIPES))
@@ -103,7 +111,16 @@ class Dispatcher(wiring.Component):
                 m.d.sync += [running.eq(1), slot.eq(sb.slot)]
             with m.Elif(self.done[k]):
                 m.d.sync += running.eq(0)
-            retire.append(Mux(self.done[k] & running, 1 << slot, 0))
+            # the finished instruction drains until ``retire`` (unless it retires at once)
+            draining = Signal(name=f"draining{k}")
+            drain_slot = Signal(range(n), name=f"draining_slot{k}")
+            finishing = self.done[k] & running
+            leaving = Mux(draining, drain_slot, slot)
+            with m.If(finishing & ~(self.retire[k] & ~draining)):
+                m.d.sync += [draining.eq(1), drain_slot.eq(slot)]
+            with m.Elif(self.retire[k]):
+                m.d.sync += draining.eq(0)
+            retire.append(Mux(self.retire[k] & (draining | finishing), 1 << leaving, 0))
             m.d.comb += [self.busy[k].eq(running),
                          self.stalled[k].eq(q.r_rdy & ~running & sb.hazard.bit_select(head.slot, 1))]
         m.d.comb += sb.retire.eq(functools.reduce(operator.or_, retire))

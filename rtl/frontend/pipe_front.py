@@ -58,13 +58,21 @@ class PipeFrontEnd(wiring.Component):
     owner : Out(len(engines))
         Engine ``e`` runs a command, from its ``start`` (a register, high with ``start``) to its ``done``:
         the select of the UB read ports it shares (its reads may come before ``go``).
+    fence : Out(len(PIPES))
+        Pipe ``k``'s engine is done (a pulse): the words it handed over so far are its instruction's last
+        (``rtl.ub.write_arbiter.UbWriteArbiter.fence``).
     drained : In(len(PIPES)), default all high
-        Pipe ``k``'s UB writes have all landed (``rtl.ub.write_arbiter.UbWriteArbiter.drained``: an engine's
-        ``done`` says its last word was *taken*). An instruction leaves the scoreboard, freeing the ones that
-        wait on it and its pipe for the next, in the cycle after its ``done`` and ``drained`` have both been
-        seen (its response is queued at ``done``).
+        The words pipe ``k`` handed over up to its last ``fence`` (one in this cycle included) have all landed
+        (``rtl.ub.write_arbiter.UbWriteArbiter.fenced``: an engine's ``done`` says its last word was
+        *taken*). A pipe whose engines write the UB (``Engine.UB_WRITE``) takes its next instruction at
+        its engine's ``done`` (with the response queued and the instruction in the scoreboard); the finished
+        one *drains*, staying in the scoreboard (holding back every younger instruction that conflicts with
+        it, of its own pipe too) until ``drained``, at most one per pipe (none if ``drained`` is high at
+        once). A pipe whose engines do not write
+        the UB (UB -> GM: its ``done`` comes after the last write response) retires its instruction at
+        ``done``.
     busy, stalled : Out(len(PIPES))
-        Pipe ``k`` runs an instruction (from its start, speculative or not, to its retire); its next one
+        Pipe ``k`` runs an instruction (from its start, speculative or not, until it frees the pipe); its next one
         waits on an older one (a hazard; the dispatcher's).
     empty : Out(1)
         No command in the check stage, the pipes or the response queues.
@@ -111,7 +119,7 @@ class PipeFrontEnd(wiring.Component):
             "rsp": Out(stream.Signature(Response)),
             "engines": In(EngineSignature(config)).array(len(self._classes)),
             "drained": In(len(PIPES), init=(1 << len(PIPES)) - 1),
-            "abort": Out(len(self._classes)), "owner": Out(len(self._classes)),
+            "abort": Out(len(self._classes)), "owner": Out(len(self._classes)), "fence": Out(len(PIPES)),
             "busy": Out(len(PIPES)), "stalled": Out(len(PIPES)), "empty": Out(1),
         })
 
@@ -226,11 +234,13 @@ class PipeFrontEnd(wiring.Component):
         """Per pipe: the dispatcher's offer (or a speculative start, ``stage.spec``) starts the engine of its
         opcode (``start`` from a register, ``go`` from a register too: with ``start`` for an offer, at the
         checker's verdict for a speculative start; the command held in a register of the engine's own), the
-        engine's ``done`` queues the response once the command is known to pass, and the instruction retires
-        once it is in the scoreboard and its writes have drained. Returns the pipes' ``running`` flags."""
+        engine's ``done`` queues the response once the command is known to pass and, once the instruction is in
+        the scoreboard, frees its pipe; the instruction leaves the scoreboard once its writes have drained
+        (``drained``). Returns the pipes' ``running`` flags."""
         n = len(PIPES)
+        free = [Signal(name=f"pipe{k}_free") for k in range(n)]
         retire = [Signal(name=f"pipe{k}_retire") for k in range(n)]
-        running = [Signal(name=f"pipe{k}_running") for k in range(n)]     # from take to retire
+        running = [Signal(name=f"pipe{k}_running") for k in range(n)]     # from take to free
         allowed = self._exclusion(m, dispatch, running)
         offered = self.cmd.payload
         for k in range(n):
@@ -292,16 +302,31 @@ class PipeFrontEnd(wiring.Component):
             m.d.comb += [answer.eq((finish | ended) & (checked | passed) & ~aborted & ~answered),
                          w_en.eq(answer), w_data.tag.eq(tag), w_data.status.eq(Mux(ended, ended_status, status)),
                          w_data.cycles.eq(now - stamp)]
-            # retire: done seen (now or before), answered, in the scoreboard, the writes drained
-            m.d.comb += retire[k].eq((finish | ended) & (answered | answer) & inserted & self.drained[k])
-            with m.If(retire[k] | aborted):
+            # free the pipe: done seen (now or before), answered, in the scoreboard (and the pipe's previous
+            # instruction drained, or draining now: one drains at a time); the instruction retires then (no
+            # UB writes) or once the words it handed over have landed (``drained`` after its ``fence``)
+            finished = (finish | ended) & (answered | answer) & inserted
+            m.d.comb += self.fence[k].eq(finish)
+            if any(self._classes[e].UB_WRITE for e in mine):
+                draining = Signal(name=f"pipe{k}_draining")
+                # (the dispatcher retires one instruction of a pipe per cycle: the draining one, or else the
+                # finishing one if nothing is owed for it)
+                m.d.comb += [retire[k].eq(Mux(draining, self.drained[k], finished & self.drained[k])),
+                             free[k].eq(finished & (~draining | self.drained[k]))]
+                with m.If(free[k] & (draining | ~self.drained[k])):
+                    m.d.sync += draining.eq(1)
+                with m.Elif(retire[k]):
+                    m.d.sync += draining.eq(0)
+            else:
+                m.d.comb += [free[k].eq(finished), retire[k].eq(finished)]
+            with m.If(free[k] | aborted):
                 m.d.sync += [ended.eq(0), answered.eq(0), running[k].eq(0)]
             with m.Else():
                 with m.If(finish):
                     m.d.sync += [ended.eq(1), ended_status.eq(status)]
                 with m.If(answer):
                     m.d.sync += answered.eq(1)
-        m.d.comb += dispatch.done.eq(Cat(retire))
+        m.d.comb += [dispatch.done.eq(Cat(free)), dispatch.retire.eq(Cat(retire))]
         return running
 
     def _exclusion(self, m, dispatch, running):

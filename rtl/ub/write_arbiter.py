@@ -46,6 +46,14 @@ class UbWriteArbiter(wiring.Component):
         every word the writer has handed over is in the UB's input register or further (its last word
         is readable ``UnifiedBuffer``'s write latency later). What a scoreboard's retire waits for: an
         engine's ``done`` means its last word was *taken*.
+    fence : ``writers`` bits in: the writer's instruction is done (a pulse; its last word taken at this edge
+        or before), so that ``fenced`` can tell when that instruction's words have left while the writer's
+        next instruction already hands over words
+    fenced : ``writers`` bits out: every word the writer handed over up to its last ``fence``, one in this
+        cycle included, has left the slot (as ``drained``, for those words only; high from reset). With a
+        ``fence`` it is ``drained`` and no word taken now (the ``fence`` and the writer's ``valid`` pass
+        through two LUT levels); otherwise a register's. What a pipe that takes its next instruction at
+        ``done`` retires the previous one on.
     busy : out, some slot holds a word
 
     Latency: a word taken at edge ``t`` is on ``ub`` in the cycle after it (``LATENCY`` = 1, the slot's
@@ -69,6 +77,8 @@ class UbWriteArbiter(wiring.Component):
             "wr": In(port).array(writers),
             **out,
             "drained": Out(writers),
+            "fence": In(writers),
+            "fenced": Out(writers),
             "busy": Out(1),
         })
 
@@ -112,6 +122,14 @@ class UbWriteArbiter(wiring.Component):
             # the next head's word parity (the bank it goes to), following the moves above
             parity_next.append(Mux(pop, Mux(sv, second.addr[0], word.addr[0]), Mux(hv, head.addr[0], word.addr[0])))
             m.d.comb += self.drained[k].eq(~hv & ~sv)
+            # the words owed to the last fence: those in the slot after the fence's edge, which leave first
+            # (the slot is in order), one per pop
+            owed = Signal(range(self.SLOT_DEPTH + 1), name=f"owed{k}")
+            with m.If(self.fence[k]):
+                m.d.sync += owed.eq(count_next)
+            with m.Elif(pop & (owed != 0)):
+                m.d.sync += owed.eq(owed - 1)
+            m.d.comb += self.fenced[k].eq(Mux(self.fence[k], ~hv & ~sv & ~push, owed == 0))
             heads.append(head)
         # the ports: the granted head, an AND-OR of registers
         for out, grant in zip(outs, grants):

@@ -94,6 +94,7 @@ def run_mock(cmds, config_name, seed, *, disable=(), depth=3, entries=6):
                         ending.append(i)        # in flight until the edge (the scoreboard retires it there)
                 ctx.set(dut.issue[k].ready, k not in run and rng.random() < 0.7)
             ctx.set(dut.done, done)
+            ctx.set(dut.retire, done)     # (nothing drains: the front end's draining is its test's)
             pushed = offer and ctx.get(dut.push.ready)
             started = {}
             for k in range(len(PIPES)):

@@ -1,6 +1,7 @@
 """rtl.ub.write_arbiter.UbWriteArbiter: several writers share the UB write port a word per cycle; every word
 reaches the port once, in its writer's order; a writer alone keeps the latency of one register and a word
-per cycle; grants rotate; ``drained`` says when a writer's words have all left."""
+per cycle; grants rotate; ``drained`` says when a writer's words have all left, ``fenced`` when the words
+handed over up to a ``fence`` have."""
 
 import random
 
@@ -13,16 +14,17 @@ from rtl.ub.write_arbiter import UbWriteArbiter
 CONFIG = preset("small")
 
 
-def _run(writers, *, offer, words=60, seed=0, hold_check=True, banks=False):
+def _run(writers, *, offer, words=60, seed=0, hold_check=True, banks=False, fence=0.0):
     """``writers`` writers, each offering its ``words`` words (a count, or one per writer) (data = writer << 32 | sequence) with
     probability ``offer[k]`` per cycle and holding a refused word as the handshake says. Returns per
     writer the cycles its words were taken, the words on the port with their cycle, and per cycle the
-    ``drained`` bits and what each writer still had to hand over."""
+    ``drained`` bits and what each writer still had to hand over. ``fence``: the probability per cycle and
+    writer of a ``fence`` pulse (logged with the cycle, as are the ``fenced`` bits per cycle)."""
     rng = random.Random(seed)
     words = words if isinstance(words, list) else [words] * writers
     dut = UbWriteArbiter(CONFIG, writers, banks=banks)
     outs = list(dut.ub_bank) if banks else [dut.ub]
-    log = {"taken": [[] for _ in range(writers)], "port": [], "drained": []}
+    log = {"taken": [[] for _ in range(writers)], "port": [], "drained": [], "fences": [], "fenced": []}
     sim = Simulator(dut)
     sim.add_clock(1e-8)
 
@@ -45,6 +47,10 @@ def _run(writers, *, offer, words=60, seed=0, hold_check=True, banks=False):
                     if banks:
                         log.setdefault("bank", []).append((b, ctx.get(out.addr)))
             log["drained"].append((ctx.get(dut.drained), [s for s in sent]))
+            pulses = [rng.random() < fence for _ in range(writers)]
+            ctx.set(dut.fence, sum(p << k for k, p in enumerate(pulses)))
+            log["fences"] += [(k, cycle) for k, p in enumerate(pulses) if p]
+            log["fenced"].append(ctx.get(dut.fenced))
             for k, port in enumerate(dut.wr):
                 if offering[k] and ctx.get(port.ready):
                     log["taken"][k].append(cycle)
@@ -116,6 +122,25 @@ def test_drained():
             for cycle in range(t + 1, on_port[(k, seq)] + 1):
                 assert not (log["drained"][cycle][0] >> k) & 1, (k, seq, cycle)
     assert log["drained"][-1][0] == 0b11
+
+
+@pytest.mark.parametrize("banks", [False, True])
+def test_fenced(banks):
+    """``fenced[k]`` in a cycle: every word writer ``k`` handed over at or before its last ``fence`` (at an
+    edge up to this cycle's) has been on the port in an earlier cycle, exactly, while the writer goes on
+    handing over words (its next instruction's)."""
+    log = _run(3, offer=[0.9, 0.6, 0.3], words=80, seed=7 + banks, banks=banks, fence=0.15)
+    on_port = {(w, seq): cycle for w, seq, cycle, *_ in log["port"]}
+    checked = 0
+    for k in range(3):
+        fences = sorted(c for w, c in log["fences"] if w == k)
+        for cycle, bits in enumerate(log["fenced"]):
+            last = max((f for f in fences if f <= cycle), default=None)
+            owed = [seq for seq, t in enumerate(log["taken"][k]) if last is not None and t <= last]
+            want = all(on_port[(k, seq)] < cycle for seq in owed)
+            assert bool(bits >> k & 1) == want, (k, cycle, last)
+            checked += not want
+    assert checked > 20        # cycles with words owed to a fence
 
 
 @pytest.mark.parametrize("writers", [1, 2, 3])
