@@ -130,7 +130,7 @@ def gemv_extra(record, config):
 
 #: The examples the programs table times (``examples/<name>.pto`` with its input generator). A program that
 #: does not fit a configuration's UB is left out of its table (tpartadd_stream needs 24 KiB).
-PROGRAMS = ("double_buffer", "gather_scale_gemv", "tpartadd_stream")
+PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream")
 
 
 def program_row(name, rep, lanes_bound=None):

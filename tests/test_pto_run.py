@@ -27,6 +27,12 @@ def test_every_example_has_a_generator():
         assert (EXAMPLES / f"{n}.py").exists(), n
 
 
+@pytest.mark.parametrize("name,tiles", [("double_buffer", 8), ("double_buffer_32", 32)])
+def test_double_buffer_programs_are_generated(name, tiles):
+    """The double-buffered loops are ``examples/double_buffer.py``'s ``program(tiles)``, one source."""
+    assert (EXAMPLES / f"{name}.pto").read_text() == example("double_buffer").program(tiles, name)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_example_golden(name):
     mod = example(name)
