@@ -55,8 +55,8 @@ class Dispatcher(wiring.Component):
     stalled : Out(len(PIPES))
         Pipe ``k`` runs nothing and its oldest instruction waits on an older one, of any pipe (the
         scoreboard's ``hazard``, with ``same_pipe``: the older one of its own pipe may be draining; not the
-        cycle of its own comparison): the stalled-on-hazard cycles, none for an
-        instruction that conflicts with nothing.
+        cycle of its own comparison): the stalled-on-hazard cycles, none for an instruction that conflicts
+        with nothing.
     empty : Out(1)
         No instruction queued or running.
 

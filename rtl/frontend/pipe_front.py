@@ -62,18 +62,17 @@ class PipeFrontEnd(wiring.Component):
         Pipe ``k``'s engine is done (a pulse): the words it handed over so far are its instruction's last
         (``rtl.ub.write_arbiter.UbWriteArbiter.fence``).
     drained : In(len(PIPES)), default all high
-        The words pipe ``k`` handed over up to its last ``fence`` (one in this cycle included) have all landed
-        (``rtl.ub.write_arbiter.UbWriteArbiter.fenced``: an engine's ``done`` says its last word was
-        *taken*). A pipe whose engines write the UB (``Engine.UB_WRITE``) takes its next instruction at
-        its engine's ``done`` (with the response queued and the instruction in the scoreboard); the finished
-        one *drains*, staying in the scoreboard (holding back every younger instruction that conflicts with
-        it, of its own pipe too) until ``drained``, at most one per pipe (none if ``drained`` is high at
-        once). A pipe whose engines do not write
-        the UB (UB -> GM: its ``done`` comes after the last write response) retires its instruction at
-        ``done``.
+        The words pipe ``k`` handed over up to its last ``fence`` (one in this cycle included) have all
+        landed (``rtl.ub.write_arbiter.UbWriteArbiter.fenced``: an engine's ``done`` says its last word was
+        *taken*). A pipe whose engines write the UB (``Engine.UB_WRITE``) takes its next instruction at its
+        engine's ``done`` (with the response queued and the instruction in the scoreboard); the finished one
+        *drains*, staying in the scoreboard (holding back every younger instruction that conflicts with it,
+        of its own pipe too) until ``drained``, at most one per pipe (none if ``drained`` is high at once).
+        A pipe whose engines do not write the UB (UB -> GM: its ``done`` comes after the last write
+        response) retires its instruction at ``done``.
     busy, stalled : Out(len(PIPES))
-        Pipe ``k`` runs an instruction (from its start, speculative or not, until it frees the pipe); its next one
-        waits on an older one (a hazard; the dispatcher's).
+        Pipe ``k`` runs an instruction (from its start, speculative or not, until it frees the pipe); its
+        next one waits on an older one (a hazard; the dispatcher's).
     empty : Out(1)
         No command in the check stage, the pipes or the response queues.
 

@@ -55,9 +55,9 @@ def _early(rng):
 
 def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drained=False, one_at_a_time=False):
     """Run ``cmds`` through a PipeFrontEnd on mock engines; returns findings. A UB writer's writes may land
-    after its ``done`` (up to ``LATE`` cycles, while its pipe's next instruction runs), and its pipe's ``drained`` is
-    low until they have (``ignore_drained``: held high instead, a mutation). ``one_at_a_time``: offer a command only when every earlier one has been
-    answered."""
+    after its ``done`` (up to ``LATE`` cycles, while its pipe's next instruction runs), and its pipe's
+    ``drained`` is low until they have (``ignore_drained``: held high instead, a mutation).
+    ``one_at_a_time``: offer a command only when every earlier one has been answered."""
     cfg = preset(config_name)
     classes = concurrent_engines(engines_for(cfg))
     dut = PipeFrontEnd(cfg, classes, depth=3, entries=6, disable=disable, exclusive=exclusive)
