@@ -178,7 +178,7 @@ PRESETS = {
                                ew_lane_bytes=16, gemv_lanes=4, ub_read_ports=4, ub_write_queues=True,
                                concurrent=True, ub_write_banks=True),
     #: ``default`` with its pipes running at once, as ``small_concurrent``: for simulation and area figures
-    #: (the concurrent unit does not meet 100 MHz on the ECP5-85 yet; ``default`` stays the serial unit).
+    #: (it fills 89% of the ECP5-85's logic cells and does not route there; ``default`` stays the serial unit).
     "default_concurrent": Config(ub_read_ports=4, ub_write_queues=True, concurrent=True, ub_write_banks=True),
 }
 

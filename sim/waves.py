@@ -272,7 +272,7 @@ def _fields(save, top, tdata, layout, prefix, enum_filters, groups):
 #: The concurrent front end's signals in its GTKWave group (``rtl.frontend.pipe_front``, ``...dispatch``):
 #: per pipe whether it runs, waits on a hazard, takes an instruction, retires one; the engines' start / go;
 #: the queues' fill; the unit empty (TSYNC's condition).
-_FRONT_TRACES = (r"(busy|stalled|empty|pipe\d+_(running|take|done|free|draining|retire|ended)|(start|go|sel)_\w+"
+_FRONT_TRACES = (r"(busy|stalled|empty|pipe\d+_(running|take|done|free|retire|ended)|(start|go|sel)_\w+"
                  r"|running\d+|draining\d+|queue\d+\.level|level)")
 
 

@@ -111,14 +111,14 @@ def test_save_file_groups_the_concurrent_front_end(tmp_path, monkeypatch):
             ("vector_unit.front", "busy", 4), ("vector_unit.front", "stalled", 4), ("vector_unit.front", "empty", 1),
             ("vector_unit.front", "pipe2_running", 1), ("vector_unit.front", "go_elementwise", 1),
             ("vector_unit.front", "held", 640), ("vector_unit.front.dispatch", "running1", 1),
-            ("vector_unit.front", "pipe2_draining", 1), ("vector_unit.front", "pipe2_free", 1)]
+            ("vector_unit.front.dispatch", "draining2", 1), ("vector_unit.front", "pipe2_free", 1)]
     monkeypatch.setattr(waves, "fst_signals", lambda f: sigs)
     lines = waves.write_gtkw(fst, filters={}).read_text().splitlines()
     start = next(i for i, l in enumerate(lines) if "queues and hazard stalls" in l)
     group = lines[start:next(i for i in range(start + 1, len(lines)) if lines[i].startswith("-"))]
     for trace in ("vector_unit.front.busy[3:0]", "vector_unit.front.stalled[3:0]", "vector_unit.front.empty",
                   "vector_unit.front.pipe2_running", "vector_unit.front.go_elementwise",
-                  "vector_unit.front.dispatch.running1", "vector_unit.front.pipe2_draining",
+                  "vector_unit.front.dispatch.running1", "vector_unit.front.dispatch.draining2",
                   "vector_unit.front.pipe2_free"):
         assert trace in group, trace
     assert not any("held" in l for l in group)

@@ -52,6 +52,8 @@ class Dispatcher(wiring.Component):
         drains one instruction at a time: ``done`` while one drains needs ``retire`` in the same cycle.
     busy : Out(len(PIPES))
         Pipe ``k`` runs an instruction.
+    draining : Out(len(PIPES))
+        Pipe ``k`` has a finished instruction waiting for ``retire`` (a register).
     stalled : Out(len(PIPES))
         Pipe ``k`` runs nothing and its oldest instruction waits on an older one, of any pipe (the
         scoreboard's ``hazard``, with ``same_pipe``: the older one of its own pipe may be draining; not the
@@ -77,6 +79,7 @@ class Dispatcher(wiring.Component):
             "done": In(len(PIPES)),
             "retire": In(len(PIPES)),
             "busy": Out(len(PIPES)),
+            "draining": Out(len(PIPES)),
             "stalled": Out(len(PIPES)),
             "empty": Out(1),
         })
@@ -121,7 +124,7 @@ class Dispatcher(wiring.Component):
             with m.Elif(self.retire[k]):
                 m.d.sync += draining.eq(0)
             retire.append(Mux(self.retire[k] & (draining | finishing), 1 << leaving, 0))
-            m.d.comb += [self.busy[k].eq(running),
+            m.d.comb += [self.busy[k].eq(running), self.draining[k].eq(draining),
                          self.stalled[k].eq(q.r_rdy & ~running & sb.hazard.bit_select(head.slot, 1))]
         m.d.comb += sb.retire.eq(functools.reduce(operator.or_, retire))
         m.d.comb += self.empty.eq(sb.empty)

@@ -307,15 +307,11 @@ class PipeFrontEnd(wiring.Component):
             finished = (finish | ended) & (answered | answer) & inserted
             m.d.comb += self.fence[k].eq(finish)
             if any(self._classes[e].UB_WRITE for e in mine):
-                draining = Signal(name=f"pipe{k}_draining")
-                # (the dispatcher retires one instruction of a pipe per cycle: the draining one, or else the
-                # finishing one if nothing is owed for it)
-                m.d.comb += [retire[k].eq(Mux(draining, self.drained[k], finished & self.drained[k])),
+                # (the dispatcher holds the draining instruction and retires one of a pipe per cycle: the
+                # draining one, or else the finishing one if nothing is owed for it)
+                draining = dispatch.draining[k]
+                m.d.comb += [retire[k].eq(self.drained[k] & (draining | finished)),
                              free[k].eq(finished & (~draining | self.drained[k]))]
-                with m.If(free[k] & (draining | ~self.drained[k])):
-                    m.d.sync += draining.eq(1)
-                with m.Elif(retire[k]):
-                    m.d.sync += draining.eq(0)
             else:
                 m.d.comb += [free[k].eq(finished), retire[k].eq(finished)]
             with m.If(free[k] | aborted):
