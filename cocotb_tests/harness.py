@@ -266,6 +266,16 @@ class Harness:
         await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
         return {pipe.value: int(getattr(self.dut, f"perf__stalled__{k}").value) for k, pipe in enumerate(PIPES)}
 
+    async def early_counters(self):
+        """``{pipe name: instructions}`` of the early-start counters (``perf__early__<k>``: started while the
+        pipe's previous instruction was still in its engine) of a unit whose pipes run at once; None for a unit
+        without them. Read as :meth:`busy_counters`."""
+        from rtl.frontend.counters import PIPES, PipeCounters
+        if not hasattr(self.dut, "perf__early__0"):
+            return None
+        await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
+        return {pipe.value: int(getattr(self.dut, f"perf__early__{k}").value) for k, pipe in enumerate(PIPES)}
+
     async def run(self, cmd, *, label=None):
         """Execute on the RTL and on the golden machine; the statuses must agree. Returns the response."""
         rsp = await self.driver.execute(cmd, label=label)

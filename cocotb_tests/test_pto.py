@@ -69,18 +69,23 @@ async def _time_program(h, image):
     (``Driver.execute_back_to_back``: the first command accepted to the last response, as the unit runs a
     program when nothing pauses between commands); the checked run pauses after each command to compare
     the UB. Returns (total, statuses of the rerun, each command's (start, end) cycles: ``Driver.schedule``,
-    each pipe's busy cycles over the rerun: the unit's counters' differences, and its stalled-on-hazard cycles:
-    None for a unit without those counters)."""
+    each pipe's busy cycles over the rerun: the unit's counters' differences, its stalled-on-hazard cycles and
+    its early starts: None for a unit without those counters)."""
     await h.ub_load(0, image.ub, shadow=False)
     for addr, data in image.gm:
         h.driver.gm_write(addr, data)
-    before, stalls_before = await h.busy_counters(), await h.stall_counters()
+    before, stalls_before, early_before = await h.busy_counters(), await h.stall_counters(), await h.early_counters()
     responses, total = await h.driver.execute_back_to_back(image.commands)
-    after, stalls_after = await h.busy_counters(), await h.stall_counters()
+    after, stalls_after, early_after = await h.busy_counters(), await h.stall_counters(), await h.early_counters()
     busy = {p: (after[p] - before[p]) % (1 << 32) for p in before}
-    stalled = None if stalls_after is None else \
-        {p: (stalls_after[p] - stalls_before[p]) % (1 << 32) for p in stalls_after}
-    return total, [_name(r["status"]) for r in responses], h.driver.schedule, busy, stalled
+    stalled = _delta(stalls_before, stalls_after)
+    return (total, [_name(r["status"]) for r in responses], h.driver.schedule, busy, stalled,
+            _delta(early_before, early_after))
+
+
+def _delta(before, after):
+    """Per pipe, what a counter gained between two reads (None for a unit without it)."""
+    return None if after is None else {p: (after[p] - before[p]) % (1 << 32) for p in after}
 
 
 @cocotb.test()
@@ -91,7 +96,7 @@ async def pto_program(dut):
     h = await Harness.start(dut)
     try:
         await _run_image(h, image, results, save=lambda: _save(out_path, results))
-        total, statuses, schedule, busy, stalled = await _time_program(h, image)
+        total, statuses, schedule, busy, stalled, early = await _time_program(h, image)
         if statuses != [c["status"] for c in results["commands"]]:
             results["error"] = f"the timed rerun answered {statuses}, the checked run {results['commands']}"
             raise AssertionError(results["error"])
@@ -99,6 +104,7 @@ async def pto_program(dut):
         results["schedule"] = schedule
         results["busy"] = busy
         results["stalled"] = stalled
+        results["early"] = early
     finally:
         _save(out_path, results)
 
@@ -122,8 +128,10 @@ async def _run_back_to_back(h, image, results):
     await h.ub_load(0, image.ub)
     for addr, data in image.gm:
         h.gm_write(addr, data)
+    early_before = await h.early_counters()
     responses, total = await h.driver.execute_back_to_back(image.commands)
     results["total_cycles"], results["schedule"] = total, h.driver.schedule
+    results["early"] = _delta(early_before, await h.early_counters())
     ub_undef = np.zeros(len(h.golden.ub), bool)
     gm_undef = []                                   # GM ranges (lo, hi) computed from undefined bytes
     try:

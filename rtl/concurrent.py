@@ -57,7 +57,9 @@ def elaborate_concurrent(unit, classes, platform):
     # the compute engines see the two ports they share (their read_ports follow the configuration)
     compute_cfg = replace(cfg, ub_read_ports=READ_PORTS - _COMPUTE_PORT, concurrent=False, scoreboard_disable=(),
                           ub_write_banks=False)
-    engines = [cls(compute_cfg if _pipe(cls) in (Pipe.VECTOR, Pipe.MATRIX) else cfg) for cls in classes]
+    # (engines that can take their next instruction early do so: ``Config.pipe_overlap``)
+    engines = [cls(compute_cfg if _pipe(cls) in (Pipe.VECTOR, Pipe.MATRIX) else cfg,
+                   **({"overlap": True} if cfg.pipe_overlap and cls.OVERLAP else {})) for cls in classes]
     m.submodules.ub = ub = UnifiedBuffer(cfg, write_banks=cfg.ub_write_banks)
     unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
     if unknown:
@@ -71,6 +73,8 @@ def elaborate_concurrent(unit, classes, platform):
         port = front.engines[k]
         m.d.comb += [e.cmd.eq(port.cmd), e.start.eq(port.start), e.go.eq(port.go),
                      port.done.eq(e.done), port.status.eq(e.status)]
+        if "release" in e.signature.members:
+            m.d.comb += front.release[k].eq(e.release)
     # commands and responses
     m.d.comb += [front.cmd.valid.eq(unit.s_axis_cmd.tvalid), front.cmd.payload.eq(unit.s_axis_cmd.tdata),
                  unit.s_axis_cmd.tready.eq(front.cmd.ready),
@@ -82,9 +86,14 @@ def elaborate_concurrent(unit, classes, platform):
     m.d.comb += [unit.perf.busy[k].eq(counters.perf.busy[k]) for k in range(len(PIPES))]
     m.d.comb += [counters.add.eq(1), counters.pipe.eq(front.busy), counters.amount.eq(1)]
     stalled_q = Signal(len(PIPES), name="stalled_q")
-    m.d.sync += stalled_q.eq(front.stalled)
+    early_q = Signal(len(PIPES), name="early_q")
+    m.d.sync += [stalled_q.eq(front.stalled), early_q.eq(front.early)]
     for k, counter in enumerate(unit.perf.stalled):
         with m.If(stalled_q[k]):
+            m.d.sync += counter.eq(counter + 1)
+    # and an instruction for every one that started while its pipe's previous one was still in the engine
+    for k, counter in enumerate(unit.perf.early):
+        with m.If(early_q[k]):
             m.d.sync += counter.eq(counter + 1)
     # the UB debug port's grant: the unit holds nothing, and takes no command at this edge (an engine
     # started speculatively may read the UB in the next cycle)

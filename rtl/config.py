@@ -89,6 +89,11 @@ class Config:
     pipe_entries: int = 8
     #: (``concurrent``) Entries of each pipe's in-order queue (at least 2).
     pipe_queue_depth: int = 4
+    #: (``concurrent``) Engines that can (``Engine.OVERLAP``: the elementwise engine) take their pipe's next
+    #: instruction while the previous one is still in their pipeline (its setup and its first reads under
+    #: the previous one's last words: issue #33, item 5; docs/architecture.md, "The concurrent unit").
+    #: ``False``: an instruction starts at the previous one's ``done``, to measure the difference.
+    pipe_overlap: bool = True
     #: (``concurrent``) The UB takes a word per bank per cycle (``rtl.ub.buffer.UnifiedBuffer`` with
     #: ``write_banks``: each bank's write port fed on its own), and the write arbiter grants two writers at
     #: once when their words' parities differ, so that a transfer and a compute engine writing at once each

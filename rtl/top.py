@@ -84,8 +84,9 @@ class VectorUnit(wiring.Component):
     perf : per-pipe busy counters, :class:`rtl.frontend.counters.PerfSignature` [``perf__busy__0`` ...
         ``perf__busy__3``: GM -> UB, UB -> GM, vector, matrix]: the ``cycles`` of the pipe's executed
         instructions summed since reset, ``PipeCounters.LATENCY`` (2) cycles after their responses are taken
-        (``Config.concurrent``: the cycles each pipe ran an instruction, and ``perf__stalled__0..3`` the
-        cycles its next instruction waited on a hazard)
+        (``Config.concurrent``: the cycles each pipe ran an instruction, ``perf__stalled__0..3`` the
+        cycles its next instruction waited on a hazard, ``perf__early__0..3`` its instructions that started
+        while its previous one was still in the engine)
     ub_dbg : UB debug port, flipped :class:`UbDebugSignature` (only with ``config.ub_debug_port``, the
         default) [``ub_dbg__valid``, ``ub_dbg__ready``, ``ub_dbg__we``, ``ub_dbg__addr`` (word address),
         ``ub_dbg__wdata``, ``ub_dbg__be``, ``ub_dbg__rdata``, ``ub_dbg__rvalid``]

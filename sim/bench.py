@@ -20,8 +20,9 @@ the commands back to back): ``serial`` is the sum of the instructions' own cycle
 runner's checked pass runs them), ``run`` the program's cycles back to back, ``bound`` the largest of the
 pipes' sums of their instructions' own cycles (``pipes alone``: what a machine running its pipes at once and
 each instruction as fast as alone still needs; issue #33's bound), ``of bound`` = bound / run and
-``speed-up`` = serial / run. ``pipes busy`` are the unit's per-pipe busy counters over the run and ``hazard
-stalls`` its stalled-on-hazard counters (``Config.concurrent``). A unit that runs one instruction at a time
+``speed-up`` = serial / run. ``pipes busy`` are the unit's per-pipe busy counters over the run, ``hazard
+stalls`` its stalled-on-hazard counters and ``early starts`` the instructions that started while their pipe's
+previous one was still in its engine (both ``Config.concurrent``). A unit that runs one instruction at a time
 has ``run`` >= ``serial``; one whose pipes run at once can reach the bound. ``lanes bound`` (an example that
 defines ``lanes_bound(config)``: tpartadd_stream) is what its work needs on the engines' lanes, and ``of
 lanes bound`` the run's share of it: what overlapping consecutive instructions of one pipe can gain.
@@ -152,6 +153,8 @@ def program_row(name, rep, lanes_bound=None):
             "pipes busy": ", ".join(f"{p} {n}" for p, n in rep.busy.items()),
             **({"hazard stalls": ", ".join(f"{p} {n}" for p, n in rep.stalled.items())}
                if getattr(rep, "stalled", None) else {}),
+            **({"early starts": ", ".join(f"{p} {n}" for p, n in rep.early.items())}
+               if getattr(rep, "early", None) else {}),
             **({"lanes bound": lanes_bound, "of lanes bound": f"{100 * lanes_bound / run_cycles:.1f}%"}
                if lanes_bound else {})}
 

@@ -270,10 +270,11 @@ def _fields(save, top, tdata, layout, prefix, enum_filters, groups):
 
 
 #: The concurrent front end's signals in its GTKWave group (``rtl.frontend.pipe_front``, ``...dispatch``):
-#: per pipe whether it runs, waits on a hazard, takes an instruction, retires one; the engines' start / go;
-#: the queues' fill; the unit empty (TSYNC's condition).
-_FRONT_TRACES = (r"(busy|stalled|empty|pipe\d+_(running|take|done|free|retire|ended)|(start|go|sel)_\w+"
-                 r"|running\d+|draining\d+|queue\d+\.level|level)")
+#: per pipe whether it runs, has a released instruction (its engine took the next one before this one's
+#: ``done``), waits on a hazard, takes an instruction, retires one; the engines' start / go; the queues' fill;
+#: the unit empty (TSYNC's condition).
+_FRONT_TRACES = (r"(busy|stalled|empty|pipe\d+_(running|released|release|take|done|free|retire|ended)"
+                 r"|(start|go|sel)_\w+|running\d+|released\d+|draining\d+|queue\d+\.level|level)")
 
 
 def write_gtkw(fst, out=None, top="vector_unit", filters=None, window_ns=None):
@@ -345,6 +346,8 @@ def write_gtkw(fst, out=None, top="vector_unit", filters=None, window_ns=None):
                                "perf__busy__"),
                               ("pipes: stalled-on-hazard cycles (perf__stalled__0..3; the concurrent unit)",
                                "perf__stalled__"),
+                              ("pipes: early starts (perf__early__0..3: started while the pipe's previous "
+                               "instruction was still in its engine; the concurrent unit)", "perf__early__"),
                               ("pipes: the accepted command's pipe (one-hot)", "cmd_pipe"),
                               *_AXI_CHANNELS, ("UB debug port", "ub_dbg__")):
             if not any(n.startswith(prefix) for _, n, _ in top_sigs):

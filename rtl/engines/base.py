@@ -49,10 +49,18 @@ class EngineSignature(wiring.Signature):
     of the unit's reset or the abort, distributed over a global network on an ECP5), so the whole engine
     returns to idle. An engine may also finish (``done``) before
     ``go``, e.g. on an empty region, provided it wrote nothing.
+
+    Overlap (``overlap=True``, an engine with :attr:`Engine.OVERLAP` built for the concurrent unit): the
+    engine also drives ``release``, high while it has finished with the held ``cmd`` of every instruction
+    started so far and takes a ``start`` (low in a ``start`` cycle). From then on the front end may hold
+    the next command and ``start`` it while the earlier instructions are still in flight; their ``done``
+    pulses come in the order they were started, one per instruction, and ``go`` stays high until the last.
     """
 
-    def __init__(self, config, *, ub_read_ports=0, ub_write=False, axi=False):
+    def __init__(self, config, *, ub_read_ports=0, ub_write=False, axi=False, overlap=False):
         members = {"cmd": In(Command), "start": In(1), "go": In(1), "done": Out(1), "status": Out(Status)}
+        if overlap:
+            members["release"] = Out(1)
         if ub_read_ports:
             members["ub_rd"] = Out(UbReadSignature(config)).array(ub_read_ports)
         if ub_write:
@@ -111,6 +119,9 @@ class Engine(wiring.Component):
     UB_WRITE = False
     #: The engine uses the AXI4 master (global memory).
     AXI = False
+    #: The engine can be built with ``overlap=True`` (:class:`EngineSignature`'s ``release``): it takes its
+    #: next instruction while the previous one is still in its pipeline (issue #33, item 5).
+    OVERLAP = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -158,10 +169,13 @@ class Engine(wiring.Component):
         after ``start``, or ``None`` when they are not the engine's alone to decide (default)."""
         return None
 
-    def __init__(self, config):
-        self._config = config
+    def __init__(self, config, *, overlap=False):
+        if overlap and not self.OVERLAP:
+            raise ValueError(f"engine {type(self).__qualname__}: overlap=True needs OVERLAP (it cannot take an "
+                             f"instruction before the previous one is done)")
+        self._config, self._overlap = config, overlap
         super().__init__(EngineSignature(config, ub_read_ports=self.read_ports(config), ub_write=self.UB_WRITE,
-                                         axi=self.AXI))
+                                         axi=self.AXI, overlap=overlap))
 
 
 # ---- the cycle model's arithmetic on decoded commands (plain Python) ------------------------------------

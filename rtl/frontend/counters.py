@@ -25,12 +25,16 @@ class PerfSignature(wiring.Signature):
     With ``stalled`` (a unit whose pipes run at once, ``Config.concurrent``) also ``stalled[k]``
     (``perf__stalled__<k>``): the cycles pipe ``PIPES[k]`` ran nothing while its next instruction waited on an
     older one of another pipe (a hazard; ``rtl.frontend.dispatch.Dispatcher.stalled``), and ``busy[k]`` counts
-    the cycles the pipe ran an instruction (the responses' ``cycles`` would count the overlap twice)."""
+    the cycles the pipe ran an instruction (the responses' ``cycles`` would count the overlap twice); and
+    ``early[k]`` (``perf__early__<k>``): the instructions of pipe ``PIPES[k]`` that started while the pipe's
+    previous one was still in its engine (``Config.pipe_overlap``: the engine had released it,
+    ``rtl.frontend.pipe_front.PipeFrontEnd``'s ``early``)."""
 
     def __init__(self, stalled=False):
         members = {"busy": Out(COUNTER_BITS).array(len(PIPES))}
         if stalled:
             members["stalled"] = Out(COUNTER_BITS).array(len(PIPES))
+            members["early"] = Out(COUNTER_BITS).array(len(PIPES))
         super().__init__(members)
 
 

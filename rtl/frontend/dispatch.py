@@ -42,16 +42,20 @@ class Dispatcher(wiring.Component):
     issue : Out(stream.Signature(payload)).array(len(PIPES))
         Pipe ``k``'s oldest instruction, offered when the pipe runs nothing and no older instruction in
         flight in another pipe conflicts with it; its engine takes it (``ready``) when idle.
+    release : In(len(PIPES))
+        Pipe ``k``'s running instruction is *released* (a pulse; its engine has finished with its command,
+        ``rtl.engines.base.EngineSignature``'s ``release``): the pipe may issue its next instruction in the
+        next cycle while it finishes. One at a time per pipe: not while one is released already.
     done : In(len(PIPES))
-        Pipe ``k``'s running instruction has finished (a pulse): the pipe may issue its next instruction in
-        the next cycle. The instruction stays in the scoreboard, *draining* (its last words may still be on
+        Pipe ``k``'s oldest unfinished instruction (the released one, else the running one) has finished (a
+        pulse; not with ``release``): the pipe may issue its next instruction in the next cycle. The instruction stays in the scoreboard, *draining* (its last words may still be on
         their way to the UB), until ``retire``.
     retire : In(len(PIPES))
         Pipe ``k``'s draining instruction leaves the scoreboard at this edge (a pulse), freeing the ones that
         wait on it; with ``done`` and nothing draining, the finishing one does (it never drains). A pipe
         drains one instruction at a time: ``done`` while one drains needs ``retire`` in the same cycle.
     busy : Out(len(PIPES))
-        Pipe ``k`` runs an instruction.
+        Pipe ``k`` runs an instruction (or has a released one).
     draining : Out(len(PIPES))
         Pipe ``k`` has a finished instruction waiting for ``retire`` (a register).
     stalled : Out(len(PIPES))
@@ -76,6 +80,7 @@ class Dispatcher(wiring.Component):
         super().__init__({
             "push": In(stream.Signature(DispatchLayout(config, payload))),
             "issue": Out(stream.Signature(payload)).array(len(PIPES)),
+            "release": In(len(PIPES)),
             "done": In(len(PIPES)),
             "retire": In(len(PIPES)),
             "busy": Out(len(PIPES)),
@@ -105,6 +110,8 @@ class Dispatcher(wiring.Component):
             head = entry(q.r_data)
             running = Signal(name=f"running{k}")
             slot = Signal(range(n), name=f"running_slot{k}")
+            released = Signal(name=f"released{k}")
+            rel_slot = Signal(range(n), name=f"released_slot{k}")
             ready = q.r_rdy & ~running & ~sb.blocked.bit_select(head.slot, 1)
             out = self.issue[k]
             m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready)]
@@ -112,19 +119,25 @@ class Dispatcher(wiring.Component):
                 m.d.sync += [running.eq(1), slot.eq(head.slot)]
             with m.Elif(fire & started & push.payload.pipe[k]):      # (the pipe runs nothing: ``empty``)
                 m.d.sync += [running.eq(1), slot.eq(sb.slot)]
-            with m.Elif(self.done[k]):
+            with m.Elif(self.release[k] | (self.done[k] & ~released)):
                 m.d.sync += running.eq(0)
+            # the released instruction finishes before the running one
+            with m.If(self.release[k]):
+                m.d.sync += [released.eq(1), rel_slot.eq(slot)]
+            with m.Elif(self.done[k]):
+                m.d.sync += released.eq(0)
             # the finished instruction drains until ``retire`` (unless it retires at once)
             draining = Signal(name=f"draining{k}")
             drain_slot = Signal(range(n), name=f"draining_slot{k}")
-            finishing = self.done[k] & running
-            leaving = Mux(draining, drain_slot, slot)
+            finishing = self.done[k] & (running | released)
+            fin_slot = Mux(released, rel_slot, slot)
+            leaving = Mux(draining, drain_slot, fin_slot)
             with m.If(finishing & ~(self.retire[k] & ~draining)):
-                m.d.sync += [draining.eq(1), drain_slot.eq(slot)]
+                m.d.sync += [draining.eq(1), drain_slot.eq(fin_slot)]
             with m.Elif(self.retire[k]):
                 m.d.sync += draining.eq(0)
             retire.append(Mux(self.retire[k] & (draining | finishing), 1 << leaving, 0))
-            m.d.comb += [self.busy[k].eq(running), self.draining[k].eq(draining),
+            m.d.comb += [self.busy[k].eq(running | released), self.draining[k].eq(draining),
                          self.stalled[k].eq(q.r_rdy & ~running & sb.hazard.bit_select(head.slot, 1))]
         m.d.comb += sb.retire.eq(functools.reduce(operator.or_, retire))
         m.d.comb += self.empty.eq(sb.empty)

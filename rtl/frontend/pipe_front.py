@@ -51,6 +51,13 @@ class PipeFrontEnd(wiring.Component):
         (high until ``done``: the command is checked and nothing older conflicts, so the engine may write;
         with ``start`` for an instruction the dispatcher offers, ``GO_DELAY`` cycles after it for a
         speculative start), ``done`` and ``status`` from the engine.
+    release : In(len(engines)), default all low
+        Engine ``e``'s ``release`` (:class:`rtl.engines.base.EngineSignature`, an engine built with
+        ``overlap``): it has finished with its command, so the pipe may start the next instruction on it while
+        it finishes this one. The front end then holds the finishing one aside (``pipeK_released``: its tag,
+        stamp and response; it frees the pipe and drains first) and offers the next one, if it runs on the same
+        engine (the read ports stay that engine's until its last ``done``) and the response queue has room for
+        both responses. One released instruction per pipe.
     abort : Out(len(engines))
         Engine ``e`` started speculatively on a command the checker rejects (one cycle, at the verdict):
         reset it (:func:`rtl.frontend.engine_domain.engine_domain`; the front end starts no engine in the
@@ -70,6 +77,9 @@ class PipeFrontEnd(wiring.Component):
         of its own pipe too) until ``drained``, at most one per pipe (none if ``drained`` is high at once).
         A pipe whose engines do not write the UB (UB -> GM: its ``done`` comes after the last write
         response) retires its instruction at ``done``.
+    early : Out(len(PIPES))
+        Pipe ``k`` starts an instruction while its previous one is still in the engine (released, its ``done``
+        not yet come): a pulse, with the take.
     busy, stalled : Out(len(PIPES))
         Pipe ``k`` runs an instruction (from its start, speculative or not, until it frees the pipe); its
         next one waits on an older one (a hazard; the dispatcher's).
@@ -117,9 +127,10 @@ class PipeFrontEnd(wiring.Component):
             "cmd": In(stream.Signature(Command)),
             "rsp": Out(stream.Signature(Response)),
             "engines": In(EngineSignature(config)).array(len(self._classes)),
+            "release": In(len(self._classes)),
             "drained": In(len(PIPES), init=(1 << len(PIPES)) - 1),
             "abort": Out(len(self._classes)), "owner": Out(len(self._classes)), "fence": Out(len(PIPES)),
-            "busy": Out(len(PIPES)), "stalled": Out(len(PIPES)), "empty": Out(1),
+            "busy": Out(len(PIPES)), "stalled": Out(len(PIPES)), "early": Out(len(PIPES)), "empty": Out(1),
         })
 
     def elaborate(self, platform):
@@ -133,8 +144,8 @@ class PipeFrontEnd(wiring.Component):
         now = Signal(32)                      # cycles since reset (wrapping): the commands' stamps
         m.d.sync += now.eq(now + 1)
         queues = self._response_queues(m)
-        rsp_in = [(q.w_en, Response(q.w_data), q.w_rdy) for q in queues]
-        stage = self._check_stage(m, checker, footprint, dispatch, now, rsp_in[0], queues)
+        rsp_in = [(q.w_en, Response(q.w_data), q.w_rdy, q.level) for q in queues]
+        stage = self._check_stage(m, checker, footprint, dispatch, now, rsp_in[0][:3], queues)
         running = self._pipes(m, dispatch, now, rsp_in[1:], stage)
         self._merge(m, queues)
         m.d.comb += [self.busy.eq(Cat(running)), self.stalled.eq(dispatch.stalled),
@@ -235,15 +246,18 @@ class PipeFrontEnd(wiring.Component):
         checker's verdict for a speculative start; the command held in a register of the engine's own), the
         engine's ``done`` queues the response once the command is known to pass and, once the instruction is in
         the scoreboard, frees its pipe; the instruction leaves the scoreboard once its writes have drained
-        (``drained``). Returns the pipes' ``running`` flags."""
+        (``drained``). An engine's ``release`` moves the running instruction aside (``r0``: it still owes its
+        ``done``) so the pipe can start the next one on the same engine. Returns the pipes' ``busy`` flags."""
         n = len(PIPES)
         free = [Signal(name=f"pipe{k}_free") for k in range(n)]
         retire = [Signal(name=f"pipe{k}_retire") for k in range(n)]
-        running = [Signal(name=f"pipe{k}_running") for k in range(n)]     # from take to free
-        allowed = self._exclusion(m, dispatch, running)
+        running = [Signal(name=f"pipe{k}_running") for k in range(n)]     # from take to free (or release)
+        r0 = [Signal(name=f"pipe{k}_released") for k in range(n)]        # from release to free
+        allowed = self._exclusion(m, dispatch, [running[k] | r0[k] for k in range(n)])
+        rels = []
         offered = self.cmd.payload
         for k in range(n):
-            w_en, w_data, w_rdy = rsps[k]
+            w_en, w_data, w_rdy, level = rsps[k]
             issue = dispatch.issue[k]
             mine = [e for e, p in enumerate(self._pipe_of) if p == k]
             stamp = Signal(32, name=f"pipe{k}_stamp")
@@ -257,7 +271,25 @@ class PipeFrontEnd(wiring.Component):
             inserted = Signal(name=f"pipe{k}_inserted")   # ... and is in the scoreboard
             passed = stage.verdict & stage.ok & running[k] & ~checked
             aborted = stage.verdict & ~stage.ok & running[k] & ~checked
-            m.d.comb += [issue.ready.eq(~running[k] & w_rdy & allowed[k]), take.eq(issue.valid & issue.ready)]
+            # the released instruction (``r0``): its tag, stamp, and whether its engine is done (it is answered
+            # then: the queue kept room for it)
+            r0_tag, r0_stamp = Signal(16, name=f"pipe{k}_r0_tag"), Signal(32, name=f"pipe{k}_r0_stamp")
+            r0_ended = Signal(name=f"pipe{k}_r0_ended")
+            r0_owes = Signal(name=f"pipe{k}_r0_owes")            # released, its ``done`` not yet come
+            m.d.comb += r0_owes.eq(r0[k] & ~r0_ended)
+            # the response queue has room for the next instruction's response, and for the released one's if it
+            # is not answered yet
+            room = w_rdy & (~r0[k] | r0_ended | (level < self.RESPONSE_DEPTH - 1))
+            # while one is released, the next goes to the same engine (its ``sel``: the read ports it shares)
+            same = []
+            for e in mine:
+                same.append(Cat(issue.payload.cmd.opcode == op for op in self._classes[e].opcodes).any())
+            sels = {}
+            for e in mine:
+                sels[e] = Signal(name=f"sel_{self._classes[e].name}")
+            same_engine = Cat(sels[e] & c for e, c in zip(mine, same)).any()
+            m.d.comb += [issue.ready.eq(~running[k] & room & allowed[k] & (~r0[k] | same_engine)),
+                         take.eq(issue.valid & issue.ready), self.early[k].eq(take & r0_owes)]
             with m.If(take):
                 m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
                              checked.eq(1), inserted.eq(1)]
@@ -269,9 +301,10 @@ class PipeFrontEnd(wiring.Component):
             with m.If(stage.pushed & running[k] & ~inserted):
                 m.d.sync += inserted.eq(1)
             finish, status = Signal(name=f"pipe{k}_done"), Signal(Status, name=f"pipe{k}_status")
+            releasing = Signal(name=f"pipe{k}_releasing")         # an engine of the pipe has ``release``
             for e in mine:
                 port, cls = self.engines[e], self._classes[e]
-                sel = Signal(name=f"sel_{cls.name}")
+                sel = sels[e]
                 ecmd = Signal(Command, name=f"{cls.name}_cmd", reset_less=True)
                 start, go = Signal(name=f"start_{cls.name}"), Signal(name=f"go_{cls.name}")
                 for_me = take & Cat(issue.payload.cmd.opcode == op for op in cls.opcodes).any()
@@ -287,24 +320,42 @@ class PipeFrontEnd(wiring.Component):
                 with m.If(aborted & sel):
                     m.d.comb += self.abort[e].eq(1)
                     m.d.sync += [sel.eq(0), go.eq(0)]
-                # (an engine may be done before ``go``, e.g. on an empty region: then ``go`` never rises)
-                with m.If(sel & port.done):
+                # (an engine may be done before ``go``, e.g. on an empty region: then ``go`` never rises.) The
+                # engine keeps the pipe's ports while a newer instruction runs on it or starts now.
+                with m.If(sel & port.done & ~(r0_owes & (running[k] | for_me))):
                     m.d.sync += [sel.eq(0), go.eq(0)]
+                with m.If(sel & port.done):
                     m.d.comb += [finish.eq(1), status.eq(port.status)]
+                with m.If(sel & self.release[e]):
+                    m.d.comb += releasing.eq(1)
             # the response: at ``done``, or at the verdict if the engine was done before it. (The queue had
             # room when the instruction was taken, and holds at most one response per instruction of its
-            # pipe in flight: one.)
+            # pipe in flight: ``room``.) The released instruction's ``done`` comes first.
             ended = Signal(name=f"pipe{k}_ended")             # done seen before
             ended_status = Signal(Status, name=f"pipe{k}_ended_status")
             answered = Signal(name=f"pipe{k}_answered")       # response queued
             answer = Signal(name=f"pipe{k}_answer")
-            m.d.comb += [answer.eq((finish | ended) & (checked | passed) & ~aborted & ~answered),
-                         w_en.eq(answer), w_data.tag.eq(tag), w_data.status.eq(Mux(ended, ended_status, status)),
-                         w_data.cycles.eq(now - stamp)]
+            r0_answer = finish & r0_owes
+            m.d.comb += [answer.eq(((finish & ~r0_owes) | ended) & (checked | passed) & ~aborted & ~answered),
+                         w_en.eq(answer | r0_answer), w_data.tag.eq(Mux(r0_owes, r0_tag, tag)),
+                         w_data.status.eq(Mux(ended & ~r0_owes, ended_status, status)),
+                         w_data.cycles.eq(now - Mux(r0_owes, r0_stamp, stamp))]
+            # release: the running instruction, checked and in the scoreboard, neither done nor answered, none
+            # released yet
+            rel = Signal(name=f"pipe{k}_release")
+            rels.append(rel)
+            m.d.comb += rel.eq(releasing & running[k] & checked & inserted & ~ended & ~finish & ~r0[k])
+            with m.If(rel):
+                m.d.sync += [r0[k].eq(1), r0_tag.eq(tag), r0_stamp.eq(stamp), r0_ended.eq(0)]
+            with m.If(r0_answer):
+                m.d.sync += r0_ended.eq(1)
             # free the pipe: done seen (now or before), answered, in the scoreboard (and the pipe's previous
             # instruction drained, or draining now: one drains at a time); the instruction retires then (no
-            # UB writes) or once the words it handed over have landed (``drained`` after its ``fence``)
-            finished = (finish | ended) & (answered | answer) & inserted
+            # UB writes) or once the words it handed over have landed (``drained`` after its ``fence``). The
+            # released one first.
+            r0_fin = r0[k] & r0_ended
+            r1_fin = (finish | ended) & (answered | answer) & inserted & ~r0[k]
+            finished = r0_fin | r1_fin
             m.d.comb += self.fence[k].eq(finish)
             if any(self._classes[e].UB_WRITE for e in mine):
                 # (the dispatcher holds the draining instruction and retires one of a pipe per cycle: the
@@ -314,15 +365,17 @@ class PipeFrontEnd(wiring.Component):
                              free[k].eq(finished & (~draining | self.drained[k]))]
             else:
                 m.d.comb += [free[k].eq(finished), retire[k].eq(finished)]
-            with m.If(free[k] | aborted):
+            with m.If(free[k] & r0[k]):
+                m.d.sync += r0[k].eq(0)
+            with m.If((free[k] & ~r0[k]) | aborted | rel):
                 m.d.sync += [ended.eq(0), answered.eq(0), running[k].eq(0)]
             with m.Else():
-                with m.If(finish):
+                with m.If(finish & ~r0_owes):
                     m.d.sync += [ended.eq(1), ended_status.eq(status)]
                 with m.If(answer):
                     m.d.sync += answered.eq(1)
-        m.d.comb += [dispatch.done.eq(Cat(free)), dispatch.retire.eq(Cat(retire))]
-        return running
+        m.d.comb += [dispatch.done.eq(Cat(free)), dispatch.retire.eq(Cat(retire)), dispatch.release.eq(Cat(rels))]
+        return [running[k] | r0[k] for k in range(n)]
 
     def _exclusion(self, m, dispatch, running):
         """Per pipe, whether it may take an instruction now as far as ``exclusive`` goes: no other pipe of its

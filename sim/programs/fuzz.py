@@ -494,6 +494,9 @@ class StreamResult:
     #: back to back: instructions (in a pipe) that ran while another pipe ran, of ``timed`` (sim.timeline.overlapping)
     overlapped: int = 0
     timed: int = 0
+    #: back to back, a unit whose pipes run at once: instructions that started while their pipe's previous one
+    #: was still in its engine (``perf__early__*``: ``Config.pipe_overlap``), per pipe
+    early: dict = field(default_factory=dict)
     #: instructions that answered an AXI error (``faults``: a GM window placed by :func:`place_faults`)
     faulted: int = 0
 
@@ -557,6 +560,8 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
                 if rep.schedule:
                     hit, n = overlapping(rep.schedule)
                     res.overlapped, res.timed = res.overlapped + hit, res.timed + n
+                for pipe, n in (rep.early or {}).items():
+                    res.early[pipe] = res.early.get(pipe, 0) + n
                 if not rep.ok:
                     res.failures.append((s, rep.problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
             if not reports:
@@ -614,6 +619,9 @@ def main(argv=None):
             share = res.overlapped / res.timed if res.timed else 0.0
             print(f"back to back: {res.overlapped} of {res.timed} instructions ({100 * share:.1f}%) ran while "
                   f"another pipe ran")
+            if res.early:
+                print("started while their pipe's previous instruction was still in its engine: "
+                      + (", ".join(f"{pipe} {n}" for pipe, n in res.early.items() if n) or "none"))
         return 0 if res.ok and res.instructions >= a.instructions else 1
     failed = 0
     for s in range(a.seed, a.seed + a.count):

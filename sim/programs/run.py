@@ -70,6 +70,9 @@ class Report:
     #: ``{pipe name: cycles}`` its next instruction waited on a hazard over that run (``perf__stalled__*``; a
     #: unit whose pipes run at once, ``Config.concurrent``), else None.
     stalled: dict = None
+    #: ``{pipe name: instructions}`` that started while their pipe's previous instruction was still in its
+    #: engine over that run (``perf__early__*``; a unit whose pipes run at once, else None)
+    early: dict = None
 
     @property
     def sum_cycles(self):
@@ -241,6 +244,7 @@ def _rtl_report(image, rows, golden, results, result, sim):
     rep.total_cycles = results.get("total_cycles")
     rep.busy = results.get("busy")
     rep.stalled = results.get("stalled")
+    rep.early = results.get("early")
     if results.get("schedule"):
         rep.schedule = [(c["opcode"], start, end) for c, (start, end) in zip(image.commands, results["schedule"])]
     if results["error"]:
@@ -392,6 +396,9 @@ def main(argv=None):
     if rep.stalled:
         print("stalled-on-hazard cycles per pipe (perf__stalled__*): "
               + ", ".join(f"{pipe} {n}" for pipe, n in rep.stalled.items()))
+    if rep.early:
+        print("instructions started while their pipe's previous one was still in its engine (perf__early__*): "
+              + ", ".join(f"{pipe} {n}" for pipe, n in rep.early.items()))
     if a.timeline and rep.schedule:
         from sim.timeline import draw
         util = draw(rep.schedule, a.timeline, title=pathlib.Path(program).name, labels=[r.op for r in rep.rows])

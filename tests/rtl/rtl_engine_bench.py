@@ -262,6 +262,70 @@ class EngineBench:
         gold[:] = got       # adopt the bytes the golden model left undefined
         return result
 
+    async def execute_overlapped(self, cmds, note="", trace=None):
+        """Run ``cmds`` on an engine built with ``overlap`` (``rtl.engines.base.EngineSignature``'s ``release``)
+        as the concurrent unit's front end does, one pipe: each command starts (``go`` with ``start``) in a
+        cycle where the engine raises ``release`` and it conflicts with no command still in flight
+        (``golden.access.hazards``; the unit's scoreboard holds those back), so a command usually starts while
+        earlier ones are still in the engine. ``done`` must come once per command, in start order, with the
+        golden status; after the last one the whole UB must equal the golden machine's after all of them in
+        order. Returns ``(cycles, overlapped)``: from the first start to the last ``done``, and how many
+        commands started while an earlier one was in flight. ``trace``: a list that gets ``("start" | "done",
+        command, cycle)`` per event."""
+        from golden.access import access, hazards
+        ctx, eng = self._ctx, self.engine
+        assert "release" in eng.signature.members, "execute_overlapped needs an engine built with overlap=True"
+        detail = f"\n{note}" if note else ""
+        want = []
+        for k, cmd in enumerate(cmds):
+            want.append(self.golden.execute(cmd, on_undefined=self.on_undefined))
+            assert want[-1] == Status.OK or want[-1] in EXEC_STATUSES, (
+                f"command {k} ({cmd['opcode'].name}): the golden machine rejects it with {want[-1].name}{detail}")
+        acc = [access(c) for c in cmds]
+        flight = []                 # started, no done yet, oldest first
+        nxt = cycle = overlapped = 0
+        finished = 0
+        idle = 0                    # cycles without a start or a done
+        refused = None
+        while finished < len(cmds):
+            ctx.set(eng.start, 0)
+            # (a command done in this cycle still counts as in flight: its last word lands at this edge)
+            if (nxt < len(cmds) and ctx.get(eng.release)
+                    and not any(hazards(acc[j], acc[nxt]) for j in flight)):
+                ctx.set(eng.cmd, Command.const(cmds[nxt]))
+                ctx.set(eng.start, 1)
+                ctx.set(eng.go, 1)
+                overlapped += bool(flight)
+                if trace is not None:
+                    trace.append(("start", nxt, cycle))
+                flight.append(nxt)
+                nxt += 1
+                idle = 0
+            if self.write_stalls:
+                refused = self._check_refused_word(refused, f"cycle {cycle} of the stream{detail}")
+            if ctx.get(eng.done):
+                assert flight, f"cycle {cycle}: done with no command in flight{detail}"
+                k = flight.pop(0)
+                if trace is not None:
+                    trace.append(("done", k, cycle))
+                status = ctx.get(eng.status)
+                assert status == want[k], (f"command {k} ({cmds[k]['opcode'].name}): status engine "
+                                           f"{getattr(status, 'name', status)}, golden {want[k].name}{detail}")
+                finished += 1
+                idle = 0
+            await ctx.tick()
+            cycle += 1
+            idle += 1
+            assert idle < self.timeout, f"engine hangs in the stream: in flight {flight}, next {nxt}{detail}"
+        ctx.set(eng.start, 0)
+        ctx.set(eng.go, 0)
+        await ctx.tick()                    # the UB registers its writes: the last lands a cycle later
+        got, gold = self.ub_read(), self.golden.ub
+        undefined = self.golden.last_undefined
+        diff = _first_difference("UB", got, gold, True if undefined is None else ~undefined, self.config.ub_word_bytes)
+        assert diff is None, f"after the stream of {len(cmds)} commands: {diff}{detail}"
+        return cycle - 1, overlapped
+
     def _check_refused_word(self, refused, where):
         """Holds the engine to its write handshake: a word refused in the previous cycle (``refused``:
         its addr, data, be) is offered again unchanged. Returns the word refused in this cycle, or None."""

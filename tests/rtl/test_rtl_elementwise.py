@@ -290,3 +290,60 @@ def test_flag_fifo(depth, slack):
     sim.add_testbench(bench)
     sim.run()
     assert seen["full"] and seen["empty"] and (slack == 1 or seen["past_w_rdy"])
+
+
+def _stream(config, cmds, seed, **options):
+    """Run ``cmds`` back to back on an engine built with ``overlap`` (``EngineBench.execute_overlapped``)."""
+    from rtl_engine_bench import EngineBench
+    rng = random.Random(seed)
+    bench = EngineBench(config, ElementwiseEngine(config, overlap=True), seed=seed, **options)
+    bench.ub_write(0, rng.randbytes(config.ub_bytes))
+    out = {}
+
+    async def stimulus(b):
+        out["cycles"], out["overlapped"] = await b.execute_overlapped(cmds)
+    bench.run(stimulus)
+    return out["cycles"], out["overlapped"]
+
+
+@pytest.mark.parametrize("word, lanes, stalls", [(16, 16, False), (16, 4, True)])
+def test_overlap_random_stream(word, lanes, stalls):
+    """``overlap``: random commands of every kind (TPART* and TROWEXPAND* mixed, so the flags of the
+    combiner, the pattern builder and the lanes change between instructions in flight; empty regions, whose
+    ``done`` must wait for the older ones) back to back, each started at ``release`` unless it conflicts with
+    one in flight: dones in order, the UB equal to the commands run one at a time, and most commands started
+    while another was in flight. ``stalls``: the write port refuses words (a word in 4 beats: K = 4)."""
+    config = preset("small", ew_lane_bytes=lanes, ub_write_queues=True)
+    rng = random.Random(word * 10 + lanes)
+    cmds = []
+    while len(cmds) < 40:
+        if rng.random() < 0.1:
+            c = part_command(rng, config, Opcode.TPARTADD, DType.FP16, R=0, C=rng.randrange(1, 8), partial=(0, 0),
+                             full_slot=0, layouts=(ROW,) * 3)
+        else:
+            c = random_command(rng, config, small=True)
+        if c:
+            cmds.append(c)
+    cycles, overlapped = _stream(config, cmds, word + lanes, write_stalls=stalls)
+    assert overlapped >= len(cmds) // 3, (overlapped, len(cmds))
+
+
+@pytest.mark.parametrize("lanes", [16, 4])
+def test_overlap_hides_the_fill(lanes):
+    """A stream of independent 16 x 16 fp16 TPARTADDs (issue #33's stream) on ``small``: with ``overlap`` the
+    engine takes each next one when its walker has finished the previous one, and the next one's setup,
+    reads and fill run under the previous one's last words: the stream costs one instruction's cycles
+    (:meth:`ElementwiseEngine.cycles`) plus ``K`` cycles per destination word of the others, exactly."""
+    config = preset("small", ub_bytes=16384, ub_write_queues=True, ew_lane_bytes=lanes)
+    cmds, n = [], 8
+    for k in range(n):      # dst, src0, src1 of 512 bytes each, none shared
+        t = lambda base: {"base": base, "rows": 16, "cols": 16, "valid_rows": 16, "valid_cols": 16,
+                          "dtype": DType.FP16, "layout": ROW}
+        base = k * 3 * 512
+        cmds.append({"opcode": Opcode.TPARTADD, "dst": t(base), "src0": t(base + 512), "src1": t(base + 1024)})
+    one = ElementwiseEngine.cycles(config, cmds[0])
+    K = config.ub_word_bytes // lanes
+    words = 512 // config.ub_word_bytes
+    cycles, overlapped = _stream(config, cmds, 3)
+    assert overlapped == n - 1
+    assert cycles == one + (n - 1) * words * K, (cycles, one, words * K)

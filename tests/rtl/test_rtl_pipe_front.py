@@ -53,11 +53,14 @@ def _early(rng):
     return 0 if rng.random() < 0.5 else rng.randrange(16)
 
 
-def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drained=False, one_at_a_time=False):
+def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drained=False, one_at_a_time=False,
+              overlap=True):
     """Run ``cmds`` through a PipeFrontEnd on mock engines; returns findings. A UB writer's writes may land
     after its ``done`` (up to ``LATE`` cycles, while its pipe's next instruction runs), and its pipe's
     ``drained`` is low until they have (``ignore_drained``: held high instead, a mutation).
-    ``one_at_a_time``: offer a command only when every earlier one has been answered."""
+    ``one_at_a_time``: offer a command only when every earlier one has been answered. ``overlap``: the mocks
+    of engines that can (``Engine.OVERLAP``) raise ``release`` at a random cycle after their start, and take
+    their next instruction while the earlier ones run (``done`` in start order)."""
     cfg = preset(config_name)
     classes = concurrent_engines(engines_for(cfg))
     dut = PipeFrontEnd(cfg, classes, depth=3, entries=6, disable=disable, exclusive=exclusive)
@@ -79,7 +82,9 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
         spaces[s].mem[:] = -1
     rng = random.Random(seed)
     out = {"bad_reads": [], "answers": {}, "starts": [], "overlap": 0, "problems": [], "both": 0,
-           "speculative": 0, "aborted": [], "go_delay": [], "drain_overlap": 0}
+           "speculative": 0, "aborted": [], "go_delay": [], "drain_overlap": 0, "engine_overlap": 0}
+    overlapping = [overlap and cls.OVERLAP for cls in classes]
+    rel_at = {}                          # (engine, instruction) -> the cycle its mock releases its command
     vm = (1 << PIPES.index(Pipe.VECTOR)) | (1 << PIPES.index(Pipe.MATRIX))     # "both": cycles both run
 
     async def bench(ctx):
@@ -94,6 +99,11 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
             out["starts"].append((e, i))
             tr = t0 + _early(rng) if tr is None else tr
             td = max(rng.randrange(tr, t0 + 16) + 1, tgo + 1)
+            if overlapping[e]:
+                # done after the engine's earlier instructions' (in start order), release from the cycle after
+                # the start up to done
+                td = max([td] + [d + 1 for (f, _), (_, _, d) in run.items() if f == e])
+                rel_at[(e, i)] = rng.randrange(t0 + 1, td + 1)
             # the writes of a UB writer land up to LATE cycles after done (half of them as late as that: its
             # words in the write port's arbiter), the others' by done (UB -> GM's done follows the write
             # responses)
@@ -133,6 +143,11 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
             for e in range(len(classes)):
                 ctx.set(dut.engines[e].done, done[e])
                 ctx.set(dut.engines[e].status, Status.OK)
+                if overlapping[e]:
+                    # released: every instruction it runs has released its command (none started now or
+                    # waiting for its verdict)
+                    mine = [rel_at[(f, i)] for (f, i), (_, _, td) in run.items() if f == e and td >= cycle]
+                    ctx.set(dut.release[e], not any(f == e for f, _ in spec) and all(t <= cycle for t in mine))
             taken = offer and ctx.get(dut.cmd.ready)
             if ctx.get(dut.rsp.valid) and ctx.get(dut.rsp.ready):
                 r = decode(Response, ctx.get(dut.rsp.payload).as_value().value)
@@ -166,8 +181,12 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
                         _schedule(e, i, t0, cycle, tr)
                 if ctx.get(port.start):
                     i = decode(Command, ctx.get(port.cmd).as_value().value)["tag"]
-                    # (a pipe's engine is busy until its done; its writes may still be landing after it)
-                    if any(dut._pipe_of[f] == dut._pipe_of[e] and cycle <= td for (f, _), (_, _, td) in run.items()) \
+                    # (a pipe's engine is busy until its done, or until it released the command; its writes may
+                    # still be landing after it)
+                    busy = [(f, j) for (f, j), (_, _, td) in run.items()
+                            if dut._pipe_of[f] == dut._pipe_of[e] and cycle <= td]
+                    out["engine_overlap"] += bool(busy)
+                    if any(f != e or not overlapping[e] or rel_at[(f, j)] >= cycle - 1 for f, j in busy) \
                             or Opcode(cmds[i]["opcode"]) not in classes[e].opcodes:
                         out["problems"].append(f"engine {classes[e].name} started on {i} ({cmds[i]['opcode'].name})")
                         continue
@@ -221,6 +240,15 @@ def test_front_end_equals_sequential_execution(config_name, seed):
     assert r["overlap"] > 0                                             # pipes ran at once
     assert r["speculative"] > 0                                         # engines started before the verdict
     assert r["drain_overlap"] > 0                   # an instruction started while its pipe's previous drained
+    assert r["engine_overlap"] > 0                  # ... while its engine still ran the previous one
+
+
+def test_front_end_without_overlap():
+    """The same with engines that take an instruction only when done (``Config.pipe_overlap`` off)."""
+    cmds = _program("small", range(40, 46))
+    r = run_front(cmds, "small", 3, overlap=False)
+    assert not r["problems"] and not r["bad_reads"] and r["end_ok"], (r["problems"] + r["bad_reads"])[:6]
+    assert r["engine_overlap"] == 0 and r["overlap"] > 0
 
 
 def test_front_end_speculative_start_alone():

@@ -10,7 +10,7 @@ from rtl.lib.contract import require
 __all__ = ["combiner"]
 
 
-def combiner(m, cfg, go, room, s, info_q, rd_a, rd_b, pat, *, odd_copies):
+def combiner(m, cfg, go, room, ctx, info_q, rd_a, rd_b, pat, *, odd_copies, settling=None):
     """Pairs each full-operand word (reader ``rd_a``) with the partial source's word (``rd_b``) or the
     row's pattern (``pat``), ordered as the lanes' ``a`` / ``b``, with the per-byte copy mask (TPART*:
     bytes outside the partial source's valid region, from the segment info queue ``info_q``), into the
@@ -22,7 +22,7 @@ def combiner(m, cfg, go, room, s, info_q, rd_a, rd_b, pat, *, odd_copies):
     W, L = cfg.ub_word_bytes, cfg.ew_lane_bytes
     sh = W.bit_length() - 1
     K = W // L
-    params, p_is_a, p_is_b, c_trow, c_p_is_a = s.params, s.p_is_a, s.p_is_b, s.c_trow, s.c_p_is_a
+    trow, p_is_a, p_is_b, c_trow, c_p_is_a = ctx.trow, ctx.p_is_a, ctx.p_is_b, ctx.c_trow, ctx.c_p_is_a
     q_i = info_q.q_i
     # The current segment's partial-source state is a register loaded from q_i when its first word
     # is due (prefetched: q_i's head is popped into it): ``cnt`` words fully inside (``f_all`` = cnt
@@ -44,12 +44,13 @@ def combiner(m, cfg, go, room, s, info_q, rd_a, rd_b, pat, *, odd_copies):
     if K > 1:
         beat = Signal(range(K))
         m.d.sync += take.eq(~fire & (take | (beat == K - 2)))
+    pat_ready = pat.words.ready if settling is None else pat.words.ready & ~settling
     m.d.comb += [
         fire.eq(go & room & seg_v & rd_a.words.valid & Mux(c_trow, pat.patterns.valid, rd_b.words.valid) & take),
         load.eq((~seg_v | (fire & a_w.last)) & q_i.r_rdy),
         q_i.r_en.eq(load),
         rd_a.words.ready.eq(fire),
-        rd_b.words.ready.eq(Mux(c_trow, pat.words.ready, fire)),
+        rd_b.words.ready.eq(Mux(c_trow, pat_ready, fire)),
         pat.patterns.ready.eq(fire & a_w.last & c_trow),
     ]
     seg_fin = Signal()                  # the current segment is the instruction's last
@@ -73,7 +74,7 @@ def combiner(m, cfg, go, room, s, info_q, rd_a, rd_b, pat, *, odd_copies):
         q = 8 * W // odd_copies         # bits per quarter word
         p_word_b = Cat(Mux(o, P[8 * W + k * q:8 * W + (k + 1) * q], P[k * q:(k + 1) * q])
                        for k, o in enumerate(odd_b))
-    keep = Cat(~(f_all | (f_cur & (rem > b))) & ~params.trow for b in range(W))
+    keep = Cat(~(f_all | (f_cur & (rem > b))) & ~trow for b in range(W))
     new_a = Mux(p_is_a, p_word, a_w.data)
     new_b = Mux(c_p_is_a, a_w.data, Mux(p_is_b, p_word_b, b_w.data))
 
@@ -100,4 +101,5 @@ def combiner(m, cfg, go, room, s, info_q, rd_a, rd_b, pat, *, odd_copies):
         with m.Elif(valid_r):
             m.d.sync += beat.eq(beat + 1)
         fin_beat = valid_r & fin_r & (beat == K - 1)
-    return SimpleNamespace(a_r=a_r, b_r=b_r, keep_r=keep_r, valid_r=valid_r, fin_beat=fin_beat)
+    return SimpleNamespace(a_r=a_r, b_r=b_r, keep_r=keep_r, valid_r=valid_r, fin_beat=fin_beat, take=take,
+                           last_fire=fire & a_w.last & seg_fin)

@@ -10,6 +10,7 @@ from rtl.engines.base import GO_DELAY, Engine, tile_lines, words_of
 from rtl.engines.elementwise.combiner import combiner
 from rtl.engines.elementwise.lanes import ElementwiseLanes
 from rtl.engines.elementwise.model import cycles as model_cycles
+from rtl.engines.elementwise.overlap import overlap_context
 from rtl.engines.elementwise.pattern import PATTERN_BYTES, PatternBuilder
 from rtl.engines.elementwise.setup import EW_OPCODES, decode, is_rowexpand, lane_op, same_valid, setup
 from rtl.engines.elementwise.walker import QUEUE_CYCLES, FlagFifo, SegmentWalker
@@ -111,6 +112,9 @@ class ElementwiseEngine(Engine):
 
     name = "elementwise"
     opcodes = EW_OPCODES
+    OVERLAP = True
+    #: (overlap) Instructions the engine has in flight at most (started, last word not yet taken).
+    MAX_IN_FLIGHT = 3
     #: The full operand and the other one, a word each per cycle.
     UB_READ_PORTS = 2
     UB_WRITE = True
@@ -213,7 +217,9 @@ class ElementwiseEngine(Engine):
         m = Module()
         cfg = self._config
         m.submodules.walker = walker = SegmentWalker(cfg)
-        run_done = Signal()                 # RUN: the last word is written this cycle
+        run_done = Signal()                 # the last word is written this cycle
+        # (overlap) the walker's last segment is pushed this cycle
+        last_push = Signal() if self._overlap else None
         m.submodules.rd_a = rd_a = UbReader(cfg)
         m.submodules.rd_b = rd_b = UbReader(cfg)
         m.submodules.wr = wr = UbWriter(cfg)
@@ -225,19 +231,29 @@ class ElementwiseEngine(Engine):
 
         # 1. setup (rtl/engines/elementwise/setup.py)
         d = decode(m, self.cmd, self.start)
-        s = setup(m, cfg, self.cmd, self.start, d, walker, rd_b, run_done)
-        info = self._segments(m, s, walker, rd_a, rd_b, wr, lanes)     # 2. segments
-        self._patterns(m, s, pat, rd_b)                                # 4. patterns
+        # RUN ends with the last word written, or (overlap) with the walker's last segment: the engine has
+        # finished with the held command then
+        s = setup(m, cfg, self.cmd, self.start, d, walker, rd_b, last_push if self._overlap else run_done)
+        info = self._segments(m, s, walker, rd_a, rd_b, wr, lanes, last_push)    # 2. segments
+        if self._overlap:                                              # the instructions in flight
+            last_fire = Signal()
+            ctx = overlap_context(m, d, s, walker.start, last_fire)
+        else:
+            ctx = SimpleNamespace(trow=s.params.trow, p_is_a=s.p_is_a, p_is_b=s.p_is_b, c_trow=s.c_trow,
+                                  c_p_is_a=s.c_p_is_a, pat_esz=s.pat_esz, pat_mode1=s.pat_mode1, settling=None)
+        self._patterns(m, ctx, pat, rd_b)                              # 4. patterns
         oq = self._output_queue(m, lanes)                              # 7. the output queue
-        regs = combiner(m, cfg, self.go, oq.room, s, info, rd_a, rd_b, pat,   # 5. combiner (combiner.py)
-                        odd_copies=self.ODD_COPIES)
-        self._lanes_and_writer(m, d, regs, lanes, oq, wr)              # 6, 7. lanes, queue, writer
-        self._control(m, d, regs, lanes, oq, run_done)
+        regs = combiner(m, cfg, self.go, oq.room, ctx, info, rd_a, rd_b, pat,   # 5. combiner (combiner.py)
+                        odd_copies=self.ODD_COPIES, settling=ctx.settling)
+        if self._overlap:
+            m.d.comb += last_fire.eq(regs.last_fire)
+        self._lanes_and_writer(m, d, ctx, regs, lanes, oq, wr)         # 6, 7. lanes, queue, writer
+        self._control(m, d, s, ctx, regs, lanes, oq, run_done)
         return m
 
     # ---- 2. segments into the queues of their consumers ---------------------------------------------------
 
-    def _segments(self, m, s, walker, rd_a, rd_b, wr, lanes):
+    def _segments(self, m, s, walker, rd_a, rd_b, wr, lanes, last_push):
         """The queues between the walker and its consumers: the line queues of reader A (``q_a``), reader
         B (``q_b``: also the expanded operand's lines, ``pre_line`` first) and the writer (``q_w``), and
         through a register stage the combiner's info queue (``q_i``: the partial source's extent in the
@@ -274,6 +290,8 @@ class ElementwiseEngine(Engine):
         room = q_a.w_rdy & q_b.w_rdy & q_w.w_rdy & q_i.w_rdy
         push = Signal()
         m.d.comb += [push.eq(walker.busy & room), walker.segs.ready.eq(room)]
+        if last_push is not None:
+            m.d.comb += last_push.eq(push & seg.fin)
         a_line, b_line, w_line = Signal(rd_a.LineLayout), Signal(rd_b.LineLayout), Signal(wr.LineLayout)
         m.d.comb += [
             a_line.ub_addr.eq(seg.a_addr), a_line.length.eq(seg.length), a_line.dst_off.eq(seg.dst_off),
@@ -305,11 +323,13 @@ class ElementwiseEngine(Engine):
 
     # ---- 4. TROWEXPAND*: the expanded operand's words become patterns -------------------------------------
 
-    def _patterns(self, m, s, pat, rd_b):
+    def _patterns(self, m, ctx, pat, rd_b):
         """Reader B's words into the pattern builder (TROWEXPAND* only), with its mode and element size
-        (the setup's RUN copies)."""
-        m.d.comb += [pat.mode1.eq(s.pat_mode1), pat.esz.eq(s.pat_esz),
-                     pat.words.payload.eq(rd_b.words.payload), pat.words.valid.eq(rd_b.words.valid & s.c_trow)]
+        (the setup's RUN copies, or with overlap the combiner's instruction's, none taken while they
+        settle)."""
+        valid = rd_b.words.valid & ctx.c_trow
+        m.d.comb += [pat.mode1.eq(ctx.pat_mode1), pat.esz.eq(ctx.pat_esz), pat.words.payload.eq(rd_b.words.payload),
+                     pat.words.valid.eq(valid if ctx.settling is None else valid & ~ctx.settling)]
 
     # ---- 6, 7. lanes, output queue, writer ------------------------------------------------------------------
 
@@ -328,17 +348,23 @@ class ElementwiseEngine(Engine):
         m.submodules.out_q = oq
         return oq
 
-    def _lanes_and_writer(self, m, d, r, lanes, oq, wr):
+    def _lanes_and_writer(self, m, d, ctx, r, lanes, oq, wr):
         """The operand registers' low ``L`` bytes into the lanes (with the instruction's type and op,
-        the setup's decoded registers ``d``), the lanes' results into the output queue ``oq``: directly
+        the setup's decoded registers ``d``, or with overlap registers loaded with the operand registers
+        from the combiner's instruction's ``ctx``), the lanes' results into the output queue ``oq``: directly
         (K = 1) or the first ``K - 1`` beats of a word shifted into a register and queued with the last;
         the queue's words into the writer."""
         cfg = self._config
         W, L = cfg.ub_word_bytes, cfg.ew_lane_bytes
         K = W // L
+        dtype, op = d.dtype, d.op
+        if self._overlap:
+            dtype, op = Signal.like(d.dtype, name="dtype_r"), Signal.like(d.op, name="op_r")
+            with m.If(r.take):
+                m.d.sync += [dtype.eq(ctx.dtype), op.eq(ctx.op)]
         m.d.comb += [
             lanes.a.eq(r.a_r[:8 * L]), lanes.b.eq(r.b_r[:8 * L]), lanes.keep_a.eq(r.keep_r[:L]),
-            lanes.valid.eq(r.valid_r), lanes.dtype.eq(d.dtype), lanes.op.eq(d.op),
+            lanes.valid.eq(r.valid_r), lanes.dtype.eq(dtype), lanes.op.eq(op),
         ]
         if K == 1:
             m.d.comb += [oq.i_valid.eq(lanes.out_valid), oq.i_payload.word.eq(lanes.result)]
@@ -355,7 +381,7 @@ class ElementwiseEngine(Engine):
 
     # ---- control ----------------------------------------------------------------------------------------------
 
-    def _control(self, m, d, r, lanes, oq, run_done):
+    def _control(self, m, d, s, ctx, r, lanes, oq, run_done):
         """``done``: the last beat's mark, through as many registers as the lanes' ``LATENCY`` beside its
         word and through the output queue with it, in the cycle the writer takes that word; or, for an
         empty region, a register loaded in the ``start`` cycle. ``status`` is always OK (the checker
@@ -372,6 +398,24 @@ class ElementwiseEngine(Engine):
         # an empty region is done the cycle after ``start``, from a register (the empty compare of the held
         # command was in front of the front end's status mux)
         empty_done = Signal()
-        m.d.sync += empty_done.eq(self.start & d.empty)
+        if not self._overlap:
+            m.d.sync += empty_done.eq(self.start & d.empty)
+        else:
+            # dones in start order: an empty region waits for the older instructions' (``outstanding``:
+            # started with words, last word not yet taken); the engine takes the next command (``release``)
+            # once the walker has finished (``s.idle``), the instruction ahead of the combiner's is not yet
+            # set up (``ctx.full``), no empty region waits, and the combiner is not on a TROWEXPAND*
+            # (``ctx.trow_busy``: the pattern builder would take the next one's words for patterns)
+            outstanding = Signal(range(self.MAX_IN_FLIGHT + 1))
+            waiting = Signal()
+            m.d.sync += outstanding.eq(outstanding + (self.start & ~d.empty) - last_taken)
+            clear = outstanding == 0
+            m.d.sync += empty_done.eq((self.start & d.empty | waiting) & clear)
+            with m.If(self.start & d.empty & ~clear):
+                m.d.sync += waiting.eq(1)
+            with m.Elif(clear):
+                m.d.sync += waiting.eq(0)
+            m.d.comb += self.release.eq(s.fsm.ongoing("IDLE") & ~self.start & ~ctx.full & ~ctx.trow_busy & ~waiting
+                                        & (outstanding < self.MAX_IN_FLIGHT))
         m.d.comb += [run_done.eq(last_taken), self.done.eq(last_taken | empty_done),
                      self.status.eq(Status.OK)]

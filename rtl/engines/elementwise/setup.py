@@ -62,9 +62,10 @@ def decode(m, cmd, start):
     return SimpleNamespace(esz=esz, trow=trow, fi=fi, s0_cm=s0_cm, s1_cm=s1_cm, dst_cm=dst_cm, op=op,
                            dtype=dtype, empty=empty)
 
-def setup(m, cfg, cmd, start, d, walker, rd_b, run_done):
+def setup(m, cfg, cmd, start, d, walker, rd_b, run_end):
     """Stages 2 (DECODE) and 3 (PARAMS) of the setup and the engine's state machine (IDLE, DECODE,
-    PARAMS, RUN until ``run_done``): the walker's :func:`rtl.engines.elementwise.walker.SegmentParams`
+    PARAMS, RUN until ``run_end``: the last word written, or with overlap the walker's last segment
+    pushed): the walker's :func:`rtl.engines.elementwise.walker.SegmentParams`
     registers (the walker starts in PARAMS, ``ElementwiseEngine.SETUP_CYCLES`` = 2 after ``start``), the
     full / other operand's selections, the expanded operand's first line (``pre_line``, queued in PARAMS)
     and the RUN-cycle copies of the mode flags for the combiner and the pattern builder. ``cfg``: the
@@ -99,7 +100,7 @@ def setup(m, cfg, cmd, start, d, walker, rd_b, run_done):
     # line: a known duplicate, kept for the netlist)
     many = Mux(esz == 0, lines_c[sh:].any(), Mux(esz == 1, lines_c[sh - 1:].any(), lines_c[sh - 2:].any()))
     scal_len = Mux(many, W, (lines_c << esz)[:sh])
-    with m.FSM():
+    with m.FSM() as fsm:
         with m.State("IDLE"):
             with m.If(start & ~d.empty):
                 m.next = "DECODE"
@@ -146,8 +147,8 @@ def setup(m, cfg, cmd, start, d, walker, rd_b, run_done):
             # their first use is several cycles into RUN, after a UB read)
             m.d.sync += [c_trow.eq(params.trow), c_p_is_a.eq(p_is_a), pat_esz.eq(params.esz),
                          pat_mode1.eq(params.mode1)]
-            with m.If(run_done):
+            with m.If(run_end):
                 m.next = "IDLE"
     return SimpleNamespace(params=params, p_is_a=p_is_a, p_is_b=p_is_b, c_trow=c_trow, c_p_is_a=c_p_is_a,
                            pat_esz=pat_esz, pat_mode1=pat_mode1, pre_line=pre_line, pre_en=pre_en,
-                           e_skip=e_skip)
+                           e_skip=e_skip, other_cm=other_cm, fsm=fsm)

@@ -1,0 +1,55 @@
+"""The elementwise engine's instructions in flight when it takes the next one before the last is done
+(``overlap=True``, the concurrent unit: issue #33, item 5): each instruction's flags for the combiner, the
+pattern builder and the lanes, held from its setup until the combiner has taken its last word."""
+
+from types import SimpleNamespace
+
+from amaranth import *
+from amaranth.lib import data
+
+from rtl.engines.elementwise.lanes import LaneOp
+from rtl.isa import DType
+from rtl.lib.tile import ESZ_BITS
+
+__all__ = ["ContextLayout", "overlap_context"]
+
+#: What the stages behind the walker need of an instruction: TROWEXPAND* (``trow``) and where its pattern
+#: goes (``p_is_a``: the lanes' ``a``, ``p_is_b``: their ``b``), the pattern builder's mode and element size,
+#: the lanes' type and op.
+ContextLayout = data.StructLayout({"trow": 1, "p_is_a": 1, "p_is_b": 1, "mode1": 1, "esz": ESZ_BITS,
+                                   "dtype": DType, "op": LaneOp})
+
+
+def overlap_context(m, d, s, push, pop):
+    """Two context registers: ``cur``, the instruction the combiner is on, and ``nxt``, the one set up after
+    it (the setup's walker has finished with ``cur``'s instruction, so the engine took the next command).
+    ``push``: the setup's PARAMS cycle (the walker's ``start``: :func:`rtl.engines.elementwise.setup.decode`'s
+    registers ``d`` and the DECODE registers of ``s`` hold the new instruction); ``pop``: the combiner takes
+    the last word of ``cur``'s instruction. A push never finds both full: the engine releases the command
+    only while ``nxt`` is empty (``full``).
+
+    Returns the combiner's and the pattern builder's flags (as the serial engine's setup names them),
+    ``dtype`` / ``op`` for the lanes (the engine registers them with the operand registers), ``settling``
+    (``cur`` changed at the last edge: the pattern builder's copies of its mode and size are a cycle late,
+    so it takes no word now), ``full`` (``nxt`` holds an instruction) and ``trow_busy`` (the combiner is on
+    a TROWEXPAND*: the pattern builder takes reader B's words ahead of the rows, so the next instruction's
+    words must not reach reader B before this one's last word)."""
+    new = Signal(ContextLayout)
+    m.d.comb += [new.trow.eq(d.trow), new.p_is_a.eq(s.p_is_a), new.p_is_b.eq(s.p_is_b), new.mode1.eq(s.other_cm),
+                 new.esz.eq(d.esz), new.dtype.eq(d.dtype), new.op.eq(d.op)]
+    cur, nxt = Signal(ContextLayout, name="ctx_cur"), Signal(ContextLayout, name="ctx_nxt")
+    cur_v, nxt_v = Signal(name="ctx_cur_valid"), Signal(name="ctx_nxt_valid")
+    settling = Signal(name="ctx_settling")
+    m.d.sync += settling.eq(0)
+    with m.If(~cur_v | pop):
+        with m.If(nxt_v):
+            m.d.sync += [cur.eq(nxt), cur_v.eq(1), settling.eq(1), nxt.eq(new), nxt_v.eq(push)]
+        with m.Elif(push):
+            m.d.sync += [cur.eq(new), cur_v.eq(1), settling.eq(1)]
+        with m.Else():
+            m.d.sync += cur_v.eq(0)
+    with m.Elif(push):
+        m.d.sync += [nxt.eq(new), nxt_v.eq(1)]
+    return SimpleNamespace(trow=cur.trow, p_is_a=cur.p_is_a, p_is_b=cur.p_is_b, c_trow=cur.trow,
+                           c_p_is_a=cur.p_is_a, pat_esz=cur.esz, pat_mode1=cur.mode1, dtype=cur.dtype, op=cur.op,
+                           settling=settling, full=nxt_v, trow_busy=cur_v & cur.trow)
