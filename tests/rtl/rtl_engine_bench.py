@@ -268,17 +268,19 @@ class EngineBench:
         cycle where the engine raises ``release`` and it conflicts with no command still in flight
         (``golden.access.hazards``; the unit's scoreboard holds those back), so a command usually starts while
         earlier ones are still in the engine. ``done`` must come once per command, in start order, with the
-        golden status; after the last one the whole UB must equal the golden machine's after all of them in
-        order. Returns ``(cycles, overlapped)``: from the first start to the last ``done``, and how many
+        golden status, and with every byte the command writes in the UB (read two cycles later, as
+        :meth:`execute` does: its bytes equal the golden machine's after it); after the last one the whole UB must equal the golden machine's after
+        all of them in order. Returns ``(cycles, overlapped)``: from the first start to the last ``done``, and how many
         commands started while an earlier one was in flight. ``trace``: a list that gets ``("start" | "done",
         command, cycle)`` per event."""
         from golden.access import access, hazards
         ctx, eng = self._ctx, self.engine
         assert "release" in eng.signature.members, "execute_overlapped needs an engine built with overlap=True"
         detail = f"\n{note}" if note else ""
-        want = []
+        want, after = [], []
         for k, cmd in enumerate(cmds):
             want.append(self.golden.execute(cmd, on_undefined=self.on_undefined))
+            after.append(self.golden.ub.copy())
             assert want[-1] == Status.OK or want[-1] in EXEC_STATUSES, (
                 f"command {k} ({cmd['opcode'].name}): the golden machine rejects it with {want[-1].name}{detail}")
         acc = [access(c) for c in cmds]
@@ -287,7 +289,19 @@ class EngineBench:
         finished = 0
         idle = 0                    # cycles without a start or a done
         refused = None
+        # commands whose done came one and two cycles ago (the UB has the last word a cycle after it is taken)
+        landing, landed = [], []
         while finished < len(cmds):
+            if landed:
+                got = self.ub_read()
+                for k in landed:
+                    for lo, hi in acc[k].ub_writes:
+                        idx = np.arange(lo, hi) % len(got)
+                        bad = np.nonzero(got[idx] != after[k][idx])[0]
+                        assert not len(bad), (f"cycle {cycle}: command {k} ({cmds[k]['opcode'].name}) was done, but "
+                                              f"UB byte {idx[bad[0]]:#x} is {got[idx[bad[0]]]:#04x}, want "
+                                              f"{after[k][idx[bad[0]]]:#04x}{detail}")
+            landing, landed = [], landing
             ctx.set(eng.start, 0)
             # (a command done in this cycle still counts as in flight: its last word lands at this edge)
             if (nxt < len(cmds) and ctx.get(eng.release)
@@ -306,6 +320,7 @@ class EngineBench:
             if ctx.get(eng.done):
                 assert flight, f"cycle {cycle}: done with no command in flight{detail}"
                 k = flight.pop(0)
+                landing.append(k)
                 if trace is not None:
                     trace.append(("done", k, cycle))
                 status = ctx.get(eng.status)
