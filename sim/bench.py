@@ -17,9 +17,12 @@ Adding rows: add a case to an existing bench module's ``CASES`` or a :class:`Ben
 A second table, **programs** (``build/bench/programs.md``), times the examples of :data:`PROGRAMS` (PTO-AS,
 ``examples/``) as the runner does (``python -m sim run``: every result checked against the golden model, then
 the commands back to back): ``serial`` is the sum of the instructions' own cycles (each run alone, as the
-runner's checked pass runs them), ``run`` the program's cycles back to back, ``bound`` the largest of the
-pipes' sums of their instructions' own cycles (``pipes alone``: what a machine running its pipes at once and
-each instruction as fast as alone still needs; issue #33's bound), ``of bound`` = bound / run and
+runner's checked pass runs them), ``run`` the program's cycles back to back, ``pipes alone`` each pipe's sum
+of its instructions' own cycles (issue #33's bound: what a machine running its pipes at once and each
+instruction as fast as alone still needs), ``bound`` the largest pipe's least cycles on the configured unit
+(:func:`pipe_bounds`: ``pipes alone``, but on an engine that overlaps consecutive instructions each after the
+pipe's first costs only its narrowest resource, so the overlap cannot take ``run`` below it), ``of bound`` =
+bound / run and
 ``speed-up`` = serial / run. ``pipes busy`` are the unit's per-pipe busy counters over the run, ``hazard
 stalls`` its stalled-on-hazard counters and ``early starts`` the instructions that started while their pipe's
 previous one was still in its engine (both ``Config.concurrent``). A unit that runs one instruction at a time
@@ -134,18 +137,47 @@ def gemv_extra(record, config):
 PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream")
 
 
-def program_row(name, rep, lanes_bound=None):
+def pipe_bounds(rows, commands, config):
+    """Per pipe (``rtl.isa.Pipe``): ``(alone, bound)``. ``alone``: its instructions' own cycles (each run alone)
+    added up. ``bound``: the least its instructions can take on the configured unit: ``alone``, except on an
+    engine that takes its next instruction before the previous one is done (``Engine.OVERLAP`` in a
+    concurrent unit with ``Config.pipe_overlap``), where an instruction after the pipe's first costs its
+    engine's ``bound`` (its narrowest resource: the words of consecutive instructions pass the lanes one
+    after another, the fill overlaps). ``rows``: the report's rows (``cycles``), ``commands``: the image's."""
+    from rtl.isa import INSTRUCTIONS, Opcode, Pipe
+    from rtl.top import ENGINES
+    overlap = config.concurrent and config.pipe_overlap
+    alone, bound, seen = {p: 0 for p in Pipe}, {p: 0 for p in Pipe}, set()
+    for r, cmd in zip(rows, commands):
+        op = Opcode(cmd["opcode"])
+        p = INSTRUCTIONS[op].pipe
+        if p is None or not isinstance(r.cycles, int):
+            continue
+        alone[p] += r.cycles
+        cls = next(e for e in ENGINES if op in e.opcodes)
+        bound[p] += cls.bound(config, cmd) if overlap and cls.OVERLAP and p in seen else r.cycles
+        seen.add(p)
+    return {p: (alone[p], bound[p]) for p in Pipe}
+
+
+def program_row(name, rep, lanes_bound=None, commands=None, config=None):
     """The programs table's row of a :class:`sim.programs.run.Report` of an RTL run (see the module
     docstring). ``lanes_bound``: the cycles the program's work needs on the engines' lanes (an example's
-    ``lanes_bound(config)``), reported with the run's share of it."""
+    ``lanes_bound(config)``), reported with the run's share of it. ``commands`` (the program's) and
+    ``config``: for :func:`pipe_bounds`'s bound (without them, each pipe's instructions alone)."""
     from rtl.isa import INSTRUCTIONS, Opcode, Pipe
     serial, run_cycles = rep.sum_cycles, rep.total_cycles
-    alone = {p: 0 for p in Pipe}            # each pipe's instructions' own cycles (each alone), added up
-    for r, (op, _, _) in zip(rep.rows, rep.schedule):
-        p = INSTRUCTIONS[Opcode(op)].pipe
-        if p is not None and isinstance(r.cycles, int):
-            alone[p] += r.cycles
-    pipe, bound = max(alone.items(), key=lambda kv: kv[1])
+    if commands is None:
+        alone = {p: 0 for p in Pipe}            # each pipe's instructions' own cycles (each alone), added up
+        for r, (op, _, _) in zip(rep.rows, rep.schedule):
+            p = INSTRUCTIONS[Opcode(op)].pipe
+            if p is not None and isinstance(r.cycles, int):
+                alone[p] += r.cycles
+        bounds = {p: n for p, n in alone.items()}
+    else:
+        both = pipe_bounds(rep.rows, commands, config)
+        alone, bounds = {p: a for p, (a, _) in both.items()}, {p: b for p, (_, b) in both.items()}
+    pipe, bound = max(bounds.items(), key=lambda kv: kv[1])
     return {"program": name, "instructions": len(rep.rows), "serial": serial, "run": run_cycles,
             "bound": bound, "bound pipe": pipe.value, "of bound": f"{100 * bound / run_cycles:.1f}%",
             "speed-up": f"{serial / run_cycles:.2f}",
@@ -168,19 +200,20 @@ def program_rows(config, sim, log=print):
     rows = []
     for name in PROGRAMS:
         try:
-            parse_file(EXAMPLES / f"{name}.pto").assemble(config)
+            asm = parse_file(EXAMPLES / f"{name}.pto").assemble(config)
         except AsmError as e:
             if "UB overflow" not in e.message:
                 raise
             log(f"{name}: left out (does not fit the UB of {config})")
             continue
         mod = example_module(name)
-        rep = run_program(EXAMPLES / f"{name}.pto", mod.inputs(), sim=sim, config=config, label=f"bench-{name}")
+        rep = run_program(asm, mod.inputs(), sim=sim, config=config, label=f"bench-{name}")
         if not rep.ok or rep.busy is None:
             log(f"{name}: FAILED: {'; '.join(rep.problems)}")
             return None
         lanes = getattr(mod, "lanes_bound", None)
-        rows.append(program_row(name, rep, lanes(_spec_config(config)) if lanes else None))
+        cfg = _spec_config(config)
+        rows.append(program_row(name, rep, lanes(cfg) if lanes else None, asm.bind(mod.inputs()).commands, cfg))
     return rows
 
 

@@ -45,6 +45,27 @@ def test_program_row():
     assert row["lanes bound"] == 100 and row["of lanes bound"] == "62.5%"
 
 
+def test_pipe_bounds_with_overlap():
+    """On a unit whose elementwise engine overlaps consecutive instructions (``default_concurrent``) the vector
+    pipe's bound is its first instruction's cycles plus the engine's bound (the lanes) for each later one, so a
+    run that hides the fills stays within it; on the serial unit it is the sum of the cycles alone."""
+    from types import SimpleNamespace
+    from rtl.config import preset
+    from rtl.engines.elementwise.engine import ElementwiseEngine
+    from rtl.isa import DType, Layout, Opcode, Pipe
+    t = lambda base: {"base": base, "rows": 16, "cols": 16, "valid_rows": 16, "valid_cols": 16,
+                      "dtype": DType.FP16, "layout": Layout.ROW_MAJOR}
+    cmds = [{"opcode": Opcode.TPARTADD, "dst": t(k * 1536), "src0": t(k * 1536 + 512), "src1": t(k * 1536 + 1024)}
+            for k in range(3)] + [{"opcode": Opcode.TSYNC}]
+    rows = [SimpleNamespace(cycles=c) for c in (153, 153, 153, 2)]
+    conc = preset("default_concurrent")
+    lanes = ElementwiseEngine.bound(conc, cmds[0])
+    assert lanes == 128
+    assert bench.pipe_bounds(rows, cmds, conc)[Pipe.VECTOR] == (459, 153 + 2 * lanes)
+    assert bench.pipe_bounds(rows, cmds, preset("default"))[Pipe.VECTOR] == (459, 459)
+    assert bench.pipe_bounds(rows, cmds, preset("default_concurrent", pipe_overlap=False))[Pipe.VECTOR] == (459, 459)
+
+
 @pytest.mark.slow            # the examples run on the RTL in make sim; test_pto_rtl checks Report.busy
 def test_bench_programs(capsys):
     """The programs table on the RTL (the examples of bench.PROGRAMS, results checked against the golden)."""

@@ -30,7 +30,8 @@ class Dispatcher(wiring.Component):
 
     Parameters: ``config``; ``payload``, the shape of what an engine gets; ``depth``, entries of each
     pipe's queue (at least 2); ``entries``, instructions in flight in all pipes together (the scoreboard's
-    entries; queued and running ones); ``disable``, the scoreboard's (mutation checks only).
+    entries; queued and running ones); ``disable``, the scoreboard's (mutation checks only); ``released``,
+    released instructions per pipe at most (``release``).
 
     Ports
     -----
@@ -45,7 +46,7 @@ class Dispatcher(wiring.Component):
     release : In(len(PIPES))
         Pipe ``k``'s running instruction is *released* (a pulse; its engine has finished with its command,
         ``rtl.engines.base.EngineSignature``'s ``release``): the pipe may issue its next instruction in the
-        next cycle while it finishes. One at a time per pipe: not while one is released already.
+        next cycle while it finishes. At most ``released`` (a parameter) per pipe at a time.
     done : In(len(PIPES))
         Pipe ``k``'s oldest unfinished instruction (the released one, else the running one) has finished (a
         pulse; not with ``release``): the pipe may issue its next instruction in the next cycle. The instruction stays in the scoreboard, *draining* (its last words may still be on
@@ -72,10 +73,11 @@ class Dispatcher(wiring.Component):
     ``t``.
     """
 
-    def __init__(self, config, payload, *, depth=4, entries=8, disable=()):
+    def __init__(self, config, payload, *, depth=4, entries=8, disable=(), released=1):
         if depth < 2:
             raise ValueError(f"Dispatcher: depth={depth} must be at least 2")
         self._config, self._payload, self._depth, self._entries = config, payload, depth, entries
+        self._released = released
         self._disable = disable
         super().__init__({
             "push": In(stream.Signature(DispatchLayout(config, payload))),
@@ -110,8 +112,10 @@ class Dispatcher(wiring.Component):
             head = entry(q.r_data)
             running = Signal(name=f"running{k}")
             slot = Signal(range(n), name=f"running_slot{k}")
-            released = Signal(name=f"released{k}")
-            rel_slot = Signal(range(n), name=f"released_slot{k}")
+            # the released instructions, oldest first
+            nrel = Signal(range(self._released + 1), name=f"released{k}")
+            rel_slot = [Signal(range(n), name=f"released{k}_slot{i}") for i in range(self._released)]
+            released = nrel != 0
             ready = q.r_rdy & ~running & ~sb.blocked.bit_select(head.slot, 1)
             out = self.issue[k]
             m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready)]
@@ -121,16 +125,21 @@ class Dispatcher(wiring.Component):
                 m.d.sync += [running.eq(1), slot.eq(sb.slot)]
             with m.Elif(self.release[k] | (self.done[k] & ~released)):
                 m.d.sync += running.eq(0)
-            # the released instruction finishes before the running one
+            # the released instructions finish before the running one, in order
+            pop = self.done[k] & released
+            m.d.sync += nrel.eq(nrel + self.release[k] - pop)
+            with m.If(pop):
+                for i in range(self._released - 1):
+                    m.d.sync += rel_slot[i].eq(rel_slot[i + 1])
             with m.If(self.release[k]):
-                m.d.sync += [released.eq(1), rel_slot.eq(slot)]
-            with m.Elif(self.done[k]):
-                m.d.sync += released.eq(0)
+                for i in range(self._released):
+                    with m.If(nrel - pop == i):
+                        m.d.sync += rel_slot[i].eq(slot)
             # the finished instruction drains until ``retire`` (unless it retires at once)
             draining = Signal(name=f"draining{k}")
             drain_slot = Signal(range(n), name=f"draining_slot{k}")
             finishing = self.done[k] & (running | released)
-            fin_slot = Mux(released, rel_slot, slot)
+            fin_slot = Mux(released, rel_slot[0], slot)
             leaving = Mux(draining, drain_slot, fin_slot)
             with m.If(finishing & ~(self.retire[k] & ~draining)):
                 m.d.sync += [draining.eq(1), drain_slot.eq(fin_slot)]

@@ -54,10 +54,10 @@ class PipeFrontEnd(wiring.Component):
     release : In(len(engines)), default all low
         Engine ``e``'s ``release`` (:class:`rtl.engines.base.EngineSignature`, an engine built with
         ``overlap``): it has finished with its command, so the pipe may start the next instruction on it while
-        it finishes this one. The front end then holds the finishing one aside (``pipeK_released``: its tag,
-        stamp and response; it frees the pipe and drains first) and offers the next one, if it runs on the same
-        engine (the read ports stay that engine's until its last ``done``) and the response queue has room for
-        both responses. One released instruction per pipe.
+        it finishes this one. The front end then holds the finishing one aside (``pipeK_released`` counts them:
+        tag, stamp and response each; they free the pipe and drain first, in order) and offers the next one, if
+        it runs on the same engine (the read ports stay that engine's until its last ``done``) and the response
+        queue has room for every response owed. Up to :attr:`RELEASED` released instructions per pipe.
     abort : Out(len(engines))
         Engine ``e`` started speculatively on a command the checker rejects (one cycle, at the verdict):
         reset it (:func:`rtl.frontend.engine_domain.engine_domain`; the front end starts no engine in the
@@ -108,6 +108,10 @@ class PipeFrontEnd(wiring.Component):
     VERDICT_WAIT = max(Checker.LATENCY, Footprint.LATENCY)
     #: Entries of each response queue (per pipe, and the check stage's for rejected commands and TSYNC).
     RESPONSE_DEPTH = 4
+    #: Released instructions a pipe holds at most (``release``: its engine still owes their ``done``), so
+    #: that an engine whose pipeline is longer than its instructions (the elementwise engine on ``fullrate``:
+    #: 16-cycle TPARTADDs, ~25 cycles from the walker to the last write) keeps three in flight.
+    RELEASED = 2
 
     def __init__(self, config, engines, *, depth=None, entries=None, disable=(), exclusive=()):
         # (default: the configuration's ``pipe_queue_depth`` and ``pipe_entries``)
@@ -140,7 +144,7 @@ class PipeFrontEnd(wiring.Component):
         m.submodules.checker = checker = Checker(cfg, self._classes)
         m.submodules.footprint = footprint = Footprint(cfg)
         m.submodules.dispatch = dispatch = Dispatcher(cfg, Payload, depth=self._depth, entries=self._entries,
-                                                      disable=self._disable)
+                                                      disable=self._disable, released=self.RELEASED)
         now = Signal(32)                      # cycles since reset (wrapping): the commands' stamps
         m.d.sync += now.eq(now + 1)
         queues = self._response_queues(m)
@@ -252,8 +256,10 @@ class PipeFrontEnd(wiring.Component):
         free = [Signal(name=f"pipe{k}_free") for k in range(n)]
         retire = [Signal(name=f"pipe{k}_retire") for k in range(n)]
         running = [Signal(name=f"pipe{k}_running") for k in range(n)]     # from take to free (or release)
-        r0 = [Signal(name=f"pipe{k}_released") for k in range(n)]        # from release to free
-        allowed = self._exclusion(m, dispatch, [running[k] | r0[k] for k in range(n)])
+        D = self.RELEASED
+        # released instructions, oldest first (from release to free)
+        nrel = [Signal(range(D + 1), name=f"pipe{k}_released") for k in range(n)]
+        allowed = self._exclusion(m, dispatch, [running[k] | (nrel[k] != 0) for k in range(n)])
         rels = []
         offered = self.cmd.payload
         for k in range(n):
@@ -271,15 +277,17 @@ class PipeFrontEnd(wiring.Component):
             inserted = Signal(name=f"pipe{k}_inserted")   # ... and is in the scoreboard
             passed = stage.verdict & stage.ok & running[k] & ~checked
             aborted = stage.verdict & ~stage.ok & running[k] & ~checked
-            # the released instruction (``r0``): its tag, stamp, and whether its engine is done (it is answered
-            # then: the queue kept room for it)
-            r0_tag, r0_stamp = Signal(16, name=f"pipe{k}_r0_tag"), Signal(32, name=f"pipe{k}_r0_stamp")
-            r0_ended = Signal(name=f"pipe{k}_r0_ended")
-            r0_owes = Signal(name=f"pipe{k}_r0_owes")            # released, its ``done`` not yet come
-            m.d.comb += r0_owes.eq(r0[k] & ~r0_ended)
-            # the response queue has room for the next instruction's response, and for the released one's if it
-            # is not answered yet
-            room = w_rdy & (~r0[k] | r0_ended | (level < self.RESPONSE_DEPTH - 1))
+            # the released instructions, oldest first: their tags and stamps; the first ``rel_ended`` of them
+            # are done (and answered then: the queue kept room for them; dones come in order)
+            r0 = nrel[k] != 0
+            rel_tag = [Signal(16, name=f"pipe{k}_rel{i}_tag") for i in range(D)]
+            rel_stamp = [Signal(32, name=f"pipe{k}_rel{i}_stamp") for i in range(D)]
+            rel_ended = Signal(range(D + 1), name=f"pipe{k}_rel_ended")
+            r0_owes = Signal(name=f"pipe{k}_rel_owes")           # a released one's ``done`` has not come yet
+            m.d.comb += r0_owes.eq(rel_ended < nrel[k])
+            # the response queue has room for the next instruction's response and the released ones' not yet
+            # answered
+            room = w_rdy & (level + (nrel[k] - rel_ended) < self.RESPONSE_DEPTH)
             # while one is released, the next goes to the same engine (its ``sel``: the read ports it shares)
             same = []
             for e in mine:
@@ -288,7 +296,7 @@ class PipeFrontEnd(wiring.Component):
             for e in mine:
                 sels[e] = Signal(name=f"sel_{self._classes[e].name}")
             same_engine = Cat(sels[e] & c for e, c in zip(mine, same)).any()
-            m.d.comb += [issue.ready.eq(~running[k] & room & allowed[k] & (~r0[k] | same_engine)),
+            m.d.comb += [issue.ready.eq(~running[k] & room & allowed[k] & (~r0 | same_engine)),
                          take.eq(issue.valid & issue.ready), self.early[k].eq(take & r0_owes)]
             with m.If(take):
                 m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
@@ -322,7 +330,9 @@ class PipeFrontEnd(wiring.Component):
                     m.d.sync += [sel.eq(0), go.eq(0)]
                 # (an engine may be done before ``go``, e.g. on an empty region: then ``go`` never rises.) The
                 # engine keeps the pipe's ports while a newer instruction runs on it or starts now.
-                with m.If(sel & port.done & ~(r0_owes & (running[k] | for_me))):
+                # (this ``done`` is the last one owed unless a released one owes one after it or one runs)
+                last_owed = Mux(r0_owes, nrel[k] - rel_ended == 1, 1)
+                with m.If(sel & port.done & ~(~last_owed | (r0_owes & (running[k] | for_me)))):
                     m.d.sync += [sel.eq(0), go.eq(0)]
                 with m.If(sel & port.done):
                     m.d.comb += [finish.eq(1), status.eq(port.status)]
@@ -337,24 +347,21 @@ class PipeFrontEnd(wiring.Component):
             answer = Signal(name=f"pipe{k}_answer")
             r0_answer = finish & r0_owes
             m.d.comb += [answer.eq(((finish & ~r0_owes) | ended) & (checked | passed) & ~aborted & ~answered),
-                         w_en.eq(answer | r0_answer), w_data.tag.eq(Mux(r0_owes, r0_tag, tag)),
+                         w_en.eq(answer | r0_answer),
+                         w_data.tag.eq(Mux(r0_owes, Array(rel_tag)[rel_ended], tag)),
                          w_data.status.eq(Mux(ended & ~r0_owes, ended_status, status)),
-                         w_data.cycles.eq(now - Mux(r0_owes, r0_stamp, stamp))]
-            # release: the running instruction, checked and in the scoreboard, neither done nor answered, none
-            # released yet
+                         w_data.cycles.eq(now - Mux(r0_owes, Array(rel_stamp)[rel_ended], stamp))]
+            # release: the running instruction, checked and in the scoreboard, neither done nor answered, while
+            # fewer than ``RELEASED`` are
             rel = Signal(name=f"pipe{k}_release")
             rels.append(rel)
-            m.d.comb += rel.eq(releasing & running[k] & checked & inserted & ~ended & ~finish & ~r0[k])
-            with m.If(rel):
-                m.d.sync += [r0[k].eq(1), r0_tag.eq(tag), r0_stamp.eq(stamp), r0_ended.eq(0)]
-            with m.If(r0_answer):
-                m.d.sync += r0_ended.eq(1)
+            m.d.comb += rel.eq(releasing & running[k] & checked & inserted & ~ended & ~finish & (nrel[k] < D))
             # free the pipe: done seen (now or before), answered, in the scoreboard (and the pipe's previous
             # instruction drained, or draining now: one drains at a time); the instruction retires then (no
             # UB writes) or once the words it handed over have landed (``drained`` after its ``fence``). The
             # released one first.
-            r0_fin = r0[k] & r0_ended
-            r1_fin = (finish | ended) & (answered | answer) & inserted & ~r0[k]
+            r0_fin = rel_ended != 0
+            r1_fin = (finish | ended) & (answered | answer) & inserted & ~r0
             finished = r0_fin | r1_fin
             m.d.comb += self.fence[k].eq(finish)
             if any(self._classes[e].UB_WRITE for e in mine):
@@ -365,9 +372,17 @@ class PipeFrontEnd(wiring.Component):
                              free[k].eq(finished & (~draining | self.drained[k]))]
             else:
                 m.d.comb += [free[k].eq(finished), retire[k].eq(finished)]
-            with m.If(free[k] & r0[k]):
-                m.d.sync += r0[k].eq(0)
-            with m.If((free[k] & ~r0[k]) | aborted | rel):
+            # the released list: the oldest leaves when it frees the pipe, the running one joins at ``rel``
+            pop = free[k] & r0
+            m.d.sync += [nrel[k].eq(nrel[k] + rel - pop), rel_ended.eq(rel_ended + r0_answer - pop)]
+            with m.If(pop):
+                for i in range(D - 1):
+                    m.d.sync += [rel_tag[i].eq(rel_tag[i + 1]), rel_stamp[i].eq(rel_stamp[i + 1])]
+            with m.If(rel):
+                for i in range(D):
+                    with m.If(nrel[k] - pop == i):
+                        m.d.sync += [rel_tag[i].eq(tag), rel_stamp[i].eq(stamp)]
+            with m.If((free[k] & ~r0) | aborted | rel):
                 m.d.sync += [ended.eq(0), answered.eq(0), running[k].eq(0)]
             with m.Else():
                 with m.If(finish & ~r0_owes):
@@ -375,7 +390,7 @@ class PipeFrontEnd(wiring.Component):
                 with m.If(answer):
                     m.d.sync += answered.eq(1)
         m.d.comb += [dispatch.done.eq(Cat(free)), dispatch.retire.eq(Cat(retire)), dispatch.release.eq(Cat(rels))]
-        return [running[k] | r0[k] for k in range(n)]
+        return [running[k] | (nrel[k] != 0) for k in range(n)]
 
     def _exclusion(self, m, dispatch, running):
         """Per pipe, whether it may take an instruction now as far as ``exclusive`` goes: no other pipe of its

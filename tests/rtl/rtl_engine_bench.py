@@ -262,7 +262,7 @@ class EngineBench:
         gold[:] = got       # adopt the bytes the golden model left undefined
         return result
 
-    async def execute_overlapped(self, cmds, note="", trace=None):
+    async def execute_overlapped(self, cmds, note="", trace=None, in_flight=None):
         """Run ``cmds`` on an engine built with ``overlap`` (``rtl.engines.base.EngineSignature``'s ``release``)
         as the concurrent unit's front end does, one pipe: each command starts (``go`` with ``start``) in a
         cycle where the engine raises ``release`` and it conflicts with no command still in flight
@@ -272,7 +272,8 @@ class EngineBench:
         :meth:`execute` does: its bytes equal the golden machine's after it); after the last one the whole UB must equal the golden machine's after
         all of them in order. Returns ``(cycles, overlapped)``: from the first start to the last ``done``, and how many
         commands started while an earlier one was in flight. ``trace``: a list that gets ``("start" | "done",
-        command, cycle)`` per event."""
+        command, cycle)`` per event. ``in_flight``: start a command only while fewer are in flight (the unit's
+        front end holds two per pipe)."""
         from golden.access import access, hazards
         ctx, eng = self._ctx, self.engine
         assert "release" in eng.signature.members, "execute_overlapped needs an engine built with overlap=True"
@@ -304,7 +305,7 @@ class EngineBench:
             landing, landed = [], landing
             ctx.set(eng.start, 0)
             # (a command done in this cycle still counts as in flight: its last word lands at this edge)
-            if (nxt < len(cmds) and ctx.get(eng.release)
+            if (nxt < len(cmds) and ctx.get(eng.release) and (in_flight is None or len(flight) < in_flight)
                     and not any(hazards(acc[j], acc[nxt]) for j in flight)):
                 ctx.set(eng.cmd, Command.const(cmds[nxt]))
                 ctx.set(eng.start, 1)

@@ -82,7 +82,8 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
         spaces[s].mem[:] = -1
     rng = random.Random(seed)
     out = {"bad_reads": [], "answers": {}, "starts": [], "overlap": 0, "problems": [], "both": 0,
-           "speculative": 0, "aborted": [], "go_delay": [], "drain_overlap": 0, "engine_overlap": 0}
+           "speculative": 0, "aborted": [], "go_delay": [], "drain_overlap": 0, "engine_overlap": 0,
+           "engine_flight": 0}
     overlapping = [overlap and cls.OVERLAP for cls in classes]
     rel_at = {}                          # (engine, instruction) -> the cycle its mock releases its command
     vm = (1 << PIPES.index(Pipe.VECTOR)) | (1 << PIPES.index(Pipe.MATRIX))     # "both": cycles both run
@@ -186,6 +187,7 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
                     busy = [(f, j) for (f, j), (_, _, td) in run.items()
                             if dut._pipe_of[f] == dut._pipe_of[e] and cycle <= td]
                     out["engine_overlap"] += bool(busy)
+                    out["engine_flight"] = max(out["engine_flight"], len(busy) + 1)
                     if any(f != e or not overlapping[e] or rel_at[(f, j)] >= cycle - 1 for f, j in busy) \
                             or Opcode(cmds[i]["opcode"]) not in classes[e].opcodes:
                         out["problems"].append(f"engine {classes[e].name} started on {i} ({cmds[i]['opcode'].name})")
@@ -241,6 +243,16 @@ def test_front_end_equals_sequential_execution(config_name, seed):
     assert r["speculative"] > 0                                         # engines started before the verdict
     assert r["drain_overlap"] > 0                   # an instruction started while its pipe's previous drained
     assert r["engine_overlap"] > 0                  # ... while its engine still ran the previous one
+    assert 2 <= r["engine_flight"] <= 1 + PipeFrontEnd.RELEASED
+
+
+def test_front_end_holds_released_instructions():
+    """Up to ``RELEASED`` instructions per pipe wait for their ``done`` while the next one runs on the same
+    engine (three in the engine at once), and everything still equals sequential execution."""
+    cmds = _program("small", range(30, 36))
+    r = run_front(cmds, "small", 3)
+    assert not r["problems"] and not r["bad_reads"] and r["end_ok"], (r["problems"] + r["bad_reads"])[:6]
+    assert r["engine_flight"] == 1 + PipeFrontEnd.RELEASED
 
 
 def test_front_end_without_overlap():

@@ -113,7 +113,8 @@ class ElementwiseEngine(Engine):
     name = "elementwise"
     opcodes = EW_OPCODES
     OVERLAP = True
-    #: (overlap) Instructions the engine has in flight at most (started, last word not yet taken).
+    #: (overlap) Instructions the engine has in flight at most (started, last word not yet taken): the one
+    #: it runs and the next, whose setup waits for the walker (the front end holds two per pipe too).
     MAX_IN_FLIGHT = 3
     #: The full operand and the other one, a word each per cycle.
     UB_READ_PORTS = 2
@@ -233,7 +234,8 @@ class ElementwiseEngine(Engine):
         d = decode(m, self.cmd, self.start)
         # RUN ends with the last word written, or (overlap) with the walker's last segment: the engine has
         # finished with the held command then
-        s = setup(m, cfg, self.cmd, self.start, d, walker, rd_b, last_push if self._overlap else run_done)
+        s = setup(m, cfg, self.cmd, self.start, d, walker, rd_b, last_push if self._overlap else run_done,
+                  overlap=self._overlap)
         info = self._segments(m, s, walker, rd_a, rd_b, wr, lanes, last_push)    # 2. segments
         if self._overlap:                                              # the instructions in flight
             last_fire = Signal()
@@ -303,7 +305,8 @@ class ElementwiseEngine(Engine):
             q_a.w_en.eq(push), q_w.w_en.eq(push),
             q_b.w_en.eq(pre_en | (push & (~params.trow | seg.e_valid) & ~e_skip)),
         ]
-        with m.If(push):
+        # (overlap: not when the next instruction's DECODE sets it, with this instruction's last segment)
+        with m.If(push if s.decoding is None else push & ~s.decoding):
             m.d.sync += e_skip.eq(0)
         # the INFO_CYCLES register stage
         s_valid = Signal()
@@ -403,9 +406,11 @@ class ElementwiseEngine(Engine):
         else:
             # dones in start order: an empty region waits for the older instructions' (``outstanding``:
             # started with words, last word not yet taken); the engine takes the next command (``release``)
-            # once the walker has finished (``s.idle``), the instruction ahead of the combiner's is not yet
-            # set up (``ctx.full``), no empty region waits, and the combiner is not on a TROWEXPAND*
-            # (``ctx.trow_busy``: the pattern builder would take the next one's words for patterns)
+            # while its walker runs (RUN: the setup has finished with the command; the next one's DECODE
+            # waits for the walker's last segment) or is idle, when the instruction ahead of the combiner's
+            # is not yet set up (``ctx.full``), no empty region waits, at most one instruction is in flight,
+            # and the combiner is not on a TROWEXPAND* (``ctx.trow_busy``: the pattern builder would take
+            # the next one's words for patterns)
             outstanding = Signal(range(self.MAX_IN_FLIGHT + 1))
             waiting = Signal()
             m.d.sync += outstanding.eq(outstanding + (self.start & ~d.empty) - last_taken)
@@ -415,7 +420,7 @@ class ElementwiseEngine(Engine):
                 m.d.sync += waiting.eq(1)
             with m.Elif(clear):
                 m.d.sync += waiting.eq(0)
-            m.d.comb += self.release.eq(s.fsm.ongoing("IDLE") & ~self.start & ~ctx.full & ~ctx.trow_busy & ~waiting
+            m.d.comb += self.release.eq((s.fsm.ongoing("IDLE") | (s.fsm.ongoing("RUN") & ~s.pending)) & ~self.start & ~ctx.full & ~ctx.trow_busy & ~waiting
                                         & (outstanding < self.MAX_IN_FLIGHT))
         m.d.comb += [run_done.eq(last_taken), self.done.eq(last_taken | empty_done),
                      self.status.eq(Status.OK)]

@@ -62,10 +62,10 @@ def decode(m, cmd, start):
     return SimpleNamespace(esz=esz, trow=trow, fi=fi, s0_cm=s0_cm, s1_cm=s1_cm, dst_cm=dst_cm, op=op,
                            dtype=dtype, empty=empty)
 
-def setup(m, cfg, cmd, start, d, walker, rd_b, run_end):
+def setup(m, cfg, cmd, start, d, walker, rd_b, run_end, *, overlap=False):
     """Stages 2 (DECODE) and 3 (PARAMS) of the setup and the engine's state machine (IDLE, DECODE,
-    PARAMS, RUN until ``run_end``: the last word written, or with overlap the walker's last segment
-    pushed): the walker's :func:`rtl.engines.elementwise.walker.SegmentParams`
+    PARAMS, RUN until ``run_end``: the last word written, or with ``overlap`` the walker's last segment
+    pushed, when a command started during RUN goes through DECODE at once): the walker's :func:`rtl.engines.elementwise.walker.SegmentParams`
     registers (the walker starts in PARAMS, ``ElementwiseEngine.SETUP_CYCLES`` = 2 after ``start``), the
     full / other operand's selections, the expanded operand's first line (``pre_line``, queued in PARAMS)
     and the RUN-cycle copies of the mode flags for the combiner and the pattern builder. ``cfg``: the
@@ -75,16 +75,18 @@ def setup(m, cfg, cmd, start, d, walker, rd_b, run_end):
     dst, s0, s1 = cmd.dst, cmd.src0, cmd.src1
     esz, trow, fi, s0_cm, s1_cm, dst_cm = d.esz, d.trow, d.fi, d.s0_cm, d.s1_cm, d.dst_cm
 
-    params = Signal(SegmentParams(cfg))
+    params = Signal(SegmentParams(cfg), name="params")
     m.d.comb += walker.params.eq(params)
     # stage 2: ``fi``: the full operand is src1 (the other one is src0)
     pick_full = lambda x1, x0: Mux(fi, x1, x0)
     pick_other = lambda x1, x0: Mux(fi, x0, x1)
-    other_cm = Signal()
-    a_same, b_same = Signal(), Signal()
-    p_is_a, p_is_b = Signal(), Signal()           # TROWEXPAND*: the pattern is the lanes' ``a`` / ``b``
+    other_cm = Signal(name="other_cm")
+    # (the names the tracer gave before the DECODE writes became a nested function, which hides the
+    # variables from it: the first of a tuple was never named; kept so that the serial netlist is the same)
+    a_same, b_same = Signal(), Signal(name="b_same")
+    p_is_a, p_is_b = Signal(), Signal(name="p_is_b")           # TROWEXPAND*: the pattern is the lanes' ``a`` / ``b``
     # elements between lines, own order (a tile's rows or cols)
-    lead_d, lead_a, lead_b = Signal(SHAPE_BITS), Signal(SHAPE_BITS), Signal(SHAPE_BITS)
+    lead_d, lead_a, lead_b = Signal(SHAPE_BITS), Signal(SHAPE_BITS), Signal(SHAPE_BITS, name="lead_b")
     c_trow, c_p_is_a, pat_esz, pat_mode1 = Signal(), Signal(), Signal(ESZ_BITS), Signal()
     o_vr, o_vc = pick_other(s1.valid_rows, s0.valid_rows), pick_other(s1.valid_cols, s0.valid_cols)
     # TROWEXPAND*: the expanded operand's first line goes into reader B's queue in PARAMS, a cycle
@@ -92,38 +94,44 @@ def setup(m, cfg, cmd, start, d, walker, rd_b, run_end):
     # sooner; the walker's own copy of that line is not pushed (``e_skip``: no segment pushed yet).
     # The line is registered in DECODE from the held command: what the walker's first segment has
     # as ``e_addr`` / ``e_length`` / ``e_off``.
-    pre_line = Signal(rd_b.LineLayout, reset_less=True)
-    pre_en, e_skip = Signal(), Signal()
+    pre_line = Signal(rd_b.LineLayout, reset_less=True, name="pre_line")
+    pre_en, e_skip = Signal(), Signal(name="e_skip")
     m.d.sync += pre_en.eq(0)
     lines_c = Mux(dst_cm, dst.valid_cols, dst.valid_rows)
     # mode 1: one line of min(lines, W / size) scalars (the walker computes the same for its first
     # line: a known duplicate, kept for the netlist)
     many = Mux(esz == 0, lines_c[sh:].any(), Mux(esz == 1, lines_c[sh - 1:].any(), lines_c[sh - 2:].any()))
     scal_len = Mux(many, W, (lines_c << esz)[:sh])
+    def decode_writes():
+        # stage 2, DECODE: what the walker takes at its start, the selections, the expanded operand's first line
+        m.d.sync += [
+            params.lines.eq(Mux(dst_cm, dst.valid_cols, dst.valid_rows)),
+            params.pos_n.eq(Mux(dst_cm, dst.valid_rows, dst.valid_cols)),
+            params.esz.eq(esz),
+            params.elem_path.eq(~trow & ~((s0_cm == dst_cm) & (s1_cm == dst_cm))),
+            params.d_base.eq(dst.base), params.a_base.eq(pick_full(s1.base, s0.base)),
+            params.b_base.eq(pick_other(s1.base, s0.base)), params.e_base.eq(pick_other(s1.base, s0.base)),
+            params.p_lines.eq(Mux(dst_cm, o_vc, o_vr)), params.p_pos.eq(Mux(dst_cm, o_vr, o_vc)),
+            other_cm.eq(pick_other(s1_cm, s0_cm)),
+            a_same.eq(pick_full(s1_cm, s0_cm) == dst_cm), b_same.eq(pick_other(s1_cm, s0_cm) == dst_cm),
+            p_is_a.eq(trow & fi), p_is_b.eq(trow & ~fi),
+            lead_d.eq(Mux(dst_cm, dst.rows, dst.cols)),
+            lead_a.eq(pick_full(Mux(s1_cm, s1.rows, s1.cols), Mux(s0_cm, s0.rows, s0.cols))),
+            lead_b.eq(pick_other(Mux(s1_cm, s1.rows, s1.cols), Mux(s0_cm, s0.rows, s0.cols))),
+            pre_line.ub_addr.eq(pick_other(s1.base, s0.base)),
+            pre_line.length.eq(Mux(pick_other(s1_cm, s0_cm), scal_len, PATTERN_BYTES)),
+            pre_line.dst_off.eq(Mux(pick_other(s1_cm, s0_cm), 0, dst.base[:sh])),
+            pre_en.eq(trow), e_skip.eq(trow),
+        ]
+
+    # (overlap) a command started while the walker ran, DECODE with its last segment (``decoding``: now)
+    pending, decoding = (Signal(name="pending"), Signal(name="decoding")) if overlap else (None, None)
     with m.FSM() as fsm:
         with m.State("IDLE"):
             with m.If(start & ~d.empty):
                 m.next = "DECODE"
         with m.State("DECODE"):
-            m.d.sync += [
-                params.lines.eq(Mux(dst_cm, dst.valid_cols, dst.valid_rows)),
-                params.pos_n.eq(Mux(dst_cm, dst.valid_rows, dst.valid_cols)),
-                params.esz.eq(esz),
-                params.elem_path.eq(~trow & ~((s0_cm == dst_cm) & (s1_cm == dst_cm))),
-                params.d_base.eq(dst.base), params.a_base.eq(pick_full(s1.base, s0.base)),
-                params.b_base.eq(pick_other(s1.base, s0.base)), params.e_base.eq(pick_other(s1.base, s0.base)),
-                params.p_lines.eq(Mux(dst_cm, o_vc, o_vr)), params.p_pos.eq(Mux(dst_cm, o_vr, o_vc)),
-                other_cm.eq(pick_other(s1_cm, s0_cm)),
-                a_same.eq(pick_full(s1_cm, s0_cm) == dst_cm), b_same.eq(pick_other(s1_cm, s0_cm) == dst_cm),
-                p_is_a.eq(trow & fi), p_is_b.eq(trow & ~fi),
-                lead_d.eq(Mux(dst_cm, dst.rows, dst.cols)),
-                lead_a.eq(pick_full(Mux(s1_cm, s1.rows, s1.cols), Mux(s0_cm, s0.rows, s0.cols))),
-                lead_b.eq(pick_other(Mux(s1_cm, s1.rows, s1.cols), Mux(s0_cm, s0.rows, s0.cols))),
-                pre_line.ub_addr.eq(pick_other(s1.base, s0.base)),
-                pre_line.length.eq(Mux(pick_other(s1_cm, s0_cm), scal_len, PATTERN_BYTES)),
-                pre_line.dst_off.eq(Mux(pick_other(s1_cm, s0_cm), 0, dst.base[:sh])),
-                pre_en.eq(trow), e_skip.eq(trow),
-            ]
+            decode_writes()
             m.next = "PARAMS"
         with m.State("PARAMS"):
             size = C(1, SIZE_BITS) << params.esz
@@ -147,8 +155,27 @@ def setup(m, cfg, cmd, start, d, walker, rd_b, run_end):
             # their first use is several cycles into RUN, after a UB read)
             m.d.sync += [c_trow.eq(params.trow), c_p_is_a.eq(p_is_a), pat_esz.eq(params.esz),
                          pat_mode1.eq(params.mode1)]
-            with m.If(run_end):
-                m.next = "IDLE"
+            if not overlap:
+                with m.If(run_end):
+                    m.next = "IDLE"
+            else:
+                # overlap: the next command may start while the walker runs (the engine releases the command
+                # in RUN); its DECODE then happens in the cycle of the walker's last segment (DECODE
+                # writes only fields the walker reads at its start or not at all: its last step reads the
+                # old ones at that edge), and its PARAMS, the walker's start, in the next
+                with m.If(start & ~d.empty):
+                    m.d.sync += pending.eq(1)
+                with m.If(run_end):
+                    with m.If(pending):
+                        decode_writes()
+                        m.d.comb += decoding.eq(1)
+                        m.d.sync += pending.eq(0)
+                        m.next = "PARAMS"
+                    with m.Elif(start & ~d.empty):      # (its decodes are registered at this edge)
+                        m.d.sync += pending.eq(0)
+                        m.next = "DECODE"
+                    with m.Else():
+                        m.next = "IDLE"
     return SimpleNamespace(params=params, p_is_a=p_is_a, p_is_b=p_is_b, c_trow=c_trow, c_p_is_a=c_p_is_a,
                            pat_esz=pat_esz, pat_mode1=pat_mode1, pre_line=pre_line, pre_en=pre_en,
-                           e_skip=e_skip, other_cm=other_cm, fsm=fsm)
+                           e_skip=e_skip, other_cm=other_cm, fsm=fsm, pending=pending, decoding=decoding)
