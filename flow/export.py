@@ -163,15 +163,16 @@ def export(config, path, name="vector_unit", target="generic", *, base=None):
     return path
 
 
-def export_stamp(config):
-    """Hash of everything the exported Verilog depends on: the contents of every ``rtl/**/*.py`` and of
-    ``flow/export.py``, the configuration, and the Amaranth version (its Yosys comes with it)."""
+def export_stamp(config, rtl_digest=None):
+    """Hash of everything the exported Verilog depends on: the contents of every ``rtl/**/*.py`` (``rtl_digest``,
+    by default ``rtl.SOURCE_DIGEST``: the sources this process imported), of ``flow/export.py``, the
+    configuration, and the Amaranth version (its Yosys comes with it)."""
     import amaranth
+    import rtl
     h = hashlib.sha256()
     h.update(f"amaranth {amaranth.__version__}\n{config!r}\n".encode())
-    for path in sorted((ROOT / "rtl").rglob("*.py")) + [ROOT / "flow" / "export.py"]:
-        h.update(f"{path.relative_to(ROOT).as_posix()}\n".encode())
-        h.update(hashlib.sha256(path.read_bytes()).digest())
+    h.update(f"{rtl.SOURCE_DIGEST if rtl_digest is None else rtl_digest}\n".encode())
+    h.update(hashlib.sha256((ROOT / "flow" / "export.py").read_bytes()).digest())
     return h.hexdigest()
 
 
@@ -179,10 +180,16 @@ def cached_export(config, config_name, directory=None):
     """The unit's Verilog for ``config`` as ``build/verilog/vector_unit_<config_name>.v`` (what the simulators,
     the lint and the tests share; ``directory`` instead of ``build/verilog``); exported only when the stamp beside
     it differs from :func:`export_stamp` or the file is missing (5-9 s saved per run otherwise)."""
+    import rtl
     path = pathlib.Path(directory or ROOT / "build" / "verilog") / f"{TOPLEVEL}_{config_name}.v"
     stamp_file = path.with_name(path.name + ".stamp")
     with FileLock(path.with_name(path.name + ".lock")):    # one file for every build of this configuration
+        # (the stamp of the sources this process runs: after an edit of rtl/ a process started before it
+        # exports its old netlist under the old stamp, and the next fresh process exports again)
         stamp = export_stamp(config)
+        if rtl.source_digest() != rtl.SOURCE_DIGEST:
+            print(f"warning: rtl/ changed since this process started; {path.name} is exported from the sources it "
+                  f"started with", file=sys.stderr)
         if path.exists() and stamp_file.exists() and stamp_file.read_text().strip() == stamp:
             return path
         export(config, path)

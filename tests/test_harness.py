@@ -205,3 +205,9 @@ def test_export_skipped_when_unchanged(tmp_path, monkeypatch):
     assert len(calls) == 3                                                      # sources changed
     assert flow.export.export_stamp(small) == flow.export.export_stamp(preset("small"))
     assert flow.export.export_stamp(small) != flow.export.export_stamp(preset("small", ub_debug_port=False))
+    # the stamp is of the sources the process imported (rtl.SOURCE_DIGEST), not of what is on disk when it
+    # exports: a process started before an edit of rtl/ must not label its old netlist with the new sources
+    import rtl
+    assert rtl.SOURCE_DIGEST == rtl.source_digest()
+    assert flow.export.export_stamp(small) == flow.export.export_stamp(small, rtl.SOURCE_DIGEST)
+    assert flow.export.export_stamp(small) != flow.export.export_stamp(small, rtl.source_digest() + "edited")

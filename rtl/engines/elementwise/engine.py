@@ -10,7 +10,7 @@ from rtl.engines.base import GO_DELAY, Engine, tile_lines, words_of
 from rtl.engines.elementwise.combiner import combiner
 from rtl.engines.elementwise.lanes import ElementwiseLanes
 from rtl.engines.elementwise.model import cycles as model_cycles
-from rtl.engines.elementwise.overlap import overlap_context
+from rtl.engines.elementwise.overlap import overlap_context, release_and_empty
 from rtl.engines.elementwise.pattern import PATTERN_BYTES, PatternBuilder
 from rtl.engines.elementwise.setup import EW_OPCODES, decode, is_rowexpand, lane_op, same_valid, setup
 from rtl.engines.elementwise.walker import QUEUE_CYCLES, FlagFifo, SegmentWalker
@@ -50,6 +50,12 @@ class ElementwiseEngine(Engine):
     cmd, start, go, done, status : the :class:`rtl.engines.base.EngineSignature` handshake.
     ub_rd : two UB read ports (0: the full operand; 1: the partial source or the expanded operand).
     ub_wr : the UB write port. No AXI.
+    release : (``overlap=True`` only) the engine takes its next instruction (``EngineSignature``): from the
+        cycle after its setup's PARAMS (the walker runs) while the instruction ahead of the combiner's is not
+        yet set up, no empty region waits, fewer than :attr:`MAX_IN_FLIGHT` are in flight and the combiner
+        is not on a TROWEXPAND*; the next one's DECODE comes with the walker's last segment, its PARAMS in the
+        next cycle. Each instruction's flags travel behind the walker with it
+        (:func:`rtl.engines.elementwise.overlap.overlap_context`); ``done`` per instruction in start order.
 
     Datapath, one destination word per ``K`` cycles at any alignment of the three tiles:
 
@@ -234,9 +240,10 @@ class ElementwiseEngine(Engine):
         d = decode(m, self.cmd, self.start)
         # RUN ends with the last word written, or (overlap) with the walker's last segment: the engine has
         # finished with the held command then
+        qb_room = Signal() if self._overlap else None      # (overlap) reader B's line queue has room
         s = setup(m, cfg, self.cmd, self.start, d, walker, rd_b, last_push if self._overlap else run_done,
-                  overlap=self._overlap)
-        info = self._segments(m, s, walker, rd_a, rd_b, wr, lanes, last_push)    # 2. segments
+                  overlap=self._overlap, qb_room=qb_room)
+        info = self._segments(m, s, walker, rd_a, rd_b, wr, lanes, last_push, qb_room)    # 2. segments
         if self._overlap:                                              # the instructions in flight
             last_fire = Signal()
             ctx = overlap_context(m, d, s, walker.start, last_fire)
@@ -255,7 +262,7 @@ class ElementwiseEngine(Engine):
 
     # ---- 2. segments into the queues of their consumers ---------------------------------------------------
 
-    def _segments(self, m, s, walker, rd_a, rd_b, wr, lanes, last_push):
+    def _segments(self, m, s, walker, rd_a, rd_b, wr, lanes, last_push, qb_room):
         """The queues between the walker and its consumers: the line queues of reader A (``q_a``), reader
         B (``q_b``: also the expanded operand's lines, ``pre_line`` first) and the writer (``q_w``), and
         through a register stage the combiner's info queue (``q_i``: the partial source's extent in the
@@ -303,8 +310,11 @@ class ElementwiseEngine(Engine):
             w_line.ub_addr.eq(seg.d_addr), w_line.length.eq(seg.length),
             q_a.w_data.eq(a_line), q_b.w_data.eq(Mux(pre_en, pre_line, b_line)), q_w.w_data.eq(w_line),
             q_a.w_en.eq(push), q_w.w_en.eq(push),
-            q_b.w_en.eq(pre_en | (push & (~params.trow | seg.e_valid) & ~e_skip)),
+            q_b.w_en.eq((pre_en if qb_room is None else pre_en & q_b.w_rdy)
+                        | (push & (~params.trow | seg.e_valid) & ~e_skip)),
         ]
+        if qb_room is not None:
+            m.d.comb += qb_room.eq(q_b.w_rdy)
         # (overlap: not when the next instruction's DECODE sets it, with this instruction's last segment)
         with m.If(push if s.decoding is None else push & ~s.decoding):
             m.d.sync += e_skip.eq(0)
@@ -404,23 +414,6 @@ class ElementwiseEngine(Engine):
         if not self._overlap:
             m.d.sync += empty_done.eq(self.start & d.empty)
         else:
-            # dones in start order: an empty region waits for the older instructions' (``outstanding``:
-            # started with words, last word not yet taken); the engine takes the next command (``release``)
-            # while its walker runs (RUN: the setup has finished with the command; the next one's DECODE
-            # waits for the walker's last segment) or is idle, when the instruction ahead of the combiner's
-            # is not yet set up (``ctx.full``), no empty region waits, at most one instruction is in flight,
-            # and the combiner is not on a TROWEXPAND* (``ctx.trow_busy``: the pattern builder would take
-            # the next one's words for patterns)
-            outstanding = Signal(range(self.MAX_IN_FLIGHT + 1))
-            waiting = Signal()
-            m.d.sync += outstanding.eq(outstanding + (self.start & ~d.empty) - last_taken)
-            clear = outstanding == 0
-            m.d.sync += empty_done.eq((self.start & d.empty | waiting) & clear)
-            with m.If(self.start & d.empty & ~clear):
-                m.d.sync += waiting.eq(1)
-            with m.Elif(clear):
-                m.d.sync += waiting.eq(0)
-            m.d.comb += self.release.eq((s.fsm.ongoing("IDLE") | (s.fsm.ongoing("RUN") & ~s.pending)) & ~self.start & ~ctx.full & ~ctx.trow_busy & ~waiting
-                                        & (outstanding < self.MAX_IN_FLIGHT))
+            release_and_empty(m, self, d, s, ctx, last_taken, empty_done, self.MAX_IN_FLIGHT)
         m.d.comb += [run_done.eq(last_taken), self.done.eq(last_taken | empty_done),
                      self.status.eq(Status.OK)]

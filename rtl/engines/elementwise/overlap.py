@@ -1,6 +1,7 @@
 """The elementwise engine's instructions in flight when it takes the next one before the last is done
 (``overlap=True``, the concurrent unit: issue #33, item 5): each instruction's flags for the combiner, the
-pattern builder and the lanes, held from its setup until the combiner has taken its last word."""
+pattern builder and the lanes, held from its setup until the combiner has taken its last word
+(:func:`overlap_context`), and when the engine takes the next command (:func:`release_and_empty`)."""
 
 from types import SimpleNamespace
 
@@ -11,7 +12,7 @@ from rtl.engines.elementwise.lanes import LaneOp
 from rtl.isa import DType
 from rtl.lib.tile import ESZ_BITS
 
-__all__ = ["ContextLayout", "overlap_context"]
+__all__ = ["ContextLayout", "overlap_context", "release_and_empty"]
 
 #: What the stages behind the walker need of an instruction: TROWEXPAND* (``trow``) and where its pattern
 #: goes (``p_is_a``: the lanes' ``a``, ``p_is_b``: their ``b``), the pattern builder's mode and element size,
@@ -53,3 +54,29 @@ def overlap_context(m, d, s, push, pop):
     return SimpleNamespace(trow=cur.trow, p_is_a=cur.p_is_a, p_is_b=cur.p_is_b, c_trow=cur.trow,
                            c_p_is_a=cur.p_is_a, pat_esz=cur.esz, pat_mode1=cur.mode1, dtype=cur.dtype, op=cur.op,
                            settling=settling, full=nxt_v, trow_busy=cur_v & cur.trow)
+
+
+def release_and_empty(m, engine, d, s, ctx, last_taken, empty_done, max_in_flight):
+    """The engine's ``release`` and an empty region's ``done`` (``empty_done``, a register) with overlap.
+
+    Dones come in start order: an empty region's waits until no older instruction is in flight
+    (``outstanding``: started with words, last word not yet taken by the writer: ``last_taken``). The engine
+    takes the next command while its setup is idle or its walker runs (RUN without a command ``pending``:
+    the setup has finished with the held command; the next one's DECODE waits for the walker's last
+    segment), when the instruction ahead of the combiner's is not yet set up (``ctx.full``), no empty
+    region waits, fewer than ``max_in_flight`` are in flight, and the combiner is not on a TROWEXPAND*
+    (``ctx.trow_busy``). ``engine``: its ``start`` and ``release`` ports; ``d``: the decodes
+    (``empty``); ``s``: the setup (its state machine, ``pending``); ``ctx``: :func:`overlap_context`'s."""
+    start = engine.start
+    outstanding = Signal(range(max_in_flight + 1), name="outstanding")
+    waiting = Signal(name="empty_waiting")
+    m.d.sync += outstanding.eq(outstanding + (start & ~d.empty) - last_taken)
+    clear = outstanding == 0
+    m.d.sync += empty_done.eq(((start & d.empty) | waiting) & clear)
+    with m.If(start & d.empty & ~clear):
+        m.d.sync += waiting.eq(1)
+    with m.Elif(clear):
+        m.d.sync += waiting.eq(0)
+    setup_free = s.fsm.ongoing("IDLE") | (s.fsm.ongoing("RUN") & ~s.pending)
+    m.d.comb += engine.release.eq(setup_free & ~start & ~ctx.full & ~ctx.trow_busy & ~waiting
+                                  & (outstanding < max_in_flight))

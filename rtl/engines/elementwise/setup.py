@@ -62,10 +62,11 @@ def decode(m, cmd, start):
     return SimpleNamespace(esz=esz, trow=trow, fi=fi, s0_cm=s0_cm, s1_cm=s1_cm, dst_cm=dst_cm, op=op,
                            dtype=dtype, empty=empty)
 
-def setup(m, cfg, cmd, start, d, walker, rd_b, run_end, *, overlap=False):
+def setup(m, cfg, cmd, start, d, walker, rd_b, run_end, *, overlap=False, qb_room=None):
     """Stages 2 (DECODE) and 3 (PARAMS) of the setup and the engine's state machine (IDLE, DECODE,
     PARAMS, RUN until ``run_end``: the last word written, or with ``overlap`` the walker's last segment
-    pushed, when a command started during RUN goes through DECODE at once): the walker's :func:`rtl.engines.elementwise.walker.SegmentParams`
+    pushed, when a command started during RUN goes through DECODE at once; PARAMS then also waits for
+    ``qb_room``, reader B's line queue having room for the expanded operand's first line): the walker's :func:`rtl.engines.elementwise.walker.SegmentParams`
     registers (the walker starts in PARAMS, ``ElementwiseEngine.SETUP_CYCLES`` = 2 after ``start``), the
     full / other operand's selections, the expanded operand's first line (``pre_line``, queued in PARAMS)
     and the RUN-cycle copies of the mode flags for the combiner and the pattern builder. ``cfg``: the
@@ -147,8 +148,18 @@ def setup(m, cfg, cmd, start, d, walker, rd_b, run_end, *, overlap=False):
                 params.e_step.eq(Mux(other_cm, W, sh_(lead_b))),
                 params.p_pos_bytes.eq(sh_(params.p_pos)), params.p_any.eq(params.p_pos != 0),
             ]
-            m.d.comb += walker.start.eq(1)
-            m.next = "RUN"
+            if not overlap:
+                m.d.comb += walker.start.eq(1)
+                m.next = "RUN"
+            else:
+                # reader B's queue may still hold the previous instruction's lines: the expanded operand's first
+                # line waits there for room (``qb_room``), and the walker for it (PARAMS' writes are the same
+                # every cycle)
+                with m.If(pre_en & ~qb_room):
+                    m.d.sync += pre_en.eq(1)
+                with m.Else():
+                    m.d.comb += walker.start.eq(1)
+                    m.next = "RUN"
         with m.State("RUN"):
             # copies for the combiner and the pattern builder (loaded in every RUN cycle: a different
             # enable than the walker's, so synthesis keeps them apart and each drives half the loads;
