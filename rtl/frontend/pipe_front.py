@@ -250,8 +250,9 @@ class PipeFrontEnd(wiring.Component):
         checker's verdict for a speculative start; the command held in a register of the engine's own), the
         engine's ``done`` queues the response once the command is known to pass and, once the instruction is in
         the scoreboard, frees its pipe; the instruction leaves the scoreboard once its writes have drained
-        (``drained``). An engine's ``release`` moves the running instruction aside (``r0``: it still owes its
-        ``done``) so the pipe can start the next one on the same engine. Returns the pipes' ``busy`` flags."""
+        (``drained``). An engine's ``release`` moves the running instruction aside (``pipeK_released``: it still
+        owes its ``done``) so the pipe can start the next one on the same engine. Returns the pipes' ``busy``
+        flags."""
         n = len(PIPES)
         free = [Signal(name=f"pipe{k}_free") for k in range(n)]
         retire = [Signal(name=f"pipe{k}_retire") for k in range(n)]
@@ -279,12 +280,12 @@ class PipeFrontEnd(wiring.Component):
             aborted = stage.verdict & ~stage.ok & running[k] & ~checked
             # the released instructions, oldest first: their tags and stamps; the first ``rel_ended`` of them
             # are done (and answered then: the queue kept room for them; dones come in order)
-            r0 = nrel[k] != 0
+            any_rel = nrel[k] != 0
             rel_tag = [Signal(16, name=f"pipe{k}_rel{i}_tag") for i in range(D)]
             rel_stamp = [Signal(32, name=f"pipe{k}_rel{i}_stamp") for i in range(D)]
             rel_ended = Signal(range(D + 1), name=f"pipe{k}_rel_ended")
-            r0_owes = Signal(name=f"pipe{k}_rel_owes")           # a released one's ``done`` has not come yet
-            m.d.comb += r0_owes.eq(rel_ended < nrel[k])
+            rel_owes = Signal(name=f"pipe{k}_rel_owes")          # a released one's ``done`` has not come yet
+            m.d.comb += rel_owes.eq(rel_ended < nrel[k])
             # the response queue has room for the next instruction's response and the released ones' not yet
             # answered
             room = w_rdy & (level + (nrel[k] - rel_ended) < self.RESPONSE_DEPTH)
@@ -296,8 +297,8 @@ class PipeFrontEnd(wiring.Component):
             for e in mine:
                 sels[e] = Signal(name=f"sel_{self._classes[e].name}")
             same_engine = Cat(sels[e] & c for e, c in zip(mine, same)).any()
-            m.d.comb += [issue.ready.eq(~running[k] & room & allowed[k] & (~r0 | same_engine)),
-                         take.eq(issue.valid & issue.ready), self.early[k].eq(take & r0_owes)]
+            m.d.comb += [issue.ready.eq(~running[k] & room & allowed[k] & (~any_rel | same_engine)),
+                         take.eq(issue.valid & issue.ready), self.early[k].eq(take & rel_owes)]
             with m.If(take):
                 m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
                              checked.eq(1), inserted.eq(1)]
@@ -328,11 +329,11 @@ class PipeFrontEnd(wiring.Component):
                 with m.If(aborted & sel):
                     m.d.comb += self.abort[e].eq(1)
                     m.d.sync += [sel.eq(0), go.eq(0)]
-                # (an engine may be done before ``go``, e.g. on an empty region: then ``go`` never rises.) The
-                # engine keeps the pipe's ports while a newer instruction runs on it or starts now.
-                # (this ``done`` is the last one owed unless a released one owes one after it or one runs)
-                last_owed = Mux(r0_owes, nrel[k] - rel_ended == 1, 1)
-                with m.If(sel & port.done & ~(~last_owed | (r0_owes & (running[k] | for_me)))):
+                # (an engine may be done before ``go``, e.g. on an empty region: then ``go`` never rises.) A
+                # released instruction's ``done`` leaves the engine its ports and ``go`` while another released
+                # one, the running one or one taken now still needs them.
+                keep = rel_owes & ((nrel[k] - rel_ended != 1) | running[k] | for_me)
+                with m.If(sel & port.done & ~keep):
                     m.d.sync += [sel.eq(0), go.eq(0)]
                 with m.If(sel & port.done):
                     m.d.comb += [finish.eq(1), status.eq(port.status)]
@@ -345,12 +346,12 @@ class PipeFrontEnd(wiring.Component):
             ended_status = Signal(Status, name=f"pipe{k}_ended_status")
             answered = Signal(name=f"pipe{k}_answered")       # response queued
             answer = Signal(name=f"pipe{k}_answer")
-            r0_answer = finish & r0_owes
-            m.d.comb += [answer.eq(((finish & ~r0_owes) | ended) & (checked | passed) & ~aborted & ~answered),
-                         w_en.eq(answer | r0_answer),
-                         w_data.tag.eq(Mux(r0_owes, Array(rel_tag)[rel_ended], tag)),
-                         w_data.status.eq(Mux(ended & ~r0_owes, ended_status, status)),
-                         w_data.cycles.eq(now - Mux(r0_owes, Array(rel_stamp)[rel_ended], stamp))]
+            rel_answer = finish & rel_owes
+            m.d.comb += [answer.eq(((finish & ~rel_owes) | ended) & (checked | passed) & ~aborted & ~answered),
+                         w_en.eq(answer | rel_answer),
+                         w_data.tag.eq(Mux(rel_owes, Array(rel_tag)[rel_ended], tag)),
+                         w_data.status.eq(Mux(ended & ~rel_owes, ended_status, status)),
+                         w_data.cycles.eq(now - Mux(rel_owes, Array(rel_stamp)[rel_ended], stamp))]
             # release: the running instruction, checked and in the scoreboard, neither done nor answered, while
             # fewer than ``RELEASED`` are
             rel = Signal(name=f"pipe{k}_release")
@@ -360,9 +361,9 @@ class PipeFrontEnd(wiring.Component):
             # instruction drained, or draining now: one drains at a time); the instruction retires then (no
             # UB writes) or once the words it handed over have landed (``drained`` after its ``fence``). The
             # released one first.
-            r0_fin = rel_ended != 0
-            r1_fin = (finish | ended) & (answered | answer) & inserted & ~r0
-            finished = r0_fin | r1_fin
+            rel_fin = rel_ended != 0                      # the oldest released one is done
+            run_fin = (finish | ended) & (answered | answer) & inserted & ~any_rel
+            finished = rel_fin | run_fin
             m.d.comb += self.fence[k].eq(finish)
             if any(self._classes[e].UB_WRITE for e in mine):
                 # (the dispatcher holds the draining instruction and retires one of a pipe per cycle: the
@@ -373,8 +374,8 @@ class PipeFrontEnd(wiring.Component):
             else:
                 m.d.comb += [free[k].eq(finished), retire[k].eq(finished)]
             # the released list: the oldest leaves when it frees the pipe, the running one joins at ``rel``
-            pop = free[k] & r0
-            m.d.sync += [nrel[k].eq(nrel[k] + rel - pop), rel_ended.eq(rel_ended + r0_answer - pop)]
+            pop = free[k] & any_rel
+            m.d.sync += [nrel[k].eq(nrel[k] + rel - pop), rel_ended.eq(rel_ended + rel_answer - pop)]
             with m.If(pop):
                 for i in range(D - 1):
                     m.d.sync += [rel_tag[i].eq(rel_tag[i + 1]), rel_stamp[i].eq(rel_stamp[i + 1])]
@@ -382,10 +383,10 @@ class PipeFrontEnd(wiring.Component):
                 for i in range(D):
                     with m.If(nrel[k] - pop == i):
                         m.d.sync += [rel_tag[i].eq(tag), rel_stamp[i].eq(stamp)]
-            with m.If((free[k] & ~r0) | aborted | rel):
+            with m.If((free[k] & ~any_rel) | aborted | rel):
                 m.d.sync += [ended.eq(0), answered.eq(0), running[k].eq(0)]
             with m.Else():
-                with m.If(finish & ~r0_owes):
+                with m.If(finish & ~rel_owes):
                     m.d.sync += [ended.eq(1), ended_status.eq(status)]
                 with m.If(answer):
                     m.d.sync += answered.eq(1)
