@@ -54,13 +54,14 @@ def _early(rng):
 
 
 def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drained=False, one_at_a_time=False,
-              overlap=True):
+              overlap=True, rsp_ready=0.7):
     """Run ``cmds`` through a PipeFrontEnd on mock engines; returns findings. A UB writer's writes may land
     after its ``done`` (up to ``LATE`` cycles, while its pipe's next instruction runs), and its pipe's
     ``drained`` is low until they have (``ignore_drained``: held high instead, a mutation).
     ``one_at_a_time``: offer a command only when every earlier one has been answered. ``overlap``: the mocks
     of engines that can (``Engine.OVERLAP``) raise ``release`` at a random cycle after their start, and take
-    their next instruction while the earlier ones run (``done`` in start order)."""
+    their next instruction while the earlier ones run (``done`` in start order). ``rsp_ready``: the share of
+    cycles the host takes a response."""
     cfg = preset(config_name)
     classes = concurrent_engines(engines_for(cfg))
     dut = PipeFrontEnd(cfg, classes, depth=3, entries=6, disable=disable, exclusive=exclusive)
@@ -118,7 +119,7 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
             ctx.set(dut.cmd.valid, offer)
             if offer:
                 ctx.set(dut.cmd.payload, Command.const(cmds[nxt]))
-            ctx.set(dut.rsp.ready, rng.random() < 0.7)
+            ctx.set(dut.rsp.ready, rng.random() < rsp_ready)
             # ``drained``: the writes of the pipe's instructions done by this cycle have landed (the arbiter's
             # ``fenced``; its next instruction may be writing meanwhile)
             pending = [any(dut._pipe_of[e] == k and td <= cycle <= tw for (e, _), (_, tw, td) in run.items())
@@ -244,6 +245,17 @@ def test_front_end_equals_sequential_execution(config_name, seed):
     assert r["drain_overlap"] > 0                   # an instruction started while its pipe's previous drained
     assert r["engine_overlap"] > 0                  # ... while its engine still ran the previous one
     assert 2 <= r["engine_flight"] <= 1 + PipeFrontEnd.RELEASED
+
+
+def test_front_end_slow_host():
+    """A host that takes a response in one cycle of twenty: the response queues fill, and a pipe takes an
+    instruction only while its queue has room for its response and for every released one's still owed, so
+    no response is lost (with room for its own response only, a released one's is lost here and the run
+    never ends)."""
+    cmds = _program("small", range(30, 36))
+    r = run_front(cmds, "small", 3, rsp_ready=0.05)
+    assert not r["problems"] and not r["bad_reads"] and r["end_ok"], (r["problems"] + r["bad_reads"])[:6]
+    assert r["engine_flight"] >= 2
 
 
 def test_front_end_holds_released_instructions():
