@@ -127,7 +127,11 @@ def _back_to_back_against(rtl_ub_edit, seed=101, faults=None, rtl_faults=None):
     async def ub_image():
         return rtl["ub"].tobytes()
 
+    async def early_counters():         # (a serial unit: no early-start counters)
+        return None
+
     h = SimpleNamespace(golden=golden, driver=Driver(), ub_load=ub_load, ub_image=ub_image,
+                        early_counters=early_counters,
                         gm_write=lambda a, d: golden.gm.write(a, d),
                         set_faults=lambda f: setattr(golden, "faults", f))
     results = {"commands": [], "outputs": {}, "error": None}
