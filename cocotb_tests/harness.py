@@ -249,32 +249,31 @@ class Harness:
         if owner is not None and owner.name not in self.config.engines and owner.available(self.config):
             raise UnitLacksEngine(cmd, owner.name, self.config.engines)
 
+    async def _counters(self, name):
+        """``{pipe name: value}`` of the per-pipe counters ``perf__<name>__<k>``, or None when the unit has
+        none, read once a response taken before the call is in them (``PipeCounters.LATENCY`` cycles after it,
+        and one edge more: a value read at an edge is the one before it)."""
+        from rtl.frontend.counters import PIPES, PipeCounters
+        if not hasattr(self.dut, f"perf__{name}__0"):
+            return None
+        await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
+        return {pipe.value: int(getattr(self.dut, f"perf__{name}__{k}").value) for k, pipe in enumerate(PIPES)}
+
     async def busy_counters(self):
         """``{pipe name: cycles}`` of the unit's per-pipe busy counters (``perf__busy__<k>``,
-        ``rtl.frontend.counters``), read once a response taken before the call is in them (``PipeCounters.LATENCY``
-        cycles after it, and one edge more: a value read at an edge is the one before it)."""
-        from rtl.frontend.counters import PIPES, PipeCounters
-        await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
-        return {pipe.value: int(getattr(self.dut, f"perf__busy__{k}").value) for k, pipe in enumerate(PIPES)}
+        ``rtl.frontend.counters``), read as :meth:`_counters` says."""
+        return await self._counters("busy")
 
     async def stall_counters(self):
         """``{pipe name: cycles}`` of the stalled-on-hazard counters (``perf__stalled__<k>``) of a unit whose
         pipes run at once (``Config.concurrent``); None for a unit without them. Read as :meth:`busy_counters`."""
-        from rtl.frontend.counters import PIPES, PipeCounters
-        if not hasattr(self.dut, "perf__stalled__0"):
-            return None
-        await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
-        return {pipe.value: int(getattr(self.dut, f"perf__stalled__{k}").value) for k, pipe in enumerate(PIPES)}
+        return await self._counters("stalled")
 
     async def early_counters(self):
         """``{pipe name: instructions}`` of the early-start counters (``perf__early__<k>``: started while the
         pipe's previous instruction was still in its engine) of a unit whose pipes run at once; None for a unit
         without them. Read as :meth:`busy_counters`."""
-        from rtl.frontend.counters import PIPES, PipeCounters
-        if not hasattr(self.dut, "perf__early__0"):
-            return None
-        await ClockCycles(self.dut.clk, PipeCounters.LATENCY + 1)
-        return {pipe.value: int(getattr(self.dut, f"perf__early__{k}").value) for k, pipe in enumerate(PIPES)}
+        return await self._counters("early")
 
     async def run(self, cmd, *, label=None):
         """Execute on the RTL and on the golden machine; the statuses must agree. Returns the response."""

@@ -77,10 +77,8 @@ async def _time_program(h, image):
     before, stalls_before, early_before = await h.busy_counters(), await h.stall_counters(), await h.early_counters()
     responses, total = await h.driver.execute_back_to_back(image.commands)
     after, stalls_after, early_after = await h.busy_counters(), await h.stall_counters(), await h.early_counters()
-    busy = {p: (after[p] - before[p]) % (1 << 32) for p in before}
-    stalled = _delta(stalls_before, stalls_after)
-    return (total, [_name(r["status"]) for r in responses], h.driver.schedule, busy, stalled,
-            _delta(early_before, early_after))
+    return (total, [_name(r["status"]) for r in responses], h.driver.schedule, _delta(before, after),
+            _delta(stalls_before, stalls_after), _delta(early_before, early_after))
 
 
 def _delta(before, after):

@@ -137,16 +137,17 @@ def gemv_extra(record, config):
 PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream")
 
 
-def pipe_bounds(rows, commands, config):
+def pipe_bounds(rows, commands, config=None):
     """Per pipe (``rtl.isa.Pipe``): ``(alone, bound)``. ``alone``: its instructions' own cycles (each run alone)
     added up. ``bound``: the least its instructions can take on the configured unit: ``alone``, except on an
     engine that takes its next instruction before the previous one is done (``Engine.OVERLAP`` in a
     concurrent unit with ``Config.pipe_overlap``), where an instruction after the pipe's first costs its
     engine's ``bound`` (its narrowest resource: the words of consecutive instructions pass the lanes one
-    after another, the fill overlaps). ``rows``: the report's rows (``cycles``), ``commands``: the image's."""
+    after another, the fill overlaps). ``rows``: the report's rows (``cycles``), ``commands``: the image's
+    (only their ``opcode`` without ``config``, which means no overlap)."""
     from rtl.isa import INSTRUCTIONS, Opcode, Pipe
     from rtl.top import ENGINES
-    overlap = config.concurrent and config.pipe_overlap
+    overlap = config is not None and config.concurrent and config.pipe_overlap
     alone, bound, seen = {p: 0 for p in Pipe}, {p: 0 for p in Pipe}, set()
     for r, cmd in zip(rows, commands):
         op = Opcode(cmd["opcode"])
@@ -165,18 +166,11 @@ def program_row(name, rep, lanes_bound=None, commands=None, config=None):
     docstring). ``lanes_bound``: the cycles the program's work needs on the engines' lanes (an example's
     ``lanes_bound(config)``), reported with the run's share of it. ``commands`` (the program's) and
     ``config``: for :func:`pipe_bounds`'s bound (without them, each pipe's instructions alone)."""
-    from rtl.isa import INSTRUCTIONS, Opcode, Pipe
     serial, run_cycles = rep.sum_cycles, rep.total_cycles
-    if commands is None:
-        alone = {p: 0 for p in Pipe}            # each pipe's instructions' own cycles (each alone), added up
-        for r, (op, _, _) in zip(rep.rows, rep.schedule):
-            p = INSTRUCTIONS[Opcode(op)].pipe
-            if p is not None and isinstance(r.cycles, int):
-                alone[p] += r.cycles
-        bounds = {p: n for p, n in alone.items()}
-    else:
-        both = pipe_bounds(rep.rows, commands, config)
-        alone, bounds = {p: a for p, (a, _) in both.items()}, {p: b for p, (_, b) in both.items()}
+    if commands is None:                        # (the schedule's opcodes: each pipe's instructions alone)
+        commands, config = [{"opcode": op} for op, _, _ in rep.schedule], None
+    both = pipe_bounds(rep.rows, commands, config)
+    alone, bounds = {p: a for p, (a, _) in both.items()}, {p: b for p, (_, b) in both.items()}
     pipe, bound = max(bounds.items(), key=lambda kv: kv[1])
     return {"program": name, "instructions": len(rep.rows), "serial": serial, "run": run_cycles,
             "bound": bound, "bound pipe": pipe.value, "of bound": f"{100 * bound / run_cycles:.1f}%",

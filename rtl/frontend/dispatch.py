@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.frontend.counters import PIPES
 from rtl.frontend.footprint import FootprintLayout
 from rtl.frontend.scoreboard import Scoreboard
-from rtl.lib.fifo import LutFifo
+from rtl.lib.fifo import LutFifo, oldest_first
 
 __all__ = ["DispatchLayout", "Dispatcher"]
 
@@ -128,13 +128,7 @@ class Dispatcher(wiring.Component):
             # the released instructions finish before the running one, in order
             pop = self.done[k] & released
             m.d.sync += nrel.eq(nrel + self.release[k] - pop)
-            with m.If(pop):
-                for i in range(self._released - 1):
-                    m.d.sync += rel_slot[i].eq(rel_slot[i + 1])
-            with m.If(self.release[k]):
-                for i in range(self._released):
-                    with m.If(nrel - pop == i):
-                        m.d.sync += rel_slot[i].eq(slot)
+            oldest_first(m, rel_slot, nrel, self.release[k], pop, slot)
             # the finished instruction drains until ``retire`` (unless it retires at once)
             draining = Signal(name=f"draining{k}")
             drain_slot = Signal(range(n), name=f"draining_slot{k}")

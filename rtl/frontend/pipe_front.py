@@ -17,7 +17,7 @@ from rtl.frontend.dispatch import Dispatcher
 from rtl.frontend.engine_domain import ABORT_RESET_CYCLES
 from rtl.frontend.footprint import Footprint
 from rtl.isa import FRONT_END_OPCODES, INSTRUCTIONS, Command, Response, Status
-from rtl.lib.fifo import LutFifo
+from rtl.lib.fifo import LutFifo, oldest_first
 
 __all__ = ["PipeFrontEnd"]
 
@@ -376,13 +376,8 @@ class PipeFrontEnd(wiring.Component):
             # the released list: the oldest leaves when it frees the pipe, the running one joins at ``rel``
             pop = free[k] & any_rel
             m.d.sync += [nrel[k].eq(nrel[k] + rel - pop), rel_ended.eq(rel_ended + rel_answer - pop)]
-            with m.If(pop):
-                for i in range(D - 1):
-                    m.d.sync += [rel_tag[i].eq(rel_tag[i + 1]), rel_stamp[i].eq(rel_stamp[i + 1])]
-            with m.If(rel):
-                for i in range(D):
-                    with m.If(nrel[k] - pop == i):
-                        m.d.sync += [rel_tag[i].eq(tag), rel_stamp[i].eq(stamp)]
+            oldest_first(m, rel_tag, nrel[k], rel, pop, tag)
+            oldest_first(m, rel_stamp, nrel[k], rel, pop, stamp)
             with m.If((free[k] & ~any_rel) | aborted | rel):
                 m.d.sync += [ended.eq(0), answered.eq(0), running[k].eq(0)]
             with m.Else():

@@ -7,7 +7,7 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue"]
+__all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first"]
 
 
 def lut_ring(m, width, depth):
@@ -33,6 +33,21 @@ def count_flags(m, count, nonempty, full, add, remove, capacity):
         m.d.sync += [count.eq(count + 1), nonempty.eq(1), full.eq(count == capacity - 1)]
     with m.Elif(remove & ~add):
         m.d.sync += [count.eq(count - 1), nonempty.eq(count != 1), full.eq(0)]
+
+
+def oldest_first(m, entries, count, push, pop, value):
+    """A short list of registers ``entries`` kept oldest first, ``count`` of them in use before this edge
+    (the caller's register, which it updates by ``push - pop``): at ``pop`` each entry moves down one (the
+    oldest leaves), at ``push`` ``value`` goes in after the last one left. A few entries only: each is a
+    select of its neighbour and ``value``. (The concurrent front end's released instructions: their
+    scoreboard slots in the dispatcher, their tags and stamps in the front end.)"""
+    with m.If(pop):
+        for i in range(len(entries) - 1):
+            m.d.sync += entries[i].eq(entries[i + 1])
+    with m.If(push):
+        for i, e in enumerate(entries):
+            with m.If(count - pop == i):
+                m.d.sync += e.eq(value)
 
 
 class RegFifo(wiring.Component):
