@@ -145,9 +145,12 @@ def pipe_bounds(rows, commands, config=None):
     engine's ``bound`` (its narrowest resource: the words of consecutive instructions pass the lanes one
     after another, the fill overlaps). ``rows``: the report's rows (``cycles``), ``commands``: the image's
     (only their ``opcode`` without ``config``, which means no overlap)."""
+    from rtl.concurrent import concurrent_engines
     from rtl.isa import INSTRUCTIONS, Opcode, Pipe
     from rtl.top import ENGINES
     overlap = config is not None and config.concurrent and config.pipe_overlap
+    # (a concurrent unit runs the transfer engine as its two halves: only the UB -> GM one overlaps)
+    classes = concurrent_engines(ENGINES) if overlap else ENGINES
     alone, bound, seen = {p: 0 for p in Pipe}, {p: 0 for p in Pipe}, set()
     for r, cmd in zip(rows, commands):
         op = Opcode(cmd["opcode"])
@@ -155,7 +158,7 @@ def pipe_bounds(rows, commands, config=None):
         if p is None or not isinstance(r.cycles, int):
             continue
         alone[p] += r.cycles
-        cls = next(e for e in ENGINES if op in e.opcodes)
+        cls = next(e for e in classes if op in e.opcodes)
         bound[p] += cls.bound(config, cmd) if overlap and cls.OVERLAP and p in seen else r.cycles
         seen.add(p)
     return {p: (alone[p], bound[p]) for p in Pipe}

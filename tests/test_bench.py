@@ -64,6 +64,16 @@ def test_pipe_bounds_with_overlap():
     assert bench.pipe_bounds(rows, cmds, conc)[Pipe.VECTOR] == (459, 153 + 2 * lanes)
     assert bench.pipe_bounds(rows, cmds, preset("default"))[Pipe.VECTOR] == (459, 459)
     assert bench.pipe_bounds(rows, cmds, preset("default_concurrent", pipe_overlap=False))[Pipe.VECTOR] == (459, 459)
+    # TSTOREs overlap in the concurrent unit's UB -> GM half (the transfer engine's bound: its bus beats)
+    from rtl.engines.transfer.engine import TransferEngine
+    stores = [{"opcode": Opcode.TSTORE, "src0": t(k * 512), "dst": t(0), "gm": {"base": 4096 * k, "rows": 16, "cols": 16,
+                                                                                 "row_stride": 32, "dtype": DType.FP16}}
+              for k in range(3)]
+    srows = [SimpleNamespace(cycles=c) for c in (40, 41, 39)]
+    beats = TransferEngine.bound(conc, stores[0])
+    assert beats == 16
+    assert bench.pipe_bounds(srows, stores, conc)[Pipe.UB_TO_GM] == (120, 40 + 2 * beats)
+    assert bench.pipe_bounds(srows, stores, preset("default"))[Pipe.UB_TO_GM] == (120, 120)
 
 
 @pytest.mark.slow            # the examples run on the RTL in make sim; test_pto_rtl checks Report.busy

@@ -269,8 +269,10 @@ class EngineBench:
         (``golden.access.hazards``; the unit's scoreboard holds those back), so a command usually starts while
         earlier ones are still in the engine. ``done`` must come once per command, in start order, with the
         golden status, and with every byte the command writes in the UB (read two cycles later, as
-        :meth:`execute` does: its bytes equal the golden machine's after it); after the last one the whole UB must equal the golden machine's after
-        all of them in order. Returns ``(cycles, overlapped)``: from the first start to the last ``done``, and how many
+        :meth:`execute` does: its bytes equal the golden machine's after it) and in GM (at its ``done``: a write
+        is in the slave's memory before its B response); after the last one the whole UB and the
+        ``gm_windows`` must equal the golden machine's after all of them in order (bytes a command left
+        undefined, e.g. under an AXI error, excepted). Returns ``(cycles, overlapped)``: from the first start to the last ``done``, and how many
         commands started while an earlier one was in flight. ``trace``: a list that gets ``("start" | "done",
         command, cycle)`` per event. ``in_flight``: start a command only while fewer are in flight (the unit's
         front end holds two per pipe)."""
@@ -280,11 +282,15 @@ class EngineBench:
         detail = f"\n{note}" if note else ""
         want, after = [], []
         undefined = np.zeros(len(self.golden.ub), bool)     # bytes any command left undefined (``mask``)
+        gm_after, gm_undefined = [], []     # per command: its GM writes' bytes after it; spans left undefined
         for k, cmd in enumerate(cmds):
             want.append(self.golden.execute(cmd, on_undefined=self.on_undefined))
             after.append(self.golden.ub.copy())
             if self.golden.last_undefined is not None:
                 undefined |= self.golden.last_undefined
+            gm_undefined += self.golden.last_gm_undefined
+            gm_after.append([(lo, self.golden.gm.read(lo, hi - lo), list(gm_undefined))
+                             for lo, hi in access(cmd).gm_writes if not self.golden.last_gm_undefined])
             assert want[-1] == Status.OK or want[-1] in EXEC_STATUSES, (
                 f"command {k} ({cmd['opcode'].name}): the golden machine rejects it with {want[-1].name}{detail}")
         acc = [access(c) for c in cmds]
@@ -306,6 +312,14 @@ class EngineBench:
                         assert not len(bad), (f"cycle {cycle}: command {k} ({cmds[k]['opcode'].name}) was done, but "
                                               f"UB byte {idx[bad[0]]:#x} is {got[idx[bad[0]]]:#04x}, want "
                                               f"{after[k][idx[bad[0]]]:#04x}{detail}")
+                    # (a GM write is in the slave's memory before its B response, so at ``done``)
+                    # (bytes an earlier command left undefined excepted: a span's gaps between its lines)
+                    for lo, data, holes in gm_after[k]:
+                        got_gm = bytes(self.axi.mem[lo:lo + len(data)])
+                        bad = next((j for j in range(len(data)) if got_gm[j] != data[j]
+                                    and not any(a <= lo + j < b for a, b in holes)), None)
+                        assert bad is None, (f"cycle {cycle}: command {k} ({cmds[k]['opcode'].name}) was done, but "
+                                             f"GM byte {lo + bad:#x} is {got_gm[bad]:#04x}, want {data[bad]:#04x}{detail}")
             landing, landed = [], landing
             ctx.set(eng.start, 0)
             # (a command done in this cycle still counts as in flight: its last word lands at this edge)
@@ -325,6 +339,11 @@ class EngineBench:
             if ctx.get(eng.done):
                 assert flight, f"cycle {cycle}: done with no command in flight{detail}"
                 k = flight.pop(0)
+                # with nothing younger in flight, every write burst so far is this command's or older: a
+                # ``done`` before their last B response would be early
+                assert flight or self.axi is None or self.axi.b_count == len(self.axi.aw), (
+                    f"cycle {cycle}: command {k} ({cmds[k]['opcode'].name}) done with {len(self.axi.aw)} write "
+                    f"bursts sent and only {self.axi.b_count} answered{detail}")
                 landing.append(k)
                 if trace is not None:
                     trace.append(("done", k, cycle))
@@ -343,6 +362,16 @@ class EngineBench:
         got, gold = self.ub_read(), self.golden.ub
         diff = _first_difference("UB", got, gold, ~undefined, self.config.ub_word_bytes)
         assert diff is None, f"after the stream of {len(cmds)} commands: {diff}{detail}"
+        if self.axi is not None:
+            assert not self.axi.errors, f"AXI protocol errors {self.axi.errors}{detail}"
+            for a, n in self.gm_windows:
+                got = np.frombuffer(bytes(self.axi.mem[a:a + n]), np.uint8)
+                exp = np.frombuffer(self.golden.gm.read(a, n), np.uint8)
+                care = np.ones(n, bool)
+                for lo, hi in gm_undefined:
+                    care[max(lo, a) - a:max(min(hi, a + n) - a, 0)] = False
+                diff = _first_difference("GM", got, exp, care, self.config.axi_data_bytes, base=a)
+                assert diff is None, f"after the stream of {len(cmds)} commands: {diff}{detail}"
         return cycle - 1, overlapped
 
     def _check_refused_word(self, refused, where):

@@ -88,3 +88,80 @@ def test_split_engines_signatures():
     assert len(load.ub_rd) == len(store.ub_rd) == 1
     assert set(load.opcodes) | set(store.opcodes) == set(TransferEngine.opcodes)
     assert not set(load.opcodes) & set(store.opcodes)
+
+
+# ---- TSTOREs back to back (``UbToGmEngine(overlap=True)``: rtl/engines/transfer/store_overlap.py) ----------
+
+def _stores(rng, cfg, n, empty=0.0):
+    """``n`` random TSTOREs into GM at ``OUT`` and above (``empty``: the share with an empty region)."""
+    cmds = []
+    for _ in range(n):
+        t, gm = random_transfer(rng, cfg)
+        g = gm(OUT + DTYPE_BYTES[t["dtype"]] * rng.randrange(0, 40000))
+        if rng.random() < empty:
+            t, g = dict(t, valid_rows=0), dict(g, rows=0)
+        cmds.append({"opcode": Opcode.TSTORE, "src0": t, "gm": g})
+    return cmds
+
+
+def _store_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
+    """``cmds`` back to back on ``UbToGmEngine(overlap=True)`` (``EngineBench.execute_overlapped``: each
+    started at ``release`` unless its GM region overlaps one in flight; dones in order with the golden status,
+    each TSTORE's GM bytes in place at its ``done``, GM and the UB equal to the commands run one at a time at
+    the end), the AXI monitor on, write ``faults`` (GM windows answered SLVERR). Returns ``(cycles,
+    overlapped, trace)``."""
+    from golden.faults import GmFaults
+    rng = random.Random(seed)
+    bench = ProtocolBench(cfg, UbToGmEngine(cfg, overlap=True), seed=seed, stall=stall,
+                          gm_windows=[(OUT, GM_BYTES - OUT)])
+    bench.axi.write_faults = list(faults)
+    bench.axi.b_stall = stall       # (B responses late too: a ``done`` must wait for them)
+    bench.golden.faults = GmFaults(write=tuple(faults))
+    bench.ub_write(0, rng.randbytes(cfg.ub_bytes))
+    bench.gm_write(0, rng.randbytes(GM_BYTES))
+    out, trace = {}, []
+
+    async def stimulus(b):
+        out["cycles"], out["overlapped"] = await b.execute_overlapped(cmds, trace=trace, in_flight=in_flight)
+    bench.run(stimulus)
+    return out["cycles"], out["overlapped"], trace
+
+
+@pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
+def test_tstore_overlap_random_stream(seed):
+    """40 random TSTOREs (every type and layout, strided GM lines, some empty regions, whose ``done`` must
+    wait for the older one's) back to back with random AXI stalls, and from seed 1 on GM windows whose writes
+    fail (the TSTOREs that meet one answer AXI_WRITE_ERROR, the others OK: each error goes to its own
+    instruction, the older one's or the running one's): the GM bytes, statuses and order equal one at a time,
+    and at least a third started while the previous one waited for its B responses."""
+    cfg = preset("small")
+    rng = random.Random(100 + seed)
+    cmds = _stores(rng, cfg, 40, empty=0.1)
+    faults = []
+    if seed:        # a byte of the first or the last line of every fifth TSTORE (a late B: the older one's)
+        for c in cmds[::5]:
+            g = c["gm"]
+            line = rng.choice([0, g["rows"] - 1]) if g["rows"] else 0
+            a = g["base"] + line * g["row_stride"]
+            faults.append((a, a + 1))
+    _, overlapped, _ = _store_stream(cfg, cmds, seed, faults=faults)
+    assert overlapped >= len(cmds) // 3, overlapped
+
+
+def test_tstore_overlap_keeps_w_busy():
+    """A stream of independent 8 x 16 fp32 TSTOREs (a 64-byte line = 4 beats on ``small``) with a slave that
+    never stalls: the engine takes each next TSTORE while the previous one's last lines are still on W, so W
+    carries a beat in every cycle from the first TSTORE's first beat to the last one's last, and the
+    stream takes the first TSTORE's cycles plus its 32 beats for each other one (the B response's wait and
+    the next one's setup and fill hidden), exactly."""
+    cfg = preset("small")
+    n, beats = 6, 8 * 64 // cfg.axi_data_bytes
+    t = lambda k: {"base": 512 * k, "rows": 8, "cols": 16, "valid_rows": 8, "valid_cols": 16,
+                   "dtype": DType.FP32, "layout": 0}
+    cmds = [{"opcode": Opcode.TSTORE, "src0": t(k),
+             "gm": {"base": OUT + 4096 * k, "rows": 8, "cols": 16, "row_stride": 64, "dtype": DType.FP32}}
+            for k in range(n)]
+    one, _, _ = _store_stream(cfg, cmds[:1], 5, stall=0)
+    cycles, overlapped, _ = _store_stream(cfg, cmds, 5, stall=0)
+    assert overlapped == n - 1
+    assert cycles == one + (n - 1) * beats, (cycles, one, beats)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from amaranth import *
 
 from rtl.engines.base import Engine, words_of
-from rtl.engines.transfer import load_path, store_path
+from rtl.engines.transfer import load_path, store_overlap, store_path
 from rtl.engines.transfer.address_side import address_side
 from rtl.engines.transfer.checks import mgather_checks, transfer_checks
 from rtl.engines.transfer.mgather import GATHER_OPCODES, IndexLines
@@ -173,7 +173,7 @@ class TransferEngine(Engine):
     #: Cycles from ``start`` to ``done`` for an empty region (``empty_done``, registered at ``start``).
     EMPTY_CYCLES = SETUP_CYCLES
 
-    def __init__(self, config):
+    def __init__(self, config, *, overlap=False):
         # the data side reads the beat it popped (or the realigner took) from the beat buffer's ``last``
         # a cycle later: the realigner's buffered input and the placer's beat expect it then
         require(Realigner.TAKE_TO_WORD == self.RBUF_READ_CYCLES,
@@ -191,7 +191,10 @@ class TransferEngine(Engine):
         require(self.WRITE_QUEUE_DEPTH >= self.WRITE_QUEUE_LATENCY + 1,
                 f"TransferEngine: WRITE_QUEUE_DEPTH = {self.WRITE_QUEUE_DEPTH} must be at least "
                 f"WRITE_QUEUE_LATENCY + 1 = {self.WRITE_QUEUE_LATENCY + 1}, else the queue never has room")
-        super().__init__(config)
+        # (overlap is TSTORE's alone: :mod:`rtl.engines.transfer.store_overlap`)
+        require(not overlap or not self._loads, f"{type(self).__name__}: overlap=True is for TSTORE alone "
+                f"(UbToGmEngine): a GM -> UB instruction's data side still reads the setup's registers")
+        super().__init__(config, overlap=overlap)
 
     # ---- the cycle model ----------------------------------------------------------------------------------
 
@@ -272,14 +275,19 @@ class TransferEngine(Engine):
             rbuf, pop = load_path.beat_buffer(m, cfg, self, err)
             realign = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf)
             load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, pop, realign, err)
+        old = store_overlap.older_store(m, cfg) if self._overlap else None
         if self._stores:
             # UB -> GM (TSTORE): the UB reader (its one read port, shared with MGATHER's index reads), W, B
             reader = store_path.ub_reader(m, cfg, self, s, walk_data, index, realign)
-            store_done, aw_all = store_path.w_channel(m, cfg, self, s, a, reader, err)
+            st = store_path.w_channel(m, cfg, self, s, a, reader, err, old)
+            store_done, aw_all = st.done, st.aw_all
         else:
             # the read port is MGATHER's alone; R and B / W: nothing here drives W, every B is taken
             store_path.index_reads_only(m, self, index, realign, walk_data)
-        self._completion(m, s, load_done, store_done, aw_all, err)
+        if self._overlap:       # TSTOREs back to back (the UB -> GM half)
+            store_overlap.overlap_completion(m, self, s, walk_addr, walk_data, a, st, old, err)
+        else:
+            self._completion(m, s, load_done, store_done, aw_all, err)
         return m
 
     @property

@@ -30,9 +30,14 @@ class UbToGmEngine(TransferEngine):
     the realigner and the element placer, and without the UB write port.
 
     Ports: as :class:`TransferEngine` but no ``ub_wr``; ``ub_rd`` is the UB reader's; of ``axi`` only AW / W /
-    B are driven (``arvalid`` and ``rready`` stay low). Latency and throughput: as :class:`TransferEngine`
-    for TSTORE."""
+    B are driven (``arvalid`` and ``rready`` stay low); with ``overlap=True`` also ``release``. Latency and
+    throughput: as :class:`TransferEngine` for TSTORE.
+
+    Overlap (``OVERLAP``; the concurrent unit builds it with ``overlap=True``): it takes the next TSTORE once
+    the running one's line walkers have emitted their last lines, and answers the older one when its last B
+    response is in (:mod:`rtl.engines.transfer.store_overlap`): two TSTOREs in flight at most."""
 
     name = "ub_to_gm"
     opcodes = (Opcode.TSTORE,)
     UB_WRITE = False
+    OVERLAP = True

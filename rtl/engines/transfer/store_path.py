@@ -2,6 +2,8 @@
 <rtl.engines.transfer.engine.TransferEngine>`): the UB reader on the engine's read port (shared with
 MGATHER's index reads), its words to the W channel, the B responses."""
 
+from types import SimpleNamespace
+
 from amaranth import *
 
 from rtl.engines.transfer.widths import AXLEN_BITS, TILE_DIM_BITS
@@ -48,18 +50,22 @@ def ub_reader(m, cfg, engine, s, walk_data, index, realign):
     return reader
 
 
-def w_channel(m, cfg, engine, s, a, reader, err):
+def w_channel(m, cfg, engine, s, a, reader, err, old=None):
     """TSTORE's W channel: the reader's words, each burst's after its AW (the burst lengths queue in
     ``wlen``), ``wlast`` from a beat counter; B responses (an error sets ``err``); the lines not yet
-    sent and "no write burst in flight", registers. Returns ``store_done`` (every AW out, every line
-    sent, every B response in) and ``aw_all``."""
+    sent and "no write burst in flight", registers. ``old``: an older TSTORE's registers
+    (:func:`rtl.engines.transfer.store_overlap.older_store`, an engine with overlap), whose AWs and B
+    responses do not count for ``aw_all`` and ``err``. Returns ``done`` (every AW out, every line sent,
+    every B response in), ``aw_all``, ``wr_idle`` (no write burst in flight, a register) and
+    ``burst_last`` (the burst on AW is its transfer's last)."""
     axi = engine.axi
     b, wlen = a.b, a.wlen
     aw_all = Signal()        # every AW of the transfer is out
     m.d.comb += [wlen.w_data.eq(b.len), wlen.w_en.eq(a.aw_fire), axi.bready.eq(1)]
-    with m.If(a.aw_fire & b.last):
+    b_err = a.b_fire & (axi.bresp != Resp.OKAY)
+    with m.If(a.aw_fire & b.last if old is None else a.aw_fire & b.last & ~old.aw_old):
         m.d.sync += aw_all.eq(1)
-    with m.If(a.b_fire & (axi.bresp != Resp.OKAY)):
+    with m.If(b_err if old is None else b_err & ~old.b_old):
         m.d.sync += err.eq(1)
     beat = Signal(AXLEN_BITS)
     word = reader.words.payload
@@ -81,7 +87,7 @@ def w_channel(m, cfg, engine, s, a, reader, err):
     wr_idle = Signal()            # no write burst loaded or in flight (a register beside wr_out)
     wr_next = a.wr_out + a.aw_fire - a.b_fire
     m.d.sync += wr_idle.eq(wr_next == 0)
-    return aw_all & wr_idle & lines_zero, aw_all
+    return SimpleNamespace(done=aw_all & wr_idle & lines_zero, aw_all=aw_all, wr_idle=wr_idle, burst_last=b.last)
 
 
 def index_reads_only(m, engine, index, realign, walk_data):
