@@ -11,10 +11,16 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.fpga.dsp import product
-from rtl.isa import INSTRUCTIONS, TILE_SLOTS, Command, Layout, Opcode
+from rtl.isa import INSTRUCTIONS, TILE_SLOTS, UB_ALIGN, Command, Layout, Opcode
 from rtl.lib.tile import DIM_BITS, elem_log2
 
-__all__ = ["RangeLayout", "FootprintLayout", "ub_range_bits", "gm_range_bits", "Footprint"]
+__all__ = ["RangeLayout", "FootprintLayout", "UB_GRAIN", "ub_units", "ub_range_bits", "gm_range_bits", "Footprint"]
+
+#: The unit of a UB range's bounds, in bytes: a tile's base is a multiple of ``UB_ALIGN`` (the checker's
+#: ``UB_MISALIGNED``), so a range ``[lo, hi)`` held as ``[lo / UB_GRAIN, ceil(hi / UB_GRAIN))`` overlaps another
+#: exactly when the byte ranges do (``lo`` is a multiple: ``lo < hi`` iff ``lo / g < ceil(hi / g)``), with
+#: ``log2(UB_GRAIN)`` bits fewer in every stored bound and comparator of the scoreboard.
+UB_GRAIN = UB_ALIGN
 
 #: The slot a written tile is in: every instruction that writes the UB writes its ``dst`` (slot 0).
 WRITE_SLOT = 0
@@ -30,9 +36,16 @@ assert {op for op, ins in INSTRUCTIONS.items() if ins.gm} == {*_GM_LINES, Opcode
 _PIECE = 16
 
 
+def ub_units(lo, hi):
+    """A UB byte range ``[lo, hi)`` (``lo`` a multiple of :data:`UB_GRAIN`) in the footprint's units."""
+    assert lo % UB_GRAIN == 0, f"UB range at {lo:#x}: not a multiple of UB_GRAIN = {UB_GRAIN}"
+    return lo // UB_GRAIN, -(-hi // UB_GRAIN)
+
+
 def ub_range_bits(config):
-    """Width of a UB range's bounds: ``hi`` of a legal tile is at most ``ub_bytes``."""
-    return config.ub_bytes.bit_length()
+    """Width of a UB range's bounds, in units of :data:`UB_GRAIN`: ``hi`` of a legal tile is at most
+    ``ub_bytes``."""
+    return (config.ub_bytes // UB_GRAIN).bit_length()
 
 
 def gm_range_bits(config):
@@ -47,8 +60,9 @@ def RangeLayout(width):
 
 def FootprintLayout(config):
     """What an instruction touches: ``ub[k]`` the range of tile slot ``TILE_SLOTS[k]`` (read; the
-    destination, slot 0, is counted as read too), ``ub_write`` = slot 0 is written; ``gm`` its GM range,
-    ``gm_write`` = written (TSTORE), else read."""
+    destination, slot 0, is counted as read too) in units of :data:`UB_GRAIN` bytes (:func:`ub_units`),
+    ``ub_write`` = slot 0 is written; ``gm`` its GM range in bytes, ``gm_write`` = written (TSTORE), else
+    read."""
     return data.StructLayout({
         "ub": data.ArrayLayout(RangeLayout(ub_range_bits(config)), len(TILE_SLOTS)),
         "ub_write": 1,
@@ -88,8 +102,8 @@ class Footprint(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, cmd = self._config, self.cmd
-        ub_w, gm_w = ub_range_bits(cfg), gm_range_bits(cfg)
-        ub_ranges = [self._tile_range(m, platform, k, ub_w) for k in range(len(TILE_SLOTS))]
+        gm_w = gm_range_bits(cfg)
+        ub_ranges = [self._tile_range(m, platform, k, cfg.ub_bytes.bit_length()) for k in range(len(TILE_SLOTS))]
         gm = self._gm_range(m, platform, gm_w)
         ub_write = Cat(cmd.opcode == op for op, ins in INSTRUCTIONS.items()
                        if any(s.writes for s in ins.slots)).any()
@@ -103,7 +117,10 @@ class Footprint(wiring.Component):
 
     def _tile_range(self, m, platform, k, width):
         """Slot ``k``'s range, ``LATENCY`` edges after ``cmd``: ``base`` to ``base + last * size``, last =
-        ``(vr - 1) * cols + vc`` row-major, ``(vc - 1) * rows + vr`` column-major."""
+        ``(vr - 1) * cols + vc`` row-major, ``(vc - 1) * rows + vr`` column-major, computed in bytes
+        (``width`` bits) and held in units of :data:`UB_GRAIN` (:func:`ub_units`: the end rounded up, as
+        ``(base | UB_GRAIN - 1) + last * size``, which needs no more adders: ``base`` is a multiple)."""
+        g = UB_GRAIN.bit_length() - 1
         slot = TILE_SLOTS[k]
         t = getattr(self.cmd, slot)
         users = [op for op, ins in INSTRUCTIONS.items() if any(s.name == slot for s in ins.slots)]
@@ -124,11 +141,11 @@ class Footprint(wiring.Component):
         # (3) the last element's index (plus one)
         last = _reg(m, prod + tail2, f"{n}_last", width)
         valid3, esz3, base3 = (_reg(m, v, f"{n}_{s}3") for v, s in ((valid2, "valid"), (esz2, "esz"), (base2, "base")))
-        # (4) the end
-        hi = _reg(m, base3 + (last << esz3), f"{n}_hi", width)
-        valid4, lo4 = _reg(m, valid3, f"{n}_valid4"), _reg(m, base3, f"{n}_lo4")
+        # (4) the end, rounded up to the grain
+        hi = _reg(m, ((base3 | (UB_GRAIN - 1)) + (last << esz3))[g:width], f"{n}_hi", width - g)
+        valid4, lo4 = _reg(m, valid3, f"{n}_valid4"), _reg(m, base3[g:], f"{n}_lo4")
         # (5) aligned with the GM range
-        r = Signal(RangeLayout(width), name=f"{n}_range")
+        r = Signal(RangeLayout(width - g), name=f"{n}_range")
         m.d.comb += [r.valid.eq(_reg(m, valid4, f"{n}_valid5")), r.lo.eq(_reg(m, lo4, f"{n}_lo5")),
                      r.hi.eq(_reg(m, hi, f"{n}_hi5"))]
         return r

@@ -8,6 +8,7 @@ import random
 from golden.access import access, tile_span
 from golden.check import check, tile_view
 from rtl.config import preset
+from rtl.frontend.footprint import ub_units
 from rtl.isa import INSTRUCTIONS, Layout, Opcode, Status, TILE_SLOTS
 from sim.programs.fuzz import random_program
 
@@ -44,14 +45,16 @@ def legal_commands(config_name, programs, seed=0, variants=True):
 
 
 def set_footprint(ctx, fp, cmd):
-    """Drive a FootprintLayout view with golden.access's ranges of ``cmd``, slot by slot."""
+    """Drive a FootprintLayout view with golden.access's ranges of ``cmd``, slot by slot (UB ranges in the
+    footprint's units, ``rtl.frontend.footprint.ub_units``)."""
     ins = INSTRUCTIONS[cmd["opcode"]]
     slots = {s.name: s for s in ins.slots}
     for k, name in enumerate(TILE_SLOTS):
         span = tile_span(tile_view(cmd, name, slots[name].role)) if name in slots else None
+        lo, hi = ub_units(*span) if span else (0, 0)
         ctx.set(fp.ub[k].valid, span is not None)
-        ctx.set(fp.ub[k].lo, span[0] if span else 0)
-        ctx.set(fp.ub[k].hi, span[1] if span else 0)
+        ctx.set(fp.ub[k].lo, lo)
+        ctx.set(fp.ub[k].hi, hi)
     ctx.set(fp.ub_write, any(s.writes for s in ins.slots))
     a = access(cmd)
     gm = (a.gm_reads + a.gm_writes) or (None,)

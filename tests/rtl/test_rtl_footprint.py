@@ -3,7 +3,7 @@
 Commands: ``rtl_footprints.legal_commands`` (dense random programs' instructions and variants: column-major
 tiles, empty valid regions), in ``small`` and ``default``. The footprint is fed a new command
 every cycle (it is a pipeline) and must give, ``Footprint.LATENCY`` cycles later, exactly the ranges of
-``golden.access`` (UB reads, the UB write, the GM read or write).
+``golden.access`` (UB reads, the UB write, the GM read or write; the UB's in units of ``UB_GRAIN``).
 """
 
 import pytest
@@ -12,15 +12,16 @@ from rtl_footprints import legal_commands
 
 from golden.access import access
 from rtl.config import preset
-from rtl.frontend.footprint import Footprint
+from rtl.frontend.footprint import Footprint, ub_units
 from rtl.isa import INSTRUCTIONS, Command, Layout, Opcode, TILE_SLOTS, encode
 
 
 def expected(cmd):
     """golden.access's ranges as the footprint's fields give them: (sorted UB reads, UB writes, GM reads,
-    GM writes)."""
+    GM writes), the UB's in units of ``UB_GRAIN`` (``ub_units``: the end rounded up)."""
     a = access(cmd)
-    return sorted(a.ub_reads), list(a.ub_writes), list(a.gm_reads), list(a.gm_writes)
+    return (sorted(ub_units(*r) for r in a.ub_reads), [ub_units(*r) for r in a.ub_writes], list(a.gm_reads),
+            list(a.gm_writes))
 
 
 def observed(ctx, fp):
