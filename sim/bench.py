@@ -28,7 +28,9 @@ stalls`` its stalled-on-hazard counters and ``early starts`` the instructions th
 previous one was still in its engine (both ``Config.concurrent``). A unit that runs one instruction at a time
 has ``run`` >= ``serial``; one whose pipes run at once can reach the bound. ``lanes bound`` (an example that
 defines ``lanes_bound(config)``: tpartadd_stream) is what its work needs on the engines' lanes, and ``of
-lanes bound`` the run's share of it: what overlapping consecutive instructions of one pipe can gain.
+lanes bound`` the run's share of it: what overlapping consecutive instructions of one pipe can gain; ``bus
+bound`` / ``of bus bound`` the same for an example that defines ``bus_bound(config)`` (tstore_stream: its
+beats on the AXI bus).
 """
 
 import argparse
@@ -134,7 +136,7 @@ def gemv_extra(record, config):
 
 #: The examples the programs table times (``examples/<name>.pto`` with its input generator). A program that
 #: does not fit a configuration's UB is left out of its table (tpartadd_stream needs 24 KiB).
-PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream")
+PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream", "tstore_stream")
 
 
 def pipe_bounds(rows, commands, config=None):
@@ -164,11 +166,12 @@ def pipe_bounds(rows, commands, config=None):
     return {p: (alone[p], bound[p]) for p in Pipe}
 
 
-def program_row(name, rep, lanes_bound=None, commands=None, config=None):
+def program_row(name, rep, lanes_bound=None, commands=None, config=None, bus_bound=None):
     """The programs table's row of a :class:`sim.programs.run.Report` of an RTL run (see the module
     docstring). ``lanes_bound``: the cycles the program's work needs on the engines' lanes (an example's
-    ``lanes_bound(config)``), reported with the run's share of it. ``commands`` (the program's) and
-    ``config``: for :func:`pipe_bounds`'s bound (without them, each pipe's instructions alone)."""
+    ``lanes_bound(config)``), reported with the run's share of it; ``bus_bound`` likewise, its AXI beats.
+    ``commands`` (the program's) and ``config``: for :func:`pipe_bounds`'s bound (without them, each pipe's
+    instructions alone)."""
     serial, run_cycles = rep.sum_cycles, rep.total_cycles
     if commands is None:                        # (the schedule's opcodes: each pipe's instructions alone)
         commands, config = [{"opcode": op} for op, _, _ in rep.schedule], None
@@ -185,7 +188,9 @@ def program_row(name, rep, lanes_bound=None, commands=None, config=None):
             **({"early starts": ", ".join(f"{p} {n}" for p, n in rep.early.items())}
                if getattr(rep, "early", None) else {}),
             **({"lanes bound": lanes_bound, "of lanes bound": f"{100 * lanes_bound / run_cycles:.1f}%"}
-               if lanes_bound else {})}
+               if lanes_bound else {}),
+            **({"bus bound": bus_bound, "of bus bound": f"{100 * bus_bound / run_cycles:.1f}%"}
+               if bus_bound else {})}
 
 
 def program_rows(config, sim, log=print):
@@ -208,9 +213,10 @@ def program_rows(config, sim, log=print):
         if not rep.ok or rep.busy is None:
             log(f"{name}: FAILED: {'; '.join(rep.problems)}")
             return None
-        lanes = getattr(mod, "lanes_bound", None)
+        lanes, bus = getattr(mod, "lanes_bound", None), getattr(mod, "bus_bound", None)
         cfg = _spec_config(config)
-        rows.append(program_row(name, rep, lanes(cfg) if lanes else None, asm.bind(mod.inputs()).commands, cfg))
+        rows.append(program_row(name, rep, lanes(cfg) if lanes else None, asm.bind(mod.inputs()).commands, cfg,
+                                bus_bound=bus(cfg) if bus else None))
     return rows
 
 

@@ -66,8 +66,8 @@ def test_pipe_bounds_with_overlap():
     assert bench.pipe_bounds(rows, cmds, preset("default_concurrent", pipe_overlap=False))[Pipe.VECTOR] == (459, 459)
     # TSTOREs overlap in the concurrent unit's UB -> GM half (the transfer engine's bound: its bus beats)
     from rtl.engines.transfer.engine import TransferEngine
-    stores = [{"opcode": Opcode.TSTORE, "src0": t(k * 512), "dst": t(0), "gm": {"base": 4096 * k, "rows": 16, "cols": 16,
-                                                                                 "row_stride": 32, "dtype": DType.FP16}}
+    gm = lambda k: {"base": 4096 * k, "rows": 16, "cols": 16, "row_stride": 32, "dtype": DType.FP16}
+    stores = [{"opcode": Opcode.TSTORE, "src0": t(k * 512), "gm": gm(k)}
               for k in range(3)]
     srows = [SimpleNamespace(cycles=c) for c in (40, 41, 39)]
     beats = TransferEngine.bound(conc, stores[0])

@@ -101,6 +101,44 @@ def test_no_conflict_no_stall():
     assert rep.ok and sum(rep.stalled.values()) > 0, (rep.problems, rep.stalled)
 
 
+#: TSTOREs back to back in UB -> GM's engine (``UbToGmEngine.OVERLAP``): the second starts while the first waits
+#: for its B response; the third writes the first's region again (GM WAW in one pipe: it waits for the
+#: first to retire), and the TLOAD reads the region (GM RAW across pipes) after all of them.
+TSTORES = f"""
+func.func @tstores(%a: {TILE}, %b: {TILE}, %c: {TILE}, %z1: {T}, %z2: {T}) -> ({TILE}) {{
+  tstore %a, %z1 : {TILE}, {T}
+  tstore %b, %z2 : {TILE}, {T}
+  tstore %c, %z1 : {TILE}, {T}
+  %u = tload %z1 : {T} -> {TILE}
+  return %u : {TILE}
+}}
+"""
+
+
+@pytest.mark.cocotb
+def test_tstores_back_to_back():
+    """The unit's UB -> GM pipe takes a TSTORE while the one before it waits for its B responses
+    (``perf__early__``), still orders a later TSTORE and a TLOAD of the same GM region after it, and
+    tstore_stream's 16 independent TSTOREs overlap all but the first."""
+    from sim.examples import EXAMPLES, example_module
+    from sim.programs.run import run_program
+    from rtl.isa import Pipe
+    rng = np.random.default_rng(5)
+    f = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    x = {"a": f(8, 16), "b": f(8, 16), "c": f(8, 16), "z1": f(8, 16), "z2": f(8, 16)}
+    rep = run_program(parse(TSTORES, "tstores.pto"), x, sim="icarus", config="small_concurrent",
+                      label="conc-tstores")
+    assert rep.ok, rep.problems
+    assert rep.outputs["u"].tobytes() == x["c"].tobytes()
+    assert rep.early[Pipe.UB_TO_GM.value] >= 1, rep.early
+    mod = example_module("tstore_stream")
+    rep = run_program(EXAMPLES / "tstore_stream.pto", mod.inputs(), sim="icarus", config="small_concurrent",
+                      label="conc-tstore-stream")
+    assert rep.ok, rep.problems
+    assert rep.early[Pipe.UB_TO_GM.value] == 15, rep.early
+    assert rep.total_cycles < rep.sum_cycles, (rep.total_cycles, rep.sum_cycles)
+
+
 def test_concurrent_configuration_errors():
     """What ``Config.concurrent`` needs is said by name: the read ports and the write queues; a scoreboard
     rule that does not exist, ``scoreboard_disable`` or ``ub_write_banks`` on a serial unit, and fewer than

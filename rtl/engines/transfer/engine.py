@@ -206,14 +206,14 @@ class TransferEngine(Engine):
         never spans two rows)."""
         W = config.axi_data_bytes
         op = Opcode(cmd["opcode"])
-        gm, dst = cmd["gm"], cmd["dst"]
+        gm = cmd["gm"]
         size = DTYPE_BYTES[DType(gm["dtype"])]
-        if op in (Opcode.TLOAD, Opcode.TSTORE):
-            tile = dst if op == Opcode.TLOAD else cmd["src0"]
+        if op in (Opcode.TLOAD, Opcode.TSTORE):        # (a TSTORE's command may have no dst: an image's)
+            tile = cmd["dst"] if op == Opcode.TLOAD else cmd["src0"]
             col = Layout(tile["layout"]) == Layout.COL_MAJOR
             lines, elems = (gm["cols"], gm["rows"]) if col else (gm["rows"], gm["cols"])
             return sum(words_of(gm["base"] + k * gm["row_stride"], elems * size, W) for k in range(lines))
-        rows, cols = dst["valid_rows"], dst["valid_cols"]
+        rows, cols = cmd["dst"]["valid_rows"], cmd["dst"]["valid_cols"]
         if op == Opcode.MGATHER_ROW:
             return rows * -(-cols * size // W)
         return rows * -(-cols // min(W // 4, W // size))

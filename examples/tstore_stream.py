@@ -1,0 +1,26 @@
+"""Inputs of tstore_stream.pto: 16 tiles of 4 x 8 float32; the reference is each tile, stored to its own GM
+region."""
+import sys
+
+import numpy as np
+
+TILES = 16
+
+
+def inputs(seed=0):
+    rng = np.random.default_rng(seed)
+    return {f"t{i}": rng.standard_normal((4, 8)).astype(np.float32) for i in range(TILES)}
+
+
+def reference(x):
+    return {f"y{i}": x[f"t{i}"].copy() for i in range(TILES)}
+
+
+def bus_bound(config):
+    """Cycles the AXI write data channel needs at the least: every tile's 128 bytes, a bus beat a cycle (each
+    tile's GM region starts on a beat: the runner places GM regions aligned)."""
+    return TILES * -(-4 * 8 * 4 // config.axi_data_bytes)
+
+
+if __name__ == "__main__":
+    np.savez(sys.argv[1] if len(sys.argv) > 1 else "tstore_stream.npz", **inputs())
