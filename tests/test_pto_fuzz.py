@@ -27,6 +27,23 @@ def test_deterministic_and_covering():
     assert len(statuses) >= 3            # illegal instructions of several kinds
 
 
+def test_fuzz_ops_option(capsys):
+    """``--ops`` draws only the opcodes it names; an unknown name or one the configuration's unit lacks is a
+    usage error naming it (exit code 2), not a traceback."""
+    from sim.programs.fuzz import main
+    assert main(["--ops", "tload,TSTORE", "--count", "2", "--instrs", "6"]) == 0
+    for name in ("TLOAD,FOO", "TGEMV"):
+        args = ["--ops", name, "--count", "1"] + (["--sim", "icarus", "--config", "small,engines=transfer"]
+                                                  if name == "TGEMV" else [])
+        with pytest.raises(SystemExit) as e:
+            main(args)
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert ("FOO is no opcode" if name != "TGEMV" else "TGEMV not supported") in err, err
+    p, _ = random_program(3, ops=[Opcode.TLOAD, Opcode.TSTORE], n_instrs=8)
+    assert {i.opcode for i in p.instrs} <= {Opcode.TLOAD, Opcode.TSTORE}
+
+
 @pytest.mark.parametrize("seed", range(25))
 def test_fuzz_golden(seed, tmp_path):
     ok, (rep, problems), _ = run_one(seed, out_dir=tmp_path)

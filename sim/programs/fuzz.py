@@ -592,12 +592,25 @@ def main(argv=None):
                     "of instructions that ran while another pipe ran")
     ap.add_argument("--faults", action="store_true", help="GM windows that answer AXI errors in 2 of 3 programs "
                     "(the golden predicts the statuses and what they leave undefined)")
+    ap.add_argument("--ops", help="draw only these opcodes (names, comma-separated, e.g. TLOAD,TSTORE,TPARTADD): "
+                    "a mix that meets one engine's or pipe's cases more often")
     a = ap.parse_args(argv)
     config_from_spec(a.config, source=f"--config {a.config!r}")
     ops = None
     if a.sim != "none":
         from rtl.top import supported_opcodes
         ops = sorted(supported_opcodes(config_from_spec(a.config)), key=lambda op: op.value)
+    if a.ops:
+        names = [n.strip().upper() for n in a.ops.split(",") if n.strip()]
+        unknown = [n for n in names if n not in Opcode.__members__]
+        if unknown or not names:
+            ap.error(f"--ops {a.ops!r}: {', '.join(unknown) or 'no name'} is no opcode; opcodes: "
+                     f"{', '.join(Opcode.__members__)}")
+        chosen = [Opcode[n] for n in names]
+        if ops is not None and any(op not in ops for op in chosen):
+            ap.error(f"--ops {a.ops!r}: {', '.join(op.name for op in chosen if op not in ops)} not supported by "
+                     f"--config {a.config}")
+        ops = chosen
     if a.instructions is not None:
         res = stream(a.instructions, a.seed, a.config, a.sim, ops, a.instrs, a.out, a.batch,
                      log=lambda m: print(m, flush=True), dense=a.dense, back_to_back=a.back_to_back,
