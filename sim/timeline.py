@@ -5,9 +5,10 @@ its total cycles are measured on; ``Driver.schedule`` gives each command's start
 and end, the edge that raises its response). The lanes are the pipes of ``rtl.isa.Pipe`` (GM -> UB, UB -> GM,
 vector, matrix), as Ascend's and Neuron's profilers show their engines; a pipe's utilization is the share of
 the program's cycles in which at least one of its instructions was running. TSYNC, in no pipe, is a dashed
-line where it answers. Today's unit runs one
-instruction at a time, so the bars never overlap and the utilizations add up to at most 100%: the figure
-shows what running the pipes at once (issue #33) has to gain.
+line where it answers. On the serial unit the bars never overlap and the utilizations add up to at most 100%:
+the figure shows what running the pipes at once (issue #33) has to gain. On a concurrent unit a pipe's
+instructions in flight at once (queued behind each other, or overlapping in their engine) are drawn in rows of
+their lane (up to ``MAX_ROWS``), so each bar stays visible.
 """
 
 from rtl.isa import INSTRUCTIONS, Opcode, Pipe
@@ -56,6 +57,32 @@ def overlapping(schedule):
     return hit, len(items)
 
 
+#: Rows a lane is split into at most: instructions of one pipe in flight at once (queued or running, on a unit
+#: whose pipes run at once) take the lowest row free at their start, beyond it they share rows. 8 covers the
+#: concurrent presets (a pipe's queue of ``pipe_queue_depth`` = 4, its running instruction and the front end's
+#: ``RELEASED`` = 2).
+MAX_ROWS = 8
+
+
+def _rows(schedule):
+    """Each instruction's row in its lane (the lowest whose last bar has ended by its start, modulo
+    :data:`MAX_ROWS`) and each pipe's number of rows."""
+    rows, depth, ends = [0] * len(schedule), {p: 1 for p in Pipe}, {p: [] for p in Pipe}
+    for k in sorted(range(len(schedule)), key=lambda k: schedule[k][1]):
+        op, start, end = schedule[k]
+        pipe = _pipe(op)
+        if pipe is None:
+            continue
+        free = [r for r, e in enumerate(ends[pipe]) if e <= start]
+        r = free[0] if free else len(ends[pipe])
+        if r == len(ends[pipe]):
+            ends[pipe].append(end)
+        ends[pipe][r] = end
+        rows[k] = r % MAX_ROWS
+        depth[pipe] = min(MAX_ROWS, max(depth[pipe], r + 1))
+    return rows, depth
+
+
 def draw(schedule, path, *, title="", labels=None):
     """Write the timeline of ``schedule`` (``[(opcode, start, end)]``, cycles) to ``path`` (PNG); ``labels``:
     the bars' texts (default: the opcodes' names). Returns :func:`utilization`."""
@@ -64,7 +91,8 @@ def draw(schedule, path, *, title="", labels=None):
     import matplotlib.pyplot as plt
     util = utilization(schedule)
     lanes = list(Pipe)
-    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.7 * len(lanes)))
+    rows, depth = _rows(schedule)
+    fig, ax = plt.subplots(figsize=(12, 1.2 + 0.7 * len(lanes) * max(1, max(depth.values()) / 3)))
     for k, (op, start, end) in enumerate(schedule):
         pipe = _pipe(op)
         text = labels[k] if labels else Opcode(op).name
@@ -72,10 +100,13 @@ def draw(schedule, path, *, title="", labels=None):
             ax.axvline(end, color="black", linestyle="--", linewidth=0.8)
             ax.text(end, len(lanes) - 0.55, text, ha="right", va="bottom", rotation=90, fontsize=7)
             continue
-        y = lanes.index(pipe)
-        ax.broken_barh([(start, max(end - start, 1))], (y - 0.35, 0.7), facecolors=COLOURS[pipe],
+        # a lane holds its pipe's instructions in flight at once in rows of their own
+        h = 0.7 / depth[pipe]
+        y = lanes.index(pipe) - 0.35 + rows[k] * h
+        ax.broken_barh([(start, max(end - start, 1))], (y, h), facecolors=COLOURS[pipe],
                        edgecolor="black", linewidth=0.5)
-        ax.text(start + (end - start) / 2, y, text, ha="center", va="center", fontsize=7, clip_on=True)
+        ax.text(start + (end - start) / 2, y + h / 2, text, ha="center", va="center",
+                fontsize=7 if depth[pipe] < 3 else 5, clip_on=True)
     ax.set_yticks(range(len(lanes)), [f"{p.value}  {100 * util[p]:.0f}%" for p in lanes])
     ax.invert_yaxis()
     ax.set_xlabel("cycle")

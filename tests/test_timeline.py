@@ -53,3 +53,15 @@ def test_timeline_needs_an_rtl_run(tmp_path):
     r = subprocess.run([sys.executable, "-m", "sim", "run", "examples/tpartadd.pto", "--sim", "none",
                         "--timeline", str(tmp_path / "t.png")], capture_output=True, text=True)
     assert r.returncode == 2 and "--timeline draws an RTL run" in r.stderr, r.stderr
+
+
+def test_instructions_in_flight_at_once_get_rows_of_their_own():
+    """A pipe's instructions whose bars overlap (a concurrent unit's queue, an engine that overlaps) are drawn
+    in different rows of its lane; one that starts after a row's bar has ended takes that row again; another
+    pipe's rows are its own."""
+    from sim.timeline import MAX_ROWS, _rows
+    S, L = Opcode.TSTORE, Opcode.TLOAD
+    rows, depth = _rows([(S, 0, 10), (S, 5, 15), (S, 10, 20), (L, 0, 30), (S, 16, 25)])
+    assert rows == [0, 1, 0, 0, 1] and depth[Pipe.UB_TO_GM] == 2 and depth[Pipe.GM_TO_UB] == 1
+    rows, depth = _rows([(S, k, 100) for k in range(MAX_ROWS + 2)])
+    assert rows == [k % MAX_ROWS for k in range(MAX_ROWS + 2)] and depth[Pipe.UB_TO_GM] == MAX_ROWS
