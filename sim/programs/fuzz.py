@@ -618,7 +618,8 @@ def main(argv=None):
         for s, problems, path in res.failures:
             if a.faults:            # the faults are drawn from the seed: the .pto alone does not have them
                 replay = (f" -> replay: python -m sim fuzz --seed {s} --count 1 --faults --instrs {a.instrs} "
-                          f"--sim {a.sim} --config {a.config}" + (" --dense" if a.dense else ""))
+                          f"--sim {a.sim} --config {a.config}" + (" --dense" if a.dense else "")
+                          + (f" --ops {a.ops}" if a.ops else ""))
             else:
                 replay = f" -> replay: python -m sim run {path} --data {path.with_suffix('.npz')}" if path else ""
             print(f"seed {s}: FAIL: {'; '.join(problems)}" + replay)
