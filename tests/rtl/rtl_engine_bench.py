@@ -249,11 +249,8 @@ class EngineBench:
         assert status == want, f"{name}: {statuses}{detail}"
         if self.axi is not None:
             assert not self.axi.errors, f"{name}: AXI protocol errors {self.axi.errors}{detail}"
-            for a, n in self.gm_windows:
-                got = np.frombuffer(bytes(self.axi.mem[a:a + n]), np.uint8)
-                exp = np.frombuffer(self.golden.gm.read(a, n), np.uint8)
-                diff = _first_difference("GM", got, exp, True, self.config.axi_data_bytes, base=a)
-                assert diff is None, f"{name} ({statuses}): {diff}{detail}"
+            diff = self._gm_difference()
+            assert diff is None, f"{name} ({statuses}): {diff}{detail}"
         got, gold = self.ub_read(), self.golden.ub
         undefined = self.golden.last_undefined
         care = True if undefined is None else ~undefined
@@ -364,15 +361,23 @@ class EngineBench:
         assert diff is None, f"after the stream of {len(cmds)} commands: {diff}{detail}"
         if self.axi is not None:
             assert not self.axi.errors, f"AXI protocol errors {self.axi.errors}{detail}"
-            for a, n in self.gm_windows:
-                got = np.frombuffer(bytes(self.axi.mem[a:a + n]), np.uint8)
-                exp = np.frombuffer(self.golden.gm.read(a, n), np.uint8)
-                care = np.ones(n, bool)
-                for lo, hi in gm_undefined:
-                    care[max(lo, a) - a:max(min(hi, a + n) - a, 0)] = False
-                diff = _first_difference("GM", got, exp, care, self.config.axi_data_bytes, base=a)
-                assert diff is None, f"after the stream of {len(cmds)} commands: {diff}{detail}"
+            diff = self._gm_difference(gm_undefined)
+            assert diff is None, f"after the stream of {len(cmds)} commands: {diff}{detail}"
         return cycle - 1, overlapped
+
+    def _gm_difference(self, undefined=()):
+        """None if every ``gm_windows`` byte of the AXI slave's memory equals the golden machine's GM, bytes in
+        the ``undefined`` spans ``(lo, hi)`` excepted; else :func:`_first_difference`'s message."""
+        for a, n in self.gm_windows:
+            got = np.frombuffer(bytes(self.axi.mem[a:a + n]), np.uint8)
+            exp = np.frombuffer(self.golden.gm.read(a, n), np.uint8)
+            care = np.ones(n, bool)
+            for lo, hi in undefined:
+                care[max(lo, a) - a:max(min(hi, a + n) - a, 0)] = False
+            diff = _first_difference("GM", got, exp, care, self.config.axi_data_bytes, base=a)
+            if diff is not None:
+                return diff
+        return None
 
     def _check_refused_word(self, refused, where):
         """Holds the engine to its write handshake: a word refused in the previous cycle (``refused``:
