@@ -53,7 +53,8 @@ class EngineSignature(wiring.Signature):
     Overlap (``overlap=True``, an engine with :attr:`Engine.OVERLAP` built for the concurrent unit): the
     engine also drives ``release``, high while it has finished with the held ``cmd`` of every instruction
     started so far and takes a ``start`` (low in a ``start`` cycle). From then on the front end may hold
-    the next command and ``start`` it while the earlier instructions are still in flight; their ``done``
+    the next command (one of :meth:`Engine.overlap_opcodes`) and ``start`` it while the earlier instructions
+    are still in flight; their ``done``
     pulses come in the order they were started, one per instruction, and ``go`` stays high until the last.
     """
 
@@ -122,6 +123,15 @@ class Engine(wiring.Component):
     #: The engine can be built with ``overlap=True`` (:class:`EngineSignature`'s ``release``): it takes its
     #: next instruction while the previous one is still in its pipeline (issue #33, item 5).
     OVERLAP = False
+    #: The opcodes the engine takes while an earlier instruction is still in it (``release``): ``None`` for
+    #: all of :attr:`opcodes`. The front end starts any other opcode only once the engine is done with
+    #: every earlier one.
+    OVERLAP_OPCODES = None
+
+    @classmethod
+    def overlap_opcodes(cls):
+        """The opcodes the engine takes while an earlier instruction is still in it (:attr:`OVERLAP_OPCODES`)."""
+        return tuple(cls.opcodes if cls.OVERLAP_OPCODES is None else cls.OVERLAP_OPCODES)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -134,6 +144,8 @@ class Engine(wiring.Component):
             problems.append(f"opcodes must be a non-empty tuple of rtl.isa.Opcode (got {cls.opcodes!r})")
         elif len(set(cls.opcodes)) != len(cls.opcodes):
             problems.append("opcodes lists an opcode twice")
+        elif not set(cls.overlap_opcodes()) <= set(cls.opcodes):
+            problems.append("OVERLAP_OPCODES must be some of opcodes")
         if not (cls.UB_READ_PORTS or cls.UB_WRITE or cls.AXI):
             problems.append("an engine needs at least one of UB_READ_PORTS, UB_WRITE, AXI")
         if cls.bound.__func__ is Engine.bound.__func__:

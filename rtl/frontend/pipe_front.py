@@ -56,7 +56,8 @@ class PipeFrontEnd(wiring.Component):
         ``overlap``): it has finished with its command, so the pipe may start the next instruction on it while
         it finishes this one. The front end then holds the finishing one aside (``pipeK_released`` counts them:
         tag, stamp and response each; they free the pipe and drain first, in order) and offers the next one, if
-        it runs on the same engine (the read ports stay that engine's until its last ``done``) and the response
+        it runs on the same engine (the read ports stay that engine's until its last ``done``), is one of the
+        opcodes the engine takes early (``Engine.overlap_opcodes``) and the response
         queue has room for every response owed. Up to :attr:`RELEASED` released instructions per pipe.
     abort : Out(len(engines))
         Engine ``e`` started speculatively on a command the checker rejects (one cycle, at the verdict):
@@ -290,9 +291,9 @@ class PipeFrontEnd(wiring.Component):
             # answered
             room = w_rdy & (level + (nrel[k] - rel_ended) < self.RESPONSE_DEPTH)
             # while one is released, the next goes to the same engine (its ``sel``: the read ports it shares)
-            same = []
+            same = []               # (and of the opcodes the engine takes while one is released)
             for e in mine:
-                same.append(Cat(issue.payload.cmd.opcode == op for op in self._classes[e].opcodes).any())
+                same.append(Cat(issue.payload.cmd.opcode == op for op in self._classes[e].overlap_opcodes()).any())
             sels = {}
             for e in mine:
                 sels[e] = Signal(name=f"sel_{self._classes[e].name}")

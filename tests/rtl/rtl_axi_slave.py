@@ -13,7 +13,7 @@ import random
 
 class AxiSlaveModel:
     def __init__(self, axi, width_bytes, *, seed=0, stall=0.3, latency=3, max_burst=256, write_faults=(),
-                 b_stall=0.0):
+                 b_stall=0.0, read_faults=()):
         self.axi, self.W = axi, width_bytes
         self.mem = bytearray(1 << 20)
         self.rng = random.Random(seed)
@@ -22,6 +22,9 @@ class AxiSlaveModel:
         #: SLVERR (its bytes are still stored: the golden machine calls them undefined). As
         #: ``golden.faults.GmFaults.write``.
         self.write_faults = list(write_faults)
+        #: GM windows ``(lo, hi)`` whose reads fail: a beat whose bus word holds a byte of one is answered
+        #: SLVERR (with its data). As ``golden.faults.GmFaults.read``.
+        self.read_faults = list(read_faults)
         #: The probability that a B response not yet shown waits another cycle (0: each comes in the cycle
         #: after its burst's last W beat, as before; draws from the RNG only when non-zero).
         self.b_stall = b_stall
@@ -59,7 +62,7 @@ class AxiSlaveModel:
                 ctx.set(a.rvalid, 1)
                 ctx.set(a.rdata, int.from_bytes(self.mem[addr:addr + self.W], "little"))
                 ctx.set(a.rlast, left == 1)
-                ctx.set(a.rresp, 0)
+                ctx.set(a.rresp, 2 if any(lo < addr + self.W and addr < hi for lo, hi in self.read_faults) else 0)
             else:
                 ctx.set(a.rvalid, 0)
             _, _, arv, arr, addr, length, size, burst, rv, rr = await ctx.tick().sample(

@@ -320,7 +320,9 @@ class EngineBench:
             landing, landed = [], landing
             ctx.set(eng.start, 0)
             # (a command done in this cycle still counts as in flight: its last word lands at this edge)
+            # (an opcode the engine does not take early waits until nothing is in flight: the front end's rule)
             if (nxt < len(cmds) and ctx.get(eng.release) and (in_flight is None or len(flight) < in_flight)
+                    and (not flight or cmds[nxt]["opcode"] in type(eng).overlap_opcodes())
                     and not any(hazards(acc[j], acc[nxt]) for j in flight)):
                 ctx.set(eng.cmd, Command.const(cmds[nxt]))
                 ctx.set(eng.start, 1)

@@ -85,4 +85,4 @@ def address_side(m, cfg, engine, s, walk_addr, index):
         require(wlen.depth >= cfg.max_outstanding_writes,
                 f"TransferEngine: the wlen FIFO ({wlen.depth} entries) must hold a length for every write "
                 f"burst in flight (max_outstanding_writes = {cfg.max_outstanding_writes})")
-    return SimpleNamespace(b=b, aw_fire=aw_fire, b_fire=b_fire, wr_out=wr_out, wlen=wlen)
+    return SimpleNamespace(b=b, aw_fire=aw_fire, b_fire=b_fire, wr_out=wr_out, rd_out=rd_out, wlen=wlen)

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from amaranth import *
 
 from rtl.engines.base import Engine, words_of
-from rtl.engines.transfer import load_path, store_overlap, store_path
+from rtl.engines.transfer import load_overlap, load_path, store_overlap, store_path
 from rtl.engines.transfer.address_side import address_side
 from rtl.engines.transfer.checks import mgather_checks, transfer_checks
 from rtl.engines.transfer.mgather import GATHER_OPCODES, IndexLines
@@ -191,9 +191,10 @@ class TransferEngine(Engine):
         require(self.WRITE_QUEUE_DEPTH >= self.WRITE_QUEUE_LATENCY + 1,
                 f"TransferEngine: WRITE_QUEUE_DEPTH = {self.WRITE_QUEUE_DEPTH} must be at least "
                 f"WRITE_QUEUE_LATENCY + 1 = {self.WRITE_QUEUE_LATENCY + 1}, else the queue never has room")
-        # (overlap is TSTORE's alone: :mod:`rtl.engines.transfer.store_overlap`)
-        require(not overlap or not self._loads, f"{type(self).__name__}: overlap=True is for TSTORE alone "
-                f"(UbToGmEngine): a GM -> UB instruction's data side still reads the setup's registers")
+        # (overlap is one direction's: TLOADs back to back, rtl.engines.transfer.load_overlap, or TSTOREs,
+        # rtl.engines.transfer.store_overlap; the two directions share their walkers)
+        require(not overlap or not (self._loads and self._stores), f"{type(self).__name__}: overlap=True is "
+                f"for one direction (GmToUbEngine or UbToGmEngine): the two directions share their walkers")
         super().__init__(config, overlap=overlap)
 
     # ---- the cycle model ----------------------------------------------------------------------------------
@@ -270,12 +271,14 @@ class TransferEngine(Engine):
         # address side: lines -> bursts -> the AR / AW register
         a = address_side(m, cfg, self, s, walk_addr, index)
         load_done, store_done, aw_all, realign = C(0), C(0), Signal(), None
+        # TLOADs back to back (the GM -> UB half): whose beats, words and errors are whose
+        t = load_overlap.load_tracking(m, cfg) if self._overlap and self._loads else None
         if self._loads:
             # GM -> UB: R beats, the realigner (TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM)
-            rbuf, pop = load_path.beat_buffer(m, cfg, self, err)
+            rbuf, pop = load_path.beat_buffer(m, cfg, self, err, t)
             realign = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf)
-            load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, pop, realign, err)
-        old = store_overlap.older_store(m, cfg) if self._overlap else None
+            load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, pop, realign, err, t)
+        old = store_overlap.older_store(m, cfg) if self._overlap and self._stores else None
         if self._stores:
             # UB -> GM (TSTORE): the UB reader (its one read port, shared with MGATHER's index reads), W, B
             reader = store_path.ub_reader(m, cfg, self, s, walk_data, index, realign)
@@ -284,7 +287,9 @@ class TransferEngine(Engine):
         else:
             # the read port is MGATHER's alone; R and B / W: nothing here drives W, every B is taken
             store_path.index_reads_only(m, self, index, realign, walk_data)
-        if self._overlap:       # TSTOREs back to back (the UB -> GM half)
+        if self._overlap and self._loads:       # TLOADs back to back (the GM -> UB half)
+            load_overlap.overlap_completion(m, self, s, walk_addr, walk_data, a, load_done, t)
+        elif self._overlap:                     # TSTOREs back to back (the UB -> GM half)
             store_overlap.overlap_completion(m, self, s, walk_addr, walk_data, a, st, old, err)
         else:
             self._completion(m, s, load_done, store_done, aw_all, err)

@@ -9,6 +9,7 @@ full), MGATHER's index queue, the lines."""
 from amaranth import *
 from amaranth.lib import data
 
+from rtl.engines.transfer import load_overlap
 from rtl.engines.transfer.placer import ElementPlacer
 from rtl.engines.transfer.realign import Realigner
 from rtl.engines.transfer.widths import UB_ADDR_BITS
@@ -20,25 +21,35 @@ from rtl.lib.output_queue import OutputQueue
 __all__ = ["beat_buffer", "realigner", "ub_write"]
 
 
-def beat_buffer(m, cfg, engine, err):
+def beat_buffer(m, cfg, engine, err, t=None):
     """The R beat buffer (:class:`BeatBuffer`, LUT RAM, no bypass; ``rready`` = room), with each beat's
     error flag. The data side pops a beat in the cycle it decides to take it and reads it (and the one
     before it) from the buffer in the next cycle: no decision reaches a wide register. A popped beat
-    whose response was an error sets ``err``. Returns the buffer and its ``pop``."""
+    whose response was an error sets ``err``; with TLOADs back to back (``t``:
+    :func:`rtl.engines.transfer.load_overlap.load_tracking`) each beat also carries its instruction's
+    parity, and sets that parity's flag instead. Returns the buffer and its ``pop``."""
     W = cfg.axi_data_bytes
     axi = engine.axi
     rbuf_depth = min(cfg.read_buffer_beats, engine.RBUF_DEPTH)
-    m.submodules.rbuf = rbuf = BeatBuffer(8 * W + 1, rbuf_depth, groups=W // 4)   # a beat + its error flag
+    # a beat + its error flag (+ its instruction's parity)
+    extra = [axi.rresp != Resp.OKAY] + ([t.beat_par] if t is not None else [])
+    m.submodules.rbuf = rbuf = BeatBuffer(8 * W + len(extra), rbuf_depth, groups=W // 4)
     pop = Signal()
     took = Signal()                 # a beat was popped in the previous cycle: ``rbuf.last`` is it
     m.d.comb += [
         axi.rready.eq(rbuf.w_rdy),
-        rbuf.w_data.eq(Cat(axi.rdata, axi.rresp != Resp.OKAY)), rbuf.w_en.eq(axi.rvalid),
+        rbuf.w_data.eq(Cat(axi.rdata, *extra)), rbuf.w_en.eq(axi.rvalid),
         rbuf.pop.eq(pop),
     ]
     m.d.sync += took.eq(pop)
     with m.If(took & rbuf.last[8 * W]):
-        m.d.sync += err.eq(1)
+        if t is None:
+            m.d.sync += err.eq(1)
+        else:
+            with m.If(rbuf.last[8 * W + 1]):
+                m.d.sync += t.err[1].eq(1)
+            with m.Else():
+                m.d.sync += t.err[0].eq(1)
     return rbuf, pop
 
 
@@ -70,7 +81,7 @@ def realigner(m, cfg, engine, s, walk_data, index, rbuf):
     return realign
 
 
-def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err):
+def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err, t=None):
     """MGATHER_ELEM's :class:`ElementPlacer` (a run and its beat: new, the previous one again for a
     reuse run, none for a zero run; the beat is the last one popped either way), the beat buffer's
     pop (the realigner's or the placer's), the index queue's pop, and the write queue in front of the UB
@@ -82,8 +93,9 @@ def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err):
     passes through in the cycle it is formed (a 2:1 multiplexer), so a port that is always ready sees the
     words exactly as without the queue. Its ``room`` (a register) gates every start of a word: the
     placer's fire (and so the index queue's pop and the beat buffer's pop) and the realigner's
-    ``enable`` (its takes, zero and flush words). Returns ``load_done``: the port takes the last word of a
-    TLOAD / MGATHER now."""
+    ``enable`` (its takes, zero and flush words). With TLOADs back to back (``t``) a word is gated by its
+    own instruction's error flag (:func:`rtl.engines.transfer.load_overlap.word_error`). Returns
+    ``load_done``: the port takes the last word of a TLOAD / MGATHER now."""
     W = cfg.axi_data_bytes
     m.submodules.placer = placer = ElementPlacer(cfg)
     Word = data.StructLayout({"addr": len(engine.ub_wr.addr), "data": len(engine.ub_wr.data),
@@ -112,6 +124,9 @@ def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err):
     for k, c in enumerate(sels):
         sl = slice(n * k // len(sels), n * (k + 1) // len(sels))
         m.d.comb += w.data[sl].eq(Mux(c, placer.data[sl], o.data[sl]))
+    if t is not None:
+        err = load_overlap.word_error(t)
+        load_overlap.track_words(m, t, wq.i_valid & w.last)
     with m.If(s.elem):
         m.d.comb += [wq.i_valid.eq(placer.valid), w.addr.eq(placer.addr), w.last.eq(placer.last)]
         with m.If(~err):

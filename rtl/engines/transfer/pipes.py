@@ -18,11 +18,18 @@ class GmToUbEngine(TransferEngine):
     """TLOAD and MGATHER (GM -> UB) alone: :class:`TransferEngine` without the UB reader and the W / B side.
 
     Ports: as :class:`TransferEngine`; ``ub_rd`` carries MGATHER's index reads only, and of ``axi`` only AR / R
-    are driven (``awvalid``, ``wvalid`` and ``bready`` stay low). Latency and throughput: as
-    :class:`TransferEngine` for its instructions."""
+    are driven (``awvalid``, ``wvalid`` and ``bready`` stay low); with ``overlap=True`` also ``release``.
+    Latency and throughput: as :class:`TransferEngine` for its instructions.
+
+    Overlap (``OVERLAP``; the concurrent unit builds it with ``overlap=True``): it takes the next TLOAD once
+    the running TLOAD's line walkers have emitted their last lines, and answers the older one when its last
+    UB word is written (:mod:`rtl.engines.transfer.load_overlap`): two TLOADs in flight at most. MGATHER
+    neither overlaps nor is overlapped (``OVERLAP_OPCODES``: its data side reads the setup's registers)."""
 
     name = "gm_to_ub"
     opcodes = (Opcode.TLOAD, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
+    OVERLAP = True
+    OVERLAP_OPCODES = (Opcode.TLOAD,)
 
 
 class UbToGmEngine(TransferEngine):

@@ -1,0 +1,152 @@
+"""TLOADs back to back in the GM -> UB half (``GmToUbEngine(overlap=True)``: rtl/engines/transfer/load_overlap.py)
+against the golden machine (``EngineBench.execute_overlapped``: each command started at ``release`` unless it
+conflicts with one in flight, an MGATHER only once nothing is in flight; ``done`` once per command in start
+order with the golden status; every command's UB bytes in place at its ``done``; the whole UB equal to the
+commands run one at a time at the end), with the AXI protocol monitor, random stalls and read faults."""
+
+import random
+
+import numpy as np
+import pytest
+
+from rtl.config import preset
+from rtl.engines.transfer.pipes import GmToUbEngine
+from rtl.isa import DType, DTYPE_BYTES, Opcode
+
+from test_rtl_mgather import _case
+from test_rtl_transfer import ProtocolBench, random_transfer
+
+GM_BYTES = 1 << 20
+#: GM of the TLOADs (random bytes); MGATHER's tables sit at test_rtl_mgather.TABLE (0x40000), above.
+LOAD_GM = 0x1000
+
+
+def _loads(rng, cfg, n, empty=0.0, gathers=0):
+    """``n`` random TLOADs from GM at ``LOAD_GM`` and above (``empty``: the share with an empty region), and
+    ``gathers`` MGATHERs among them (``(cmd, idx, t_idx)``: their index tiles are written into the UB first)."""
+    cmds = []
+    for _ in range(n):
+        t, gm = random_transfer(rng, cfg)
+        g = gm(LOAD_GM + DTYPE_BYTES[t["dtype"]] * rng.randrange(0, 40000))
+        if rng.random() < empty:
+            t, g = dict(t, valid_rows=0), dict(g, rows=0)
+        cmds.append({"opcode": Opcode.TLOAD, "dst": t, "gm": g})
+    for _ in range(gathers):
+        idx, t_idx, cmd = _case(rng, cfg, rng.choice([DType.FP16, DType.INT8, DType.FP32]))
+        cmds.insert(rng.randrange(1, len(cmds)), (cmd, idx, t_idx))
+    return cmds
+
+
+def _faults(rng, cmds):
+    """Read faults on the first or last line of every fifth TLOAD, but not of one whose destination an MGATHER
+    reads as its index tile: the failed TLOAD leaves its destination undefined, and so the gather's result
+    (the golden machine keeps the bytes, the engine writes the words before the error)."""
+    from golden.access import access
+    index_reads = [r for c in cmds if isinstance(c, tuple) for r in access(c[0]).ub_reads]
+    faults = []
+    for c in [c for c in cmds if isinstance(c, dict)][::5]:
+        if any(lo < hi2 and lo2 < hi for lo, hi in access(c).ub_writes for lo2, hi2 in index_reads):
+            continue
+        g = c["gm"]
+        line = rng.choice([0, g["rows"] - 1]) if g["rows"] else 0
+        a = g["base"] + line * g["row_stride"]
+        faults.append((a, a + 1))
+    return faults
+
+
+def _load_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
+    """``cmds`` back to back on ``GmToUbEngine(overlap=True)`` (module docstring), read ``faults`` (GM windows
+    answered SLVERR). Returns ``(cycles, overlapped, trace)``."""
+    from golden.faults import GmFaults
+    rng = random.Random(seed)
+    bench = ProtocolBench(cfg, GmToUbEngine(cfg, overlap=True), seed=seed, stall=stall, gm_windows=[])
+    bench.axi.read_faults = list(faults)
+    bench.golden.faults = GmFaults(read=tuple(faults))
+    bench.ub_write(0, rng.randbytes(cfg.ub_bytes))
+    bench.gm_write(0, rng.randbytes(GM_BYTES))
+    plain = []
+    for c in cmds:
+        if isinstance(c, tuple):                    # an MGATHER: its index tile into the UB (backdoor)
+            cmd, idx, t_idx = c
+            rows, cols = idx.shape
+            pitch = t_idx["cols"] * 4
+            for r in range(rows):
+                bench.ub_write(t_idx["base"] + r * pitch, idx[r].astype(np.uint32).tobytes())
+            c = cmd
+        plain.append(c)
+    out, trace = {}, []
+
+    async def stimulus(b):
+        out["cycles"], out["overlapped"] = await b.execute_overlapped(plain, trace=trace, in_flight=in_flight)
+    bench.run(stimulus)
+    return out["cycles"], out["overlapped"], trace
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2] + [pytest.param(s, marks=pytest.mark.slow) for s in range(3, 8)])
+def test_tload_overlap_random_stream(seed):
+    """40 random TLOADs (every type and layout, strided GM lines, some empty regions, whose ``done`` must wait
+    for the older one's) and 3 MGATHERs (never started while a TLOAD is in the engine) back to back with random
+    AXI stalls, and from seed 1 on GM windows whose reads fail on the first or last line of every fifth TLOAD
+    (each error goes to its own instruction: the older one's or the running one's; the other one's UB bytes
+    must all be written): UB bytes, statuses and order equal one at a time, and at least a third started
+    while the previous one was still in the engine."""
+    cfg = preset("small")
+    rng = random.Random(200 + seed)
+    cmds = _loads(rng, cfg, 40, empty=0.1, gathers=3)
+    _, overlapped, trace = _load_stream(cfg, cmds, seed, faults=_faults(rng, cmds) if seed else ())
+    assert overlapped >= len(cmds) // 3, overlapped
+
+
+def test_tload_overlap_keeps_r_busy():
+    """A stream of independent 8 x 16 fp32 TLOADs (a 64-byte line = 4 beats on ``small``) with a slave that
+    never stalls: the engine takes each next TLOAD while the previous one's last lines are still arriving, so
+    its AR goes out early enough that R carries a beat in every cycle from the first TLOAD's first beat to the
+    last one's last, and the stream takes the first TLOAD's cycles plus its 32 beats for each other one (the
+    memory's latency and the next one's setup hidden), exactly."""
+    cfg = preset("small")
+    n, beats = 6, 8 * 64 // cfg.axi_data_bytes
+    t = lambda k: {"base": 512 * k, "rows": 8, "cols": 16, "valid_rows": 8, "valid_cols": 16,
+                   "dtype": DType.FP32, "layout": 0}
+    cmds = [{"opcode": Opcode.TLOAD, "dst": t(k),
+             "gm": {"base": LOAD_GM + 4096 * k, "rows": 8, "cols": 16, "row_stride": 64, "dtype": DType.FP32}}
+            for k in range(n)]
+    one, _, _ = _load_stream(cfg, cmds[:1], 5, stall=0)
+    cycles, overlapped, _ = _load_stream(cfg, cmds, 5, stall=0)
+    assert overlapped == n - 1
+    assert cycles == one + (n - 1) * beats, (cycles, one, beats)
+
+
+def test_tload_overlap_error_is_its_own():
+    """The stream of ``test_tload_overlap_keeps_r_busy`` with a read fault on the first beat of the third TLOAD
+    and on the last beat of the fifth: the third's first beat is popped right behind the second's last, while
+    the second's last words are still forming, and the fifth's error beat comes while the sixth's AR is out.
+    Only those two answer AXI_READ_ERROR; every other TLOAD's bytes are all written (execute_overlapped
+    compares them at each ``done``)."""
+    cfg = preset("small")
+    n = 6
+    # 8 x 12 fp32 from a GM base 4 bytes into a beat: 48-byte lines over 4 beats, written to 3 UB words of
+    # which the last is formed a cycle after the line's last beat is taken
+    t = lambda k: {"base": 512 * k, "rows": 8, "cols": 12, "valid_rows": 8, "valid_cols": 12,
+                   "dtype": DType.FP32, "layout": 0}
+    cmds = [{"opcode": Opcode.TLOAD, "dst": t(k),
+             "gm": {"base": LOAD_GM + 4096 * k + 4, "rows": 8, "cols": 12, "row_stride": 64, "dtype": DType.FP32}}
+            for k in range(n)]
+    first = cmds[2]["gm"]["base"]
+    last = cmds[4]["gm"]["base"] + 7 * 64 + 47
+    _, overlapped, trace = _load_stream(cfg, cmds, 6, stall=0, faults=[(first, first + 1), (last, last + 1)])
+    assert overlapped == n - 1
+
+
+def test_mgather_waits_for_tloads():
+    """An MGATHER after a TLOAD starts only once the TLOAD is done (``GmToUbEngine.OVERLAP_OPCODES``), and
+    the TLOAD after it only once the MGATHER is done (the engine releases no MGATHER)."""
+    cfg = preset("small")
+    rng = random.Random(7)
+    cmds = _loads(rng, cfg, 2)
+    idx, t_idx, g = _case(rng, cfg, DType.FP16)
+    # (the TLOADs' tiles away from the gather's destination and index tile)
+    cmds = [cmds[0], (g, idx, t_idx), cmds[1]]
+    _, overlapped, trace = _load_stream(cfg, cmds, 3, stall=0)
+    assert overlapped == 0
+    ev = {(kind, k): c for kind, k, c in trace}
+    assert ev["start", 1] > ev["done", 0] and ev["start", 2] > ev["done", 1], trace
