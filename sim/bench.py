@@ -29,8 +29,8 @@ previous one was still in its engine (both ``Config.concurrent``). A unit that r
 has ``run`` >= ``serial``; one whose pipes run at once can reach the bound. ``lanes bound`` (an example that
 defines ``lanes_bound(config)``: tpartadd_stream) is what its work needs on the engines' lanes, and ``of
 lanes bound`` the run's share of it: what overlapping consecutive instructions of one pipe can gain; ``bus
-bound`` / ``of bus bound`` the same for an example that defines ``bus_bound(config)`` (tstore_stream: its
-beats on the AXI bus).
+bound`` / ``of bus bound`` the same for an example that defines ``bus_bound(config)`` (tload_stream and
+tstore_stream: their beats on the AXI bus).
 """
 
 import argparse
@@ -136,7 +136,8 @@ def gemv_extra(record, config):
 
 #: The examples the programs table times (``examples/<name>.pto`` with its input generator). A program that
 #: does not fit a configuration's UB is left out of its table (tpartadd_stream needs 24 KiB).
-PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream", "tstore_stream")
+PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream", "tload_stream",
+            "tstore_stream")
 
 
 def pipe_bounds(rows, commands, config=None):
@@ -145,15 +146,16 @@ def pipe_bounds(rows, commands, config=None):
     engine that takes its next instruction before the previous one is done (``Engine.OVERLAP`` in a
     concurrent unit with ``Config.pipe_overlap``), where an instruction after the pipe's first costs its
     engine's ``bound`` (its narrowest resource: the words of consecutive instructions pass the lanes one
-    after another, the fill overlaps). ``rows``: the report's rows (``cycles``), ``commands``: the image's
+    after another, the fill overlaps) if both it and the pipe's instruction before it are of the engine's
+    ``overlap_opcodes`` (GM -> UB: TLOAD after TLOAD; an MGATHER, or a TLOAD after one, costs its own cycles). ``rows``: the report's rows (``cycles``), ``commands``: the image's
     (only their ``opcode`` without ``config``, which means no overlap)."""
     from rtl.concurrent import concurrent_engines
     from rtl.isa import INSTRUCTIONS, Opcode, Pipe
     from rtl.top import ENGINES
     overlap = config is not None and config.concurrent and config.pipe_overlap
-    # (a concurrent unit runs the transfer engine as its two halves: only the UB -> GM one overlaps)
+    # (a concurrent unit runs the transfer engine as its two halves)
     classes = concurrent_engines(ENGINES) if overlap else ENGINES
-    alone, bound, seen = {p: 0 for p in Pipe}, {p: 0 for p in Pipe}, set()
+    alone, bound, before = {p: 0 for p in Pipe}, {p: 0 for p in Pipe}, {}
     for r, cmd in zip(rows, commands):
         op = Opcode(cmd["opcode"])
         p = INSTRUCTIONS[op].pipe
@@ -161,8 +163,9 @@ def pipe_bounds(rows, commands, config=None):
             continue
         alone[p] += r.cycles
         cls = next(e for e in classes if op in e.opcodes)
-        bound[p] += cls.bound(config, cmd) if overlap and cls.OVERLAP and p in seen else r.cycles
-        seen.add(p)
+        early = overlap and cls.OVERLAP and {op, before.get(p)} <= set(cls.overlap_opcodes())
+        bound[p] += cls.bound(config, cmd) if early else r.cycles
+        before[p] = op
     return {p: (alone[p], bound[p]) for p in Pipe}
 
 

@@ -74,6 +74,13 @@ def test_pipe_bounds_with_overlap():
     assert beats == 16
     assert bench.pipe_bounds(srows, stores, conc)[Pipe.UB_TO_GM] == (120, 40 + 2 * beats)
     assert bench.pipe_bounds(srows, stores, preset("default"))[Pipe.UB_TO_GM] == (120, 120)
+    # TLOADs likewise in the GM -> UB half, but not an MGATHER, nor a TLOAD right after one (the engine takes
+    # neither early: GmToUbEngine.OVERLAP_OPCODES)
+    loads = [{"opcode": Opcode.TLOAD, "dst": t(k * 512), "gm": gm(k)} for k in range(3)]
+    gather = {"opcode": Opcode.MGATHER_ROW, "dst": t(0), "src0": t(512), "gm": gm(0), "oob": 0}
+    lrows = [SimpleNamespace(cycles=c) for c in (30, 31, 29, 50, 33)]
+    assert bench.pipe_bounds(lrows, loads + [gather, loads[0]], conc)[Pipe.GM_TO_UB] == (173, 30 + 2 * beats + 50 + 33)
+    assert bench.pipe_bounds(lrows, loads + [gather, loads[0]], preset("default"))[Pipe.GM_TO_UB] == (173, 173)
 
 
 @pytest.mark.slow            # the examples run on the RTL in make sim; test_pto_rtl checks Report.busy

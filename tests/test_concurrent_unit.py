@@ -139,6 +139,22 @@ def test_tstores_back_to_back():
     assert rep.total_cycles < rep.sum_cycles, (rep.total_cycles, rep.sum_cycles)
 
 
+@pytest.mark.cocotb
+def test_tloads_back_to_back():
+    """The unit's GM -> UB pipe takes each of tload_stream's 16 independent TLOADs while the one before it is
+    still in the engine (``perf__early__``: all but the first), and the stream takes fewer cycles than the
+    sixteen one at a time."""
+    from sim.examples import EXAMPLES, example_module
+    from sim.programs.run import run_program
+    from rtl.isa import Pipe
+    mod = example_module("tload_stream")
+    rep = run_program(EXAMPLES / "tload_stream.pto", mod.inputs(), sim="icarus", config="small_concurrent",
+                      label="conc-tload-stream")
+    assert rep.ok, rep.problems
+    assert rep.early[Pipe.GM_TO_UB.value] == 15, rep.early
+    assert rep.total_cycles < rep.sum_cycles, (rep.total_cycles, rep.sum_cycles)
+
+
 def test_concurrent_configuration_errors():
     """What ``Config.concurrent`` needs is said by name: the read ports and the write queues; a scoreboard
     rule that does not exist, ``scoreboard_disable`` or ``ub_write_banks`` on a serial unit, and fewer than
