@@ -270,23 +270,23 @@ class TransferEngine(Engine):
         err = Signal()              # an AXI error response came: no more UB writes, an error status
         # address side: lines -> bursts -> the AR / AW register
         a = address_side(m, cfg, self, s, walk_addr, index)
-        load_done, store_done, aw_all, realign = C(0), C(0), Signal(), None
+        load_done, store_done, aw_all, load_ready = C(0), C(0), Signal(), None
         # TLOADs back to back (the GM -> UB half): whose beats, words and errors are whose
         t = load_overlap.load_tracking(m, cfg) if self._overlap and self._loads else None
         if self._loads:
             # GM -> UB: R beats, the realigner (TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM)
             rbuf, pop = load_path.beat_buffer(m, cfg, self, err, t)
-            realign = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf)
+            realign, load_ready = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf, slack=t is not None)
             load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, pop, realign, err, t)
         old = store_overlap.older_store(m, cfg) if self._overlap and self._stores else None
         if self._stores:
             # UB -> GM (TSTORE): the UB reader (its one read port, shared with MGATHER's index reads), W, B
-            reader = store_path.ub_reader(m, cfg, self, s, walk_data, index, realign)
+            reader = store_path.ub_reader(m, cfg, self, s, walk_data, index, load_ready)
             st = store_path.w_channel(m, cfg, self, s, a, reader, err, old)
             store_done, aw_all = st.done, st.aw_all
         else:
             # the read port is MGATHER's alone; R and B / W: nothing here drives W, every B is taken
-            store_path.index_reads_only(m, self, index, realign, walk_data)
+            store_path.index_reads_only(m, self, index, load_ready, walk_data)
         if self._overlap and self._loads:       # TLOADs back to back (the GM -> UB half)
             load_overlap.overlap_completion(m, self, s, walk_addr, walk_data, a, load_done, t)
         elif self._overlap:                     # TSTOREs back to back (the UB -> GM half)

@@ -15,7 +15,7 @@ from rtl.engines.transfer.realign import Realigner
 from rtl.engines.transfer.widths import UB_ADDR_BITS
 from rtl.lib.axi import Resp
 from rtl.lib.fanout import held_copies
-from rtl.lib.fifo import BeatBuffer
+from rtl.lib.fifo import BeatBuffer, LineQueue
 from rtl.lib.output_queue import OutputQueue
 
 __all__ = ["beat_buffer", "realigner", "ub_write"]
@@ -53,17 +53,26 @@ def beat_buffer(m, cfg, engine, err, t=None):
     return rbuf, pop
 
 
-def realigner(m, cfg, engine, s, walk_data, index, rbuf):
+def realigner(m, cfg, engine, s, walk_data, index, rbuf, slack=False):
     """TLOAD / MGATHER_ROW: the :class:`Realigner` and its lines, MGATHER_ROW's from
     ``IndexLines.data`` or TLOAD's from ``walk_data``; its words come from the beat buffer. MGATHER's
     lines reach the data side only with ``go``: a zero line writes the UB without any AXI read, and
-    nothing may be written before the checker has passed the command."""
+    nothing may be written before the checker has passed the command. ``slack`` (TLOADs back to back):
+    TLOAD's lines pass a :class:`LineQueue` first (two more lines, none of a cycle while it is empty), so
+    the walker is done with a short TLOAD sooner and the engine releases it earlier. Returns the
+    realigner and ``walk_data``'s ``ready`` for a TLOAD."""
     W = cfg.axi_data_bytes
     sh = W.bit_length() - 1
     m.submodules.realign = realign = Realigner(W, addr_bits=UB_ADDR_BITS - sh, buffered=True)
     rl = realign.line.payload
     d = index.data.payload
     wd = walk_data.lines.payload
+    lines = walk_data.lines
+    if slack:
+        m.submodules.tload_lines = tq = LineQueue(walk_data.lines.payload.shape())
+        m.d.comb += [tq.i.valid.eq(walk_data.lines.valid), tq.i.payload.eq(walk_data.lines.payload)]
+        lines = tq.o
+        wd = tq.o.payload
     with m.If(s.gath):                          # MGATHER_ROW: IndexLines' data queue
         m.d.comb += [
             realign.line.valid.eq(index.data.valid & ~s.elem & engine.go),
@@ -72,13 +81,16 @@ def realigner(m, cfg, engine, s, walk_data, index, rbuf):
         ]
     with m.Else():                              # TLOAD: the data-side walker
         m.d.comb += [
-            realign.line.valid.eq(walk_data.lines.valid & ~s.store),
+            realign.line.valid.eq(lines.valid & ~s.store),
             rl.src_off.eq(wd.gm_addr[:sh]), rl.dst_off.eq(wd.ub_addr[:sh]), rl.length.eq(wd.length),
             rl.addr.eq(wd.ub_addr[sh:]), rl.last.eq(wd.last),
         ]
     m.d.comb += [realign.i_avail.eq(rbuf.avail), realign.i_last.eq(rbuf.last[:8 * W]),
                  realign.i_before.eq(rbuf.before[:8 * W])]
-    return realign
+    if not slack:
+        return realign, realign.line.ready
+    m.d.comb += tq.o.ready.eq(realign.line.ready & ~s.gath)
+    return realign, tq.i.ready
 
 
 def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err, t=None):

@@ -14,7 +14,7 @@ from rtl.ub.reader import UbReader
 __all__ = ["ub_reader", "w_channel", "index_reads_only"]
 
 
-def ub_reader(m, cfg, engine, s, walk_data, index, realign):
+def ub_reader(m, cfg, engine, s, walk_data, index, load_ready):
     """TSTORE's :class:`UbReader` with its lines from ``walk_data`` (through a :class:`LineQueue`), and
     the engine's one UB read port: MGATHER's index reads (``IndexLines.ub_rd``, from the ``start``
     cycle on) or the reader's. Also ``walk_data``'s ready: the reader's line queue (TSTORE) or the
@@ -44,8 +44,8 @@ def ub_reader(m, cfg, engine, s, walk_data, index, realign):
         rd_lines.i.payload.dst_off.eq(wd.gm_addr[:sh]),
         reader.lines.valid.eq(rd_lines.o.valid), reader.lines.payload.eq(rd_lines.o.payload),
         rd_lines.o.ready.eq(reader.lines.ready),
-        walk_data.lines.ready.eq(rd_lines.i.ready if realign is None else
-                                 Mux(s.store, rd_lines.i.ready, realign.line.ready)),
+        walk_data.lines.ready.eq(rd_lines.i.ready if load_ready is None else
+                                 Mux(s.store, rd_lines.i.ready, load_ready)),
     ]
     return reader
 
@@ -90,10 +90,10 @@ def w_channel(m, cfg, engine, s, a, reader, err, old=None):
     return SimpleNamespace(done=aw_all & wr_idle & lines_zero, aw_all=aw_all, wr_idle=wr_idle, burst_last=b.last)
 
 
-def index_reads_only(m, engine, index, realign, walk_data):
+def index_reads_only(m, engine, index, load_ready, walk_data):
     """An engine without TSTORE (:class:`rtl.engines.transfer.pipes.GmToUbEngine`): its read port is
     MGATHER's index reads alone, and ``walk_data``'s lines go to the realigner."""
     rd = engine.ub_rd[0]
     m.d.comb += [index.ub_rd.even.eq(rd.even), index.ub_rd.odd.eq(rd.odd),
                  rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en),
-                 walk_data.lines.ready.eq(realign.line.ready)]
+                 walk_data.lines.ready.eq(load_ready)]
