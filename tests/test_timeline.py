@@ -3,6 +3,7 @@ writes. (The schedule of a real RTL run is checked in tests/test_pto_rtl.py.)"""
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -50,8 +51,10 @@ def test_draw_writes_a_png(tmp_path):
 
 
 def test_timeline_needs_an_rtl_run(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "sim", "run", "examples/tpartadd.pto", "--sim", "none",
-                        "--timeline", str(tmp_path / "t.png")], capture_output=True, text=True)
+    # (from the repository's root, wherever pytest runs: ``-m sim`` and the example path need it)
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-m", "sim", "run", str(root / "examples/tpartadd.pto"), "--sim", "none",
+                        "--timeline", str(tmp_path / "t.png")], capture_output=True, text=True, cwd=root)
     assert r.returncode == 2 and "--timeline draws an RTL run" in r.stderr, r.stderr
 
 
