@@ -1,8 +1,7 @@
 """TLOAD, TSTORE and MGATHER: :class:`TransferEngine`, transfers between global memory (AXI4) and UB
-tiles. Its elaborate's sections: the setup, the line walkers and MGATHER's :class:`IndexLines` here; the
-address side in :mod:`.address_side`; GM -> UB in :mod:`.load_path`; UB -> GM in :mod:`.store_path`."""
-
-from types import SimpleNamespace
+tiles. Its elaborate's sections: the line walkers and MGATHER's :class:`IndexLines` here; the setup in
+:mod:`.setup`; the address side in :mod:`.address_side`; GM -> UB in :mod:`.load_path`; UB -> GM in
+:mod:`.store_path`; overlapped instructions in :mod:`.load_overlap` and :mod:`.store_overlap`."""
 
 from amaranth import *
 
@@ -13,13 +12,11 @@ from rtl.engines.transfer.checks import mgather_checks, transfer_checks
 from rtl.engines.transfer.mgather import GATHER_OPCODES, IndexLines
 from rtl.engines.transfer.placer import ElementPlacer
 from rtl.engines.transfer.realign import Realigner
+from rtl.engines.transfer.setup import setup
 from rtl.engines.transfer.walker import BurstWalker, LineWalker
-from rtl.engines.transfer.widths import ESZ_BITS, SIZE_BITS, TILE_DIM_BITS, UB_ADDR_BITS
 from rtl.isa import DTYPE_BYTES, DType, Layout, OobMode, Opcode, Status
 from rtl.lib.contract import require
 from rtl.lib.fifo import BeatBuffer
-from rtl.lib.decode import opcode_bit
-from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
 from rtl.ub.reader import UbReader
 
 __all__ = ["TransferEngine"]
@@ -55,7 +52,7 @@ class TransferEngine(Engine):
     Structure (the sections of :meth:`elaborate`; every path starts at a register and stays a few LUT
     levels deep, for the clock):
 
-    - setup (:meth:`_setup`): in the ``start`` cycle the command's geometry is registered (element size,
+    - setup (:func:`rtl.engines.transfer.setup.setup`): in the ``start`` cycle the command's geometry is registered (element size,
       line count and length, UB base and stride, ``gm.base - 1``); the opcodes are told apart by single
       bits (:func:`rtl.lib.decode.opcode_bit`: the engine only starts for its own four). The data-side
       walker starts in that cycle, the address-side walker (which needs the first line's last byte, an
@@ -264,7 +261,7 @@ class TransferEngine(Engine):
         m = Module()
         cfg = self._config
         # setup: the command's geometry, registered at ``start``; the line walkers; MGATHER's lines
-        s = self._setup(m)
+        s = setup(m, self)
         walk_addr, walk_data = self._line_walkers(m, s)
         index = self._gather_lines(m) if self._gathers else None
         err = Signal()              # an AXI error response came: no more UB writes, an error status
@@ -308,79 +305,6 @@ class TransferEngine(Engine):
     @property
     def _gathers(self):
         return bool(set(GATHER_OPCODES) & set(self.opcodes))
-
-    def _setup(self, m):
-        """The command's decode and geometry: single opcode bits (combinational, for the ``start`` cycle:
-        ``store_c``, ``gath_c``, ``elem_c``) and the registers loaded at ``start`` (``store``, ``gath``,
-        ``elem``, ``esz``, the line count, length and strides, ``gm.base - 1``, MGATHER_ROW's row bytes,
-        ``running``; ``empty_done`` and ``walk_addr_start``, one-cycle pulses after ``start``)."""
-        cfg = self._config
-        cmd = self.cmd
-        op = cmd.opcode.as_value()
-        gm = cmd.gm
-        # This engine starts only for its own opcodes, so single opcode bits tell them apart (their
-        # positions from the encoding table, rtl.lib.decode.opcode_bit). TLOAD / TSTORE lines follow
-        # the GM descriptor, whose shape and type the checker has compared with the tile's (the engine's
-        # side effects wait for ``go``): a line is ``gm.cols`` elements of a row-major tile, ``gm.rows``
-        # of a column-major one (cut to a tile dimension's width, ``TILE_DIM_BITS``).
-        # (an engine of one direction, :mod:`rtl.engines.transfer.pipes`: the other's decodes are constants)
-        if not self._stores:
-            store_c = C(0)
-        elif not self._loads:
-            store_c = C(1)
-        else:
-            store_c = op[opcode_bit(self.opcodes, [Opcode.TSTORE])]
-        if self._gathers:
-            gath_bit = opcode_bit(self.opcodes, GATHER_OPCODES)
-            gath_c, elem_c = op[gath_bit], op[gath_bit] & op[opcode_bit(GATHER_OPCODES, [Opcode.MGATHER_ELEM])]
-        else:
-            gath_c, elem_c = C(0), C(0)
-        esz_c = elem_log2(m, gm.dtype)
-        src0, dst = cmd.src0, cmd.dst
-        col_c = Mux(store_c, src0.layout.as_value(), dst.layout.as_value()) == Layout.COL_MAJOR.value
-        rows_c, cols_c = gm.rows[:TILE_DIM_BITS], gm.cols[:TILE_DIM_BITS]
-        lines_c = Mux(col_c, cols_c, rows_c)
-        elems_c = Mux(col_c, rows_c, cols_c)
-        ub_base_c = Mux(store_c, src0.base, dst.base)
-        stride_elems_c = Mux(col_c, Mux(store_c, src0.rows, dst.rows), Mux(store_c, src0.cols, dst.cols))
-        empty_c = Mux(gath_c, (dst.valid_rows == 0) | (dst.valid_cols == 0),
-                      (rows_c == 0) | (cols_c == 0))
-
-        store, gath, elem = Signal(), Signal(), Signal()
-        # a copy of ``elem`` for the index queue's pop (its own init: not merged with ``elem``, which
-        # reaches the UB write mux; the pop enables the queue's head register)
-        elem_q = Signal(init=1)
-        esz = Signal(ESZ_BITS)
-        lines, stride_elems = Signal(TILE_DIM_BITS), Signal(TILE_DIM_BITS)
-        gm_base_m1 = Signal(cfg.gm_addr_bits)
-        row_bytes = Signal(LINE_BYTES_BITS)       # MGATHER_ROW: bytes per destination row
-        running = Signal()
-        empty_done = Signal()
-        walk_addr_start = Signal()
-        line_bytes = Signal(LINE_BYTES_BITS)
-        line_m1 = Signal(LINE_BYTES_BITS)        # line_bytes - 1 = ((elems - 1) << esz) | (size - 1)
-        elems_m1_c = Mux(col_c, rows_c - 1, cols_c - 1)[:TILE_DIM_BITS]
-        m.d.sync += [empty_done.eq(0), walk_addr_start.eq(0)]
-        with m.If(self.start):
-            m.d.sync += [
-                store.eq(store_c), gath.eq(gath_c), elem.eq(elem_c), elem_q.eq(elem_c), esz.eq(esz_c),
-                lines.eq(lines_c), line_bytes.eq(elems_c << esz_c), stride_elems.eq(stride_elems_c),
-                line_m1.eq((elems_m1_c << esz_c) | ((C(1, SIZE_BITS) << esz_c) - 1)),
-                gm_base_m1.eq(gm.base - 1), row_bytes.eq(dst.valid_cols << esz_c),
-                running.eq(~empty_c), empty_done.eq(empty_c), walk_addr_start.eq(~gath_c),
-            ]
-        # (one direction: what the setup tells apart is known; the registers above then drive nothing)
-        if not (self._loads and self._stores):
-            store = C(int(self._stores))
-        if not self._gathers:
-            gath = elem = elem_q = C(0)
-        ub_stride = Signal(UB_ADDR_BITS)
-        m.d.comb += ub_stride.eq(stride_elems << esz)
-        return SimpleNamespace(
-            store_c=store_c, gath_c=gath_c, elem_c=elem_c, empty_c=empty_c, ub_base_c=ub_base_c,
-            lines_c=lines_c, store=store, gath=gath, elem=elem, elem_q=elem_q, esz=esz, lines=lines,
-            gm_base_m1=gm_base_m1, row_bytes=row_bytes, running=running, empty_done=empty_done,
-            walk_addr_start=walk_addr_start, line_bytes=line_bytes, line_m1=line_m1, ub_stride=ub_stride)
 
     def _line_walkers(self, m, s):
         """TLOAD / TSTORE's two :class:`LineWalker` over the same geometry: ``walk_data`` (started with
