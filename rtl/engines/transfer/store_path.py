@@ -17,8 +17,8 @@ __all__ = ["ub_reader", "w_channel", "index_reads_only"]
 def ub_reader(m, cfg, engine, s, walk_data, index, load_ready):
     """TSTORE's :class:`UbReader` with its lines from ``walk_data`` (through a :class:`LineQueue`), and
     the engine's one UB read port: MGATHER's index reads (``IndexLines.ub_rd``, from the ``start``
-    cycle on) or the reader's. Also ``walk_data``'s ready: the reader's line queue (TSTORE) or the
-    realigner (TLOAD)."""
+    cycle on) or the reader's. Also ``walk_data``'s ready: the reader's line queue (TSTORE) or
+    ``load_ready`` (TLOAD: :func:`rtl.engines.transfer.load_path.realigner`'s; ``None`` without loads)."""
     sh = cfg.axi_data_bytes.bit_length() - 1
     m.submodules.ub_reader = reader = UbReader(cfg)
     # (through a LineQueue: the walker moves on "not full", not on the reader's ready)
@@ -92,7 +92,8 @@ def w_channel(m, cfg, engine, s, a, reader, err, old=None):
 
 def index_reads_only(m, engine, index, load_ready, walk_data):
     """An engine without TSTORE (:class:`rtl.engines.transfer.pipes.GmToUbEngine`): its read port is
-    MGATHER's index reads alone, and ``walk_data``'s lines go to the realigner."""
+    MGATHER's index reads alone, and ``walk_data``'s lines go to the realigner (``load_ready``: its ready, or
+    its slack line queue's, :func:`rtl.engines.transfer.load_path.realigner`)."""
     rd = engine.ub_rd[0]
     m.d.comb += [index.ub_rd.even.eq(rd.even), index.ub_rd.odd.eq(rd.odd),
                  rd.addr.eq(index.ub_rd.addr), rd.en.eq(index.ub_rd.en),
