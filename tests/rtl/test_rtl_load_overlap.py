@@ -82,7 +82,9 @@ def _load_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
     return out["cycles"], out["overlapped"], trace
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2] + [pytest.param(s, marks=pytest.mark.slow) for s in range(3, 8)])
+# (seed 2 catches a missed last AR of the older one in the start cycle, seed 4 a release before the
+# address-side walker is done: docs/architecture.md, "TLOADs back to back")
+@pytest.mark.parametrize("seed", [0, 1, 2, 4] + [pytest.param(s, marks=pytest.mark.slow) for s in (3, 5, 6, 7)])
 def test_tload_overlap_random_stream(seed):
     """40 random TLOADs (every type and layout, strided GM lines, some empty regions, whose ``done`` must wait
     for the older one's) and 3 MGATHERs (never started while a TLOAD is in the engine) back to back with random
