@@ -11,10 +11,10 @@ import pytest
 
 from rtl.config import preset
 from rtl.engines.transfer.pipes import GmToUbEngine
-from rtl.isa import DType, DTYPE_BYTES, Opcode
+from rtl.isa import DType, Opcode
 
 from test_rtl_mgather import _case
-from test_rtl_transfer import ProtocolBench, random_transfer
+from test_rtl_transfer import ProtocolBench, random_stream, wide_stream
 
 GM_BYTES = 1 << 20
 #: GM of the TLOADs (random bytes); MGATHER's tables sit at test_rtl_mgather.TABLE (0x40000), above.
@@ -24,13 +24,7 @@ LOAD_GM = 0x1000
 def _loads(rng, cfg, n, empty=0.0, gathers=0):
     """``n`` random TLOADs from GM at ``LOAD_GM`` and above (``empty``: the share with an empty region), and
     ``gathers`` MGATHERs among them (``(cmd, idx, t_idx)``: their index tiles are written into the UB first)."""
-    cmds = []
-    for _ in range(n):
-        t, gm = random_transfer(rng, cfg)
-        g = gm(LOAD_GM + DTYPE_BYTES[t["dtype"]] * rng.randrange(0, 40000))
-        if rng.random() < empty:
-            t, g = dict(t, valid_rows=0), dict(g, rows=0)
-        cmds.append({"opcode": Opcode.TLOAD, "dst": t, "gm": g})
+    cmds = random_stream(rng, cfg, Opcode.TLOAD, n, LOAD_GM, empty)
     for _ in range(gathers):
         idx, t_idx, cmd = _case(rng, cfg, rng.choice([DType.FP16, DType.INT8, DType.FP32]))
         cmds.insert(rng.randrange(1, len(cmds)), (cmd, idx, t_idx))
@@ -107,11 +101,7 @@ def test_tload_overlap_keeps_r_busy():
     memory's latency and the next one's setup hidden), exactly."""
     cfg = preset("small")
     n, beats = 6, 8 * 64 // cfg.axi_data_bytes
-    t = lambda k: {"base": 512 * k, "rows": 8, "cols": 16, "valid_rows": 8, "valid_cols": 16,
-                   "dtype": DType.FP32, "layout": 0}
-    cmds = [{"opcode": Opcode.TLOAD, "dst": t(k),
-             "gm": {"base": LOAD_GM + 4096 * k, "rows": 8, "cols": 16, "row_stride": 64, "dtype": DType.FP32}}
-            for k in range(n)]
+    cmds = wide_stream(Opcode.TLOAD, n, LOAD_GM)
     one, _, _ = _load_stream(cfg, cmds[:1], 5, stall=0)
     cycles, overlapped, _ = _load_stream(cfg, cmds, 5, stall=0)
     assert overlapped == n - 1

@@ -68,6 +68,31 @@ def random_transfer(rng, cfg):
     return t, lambda b: {"base": b, "rows": vr, "cols": vc, "row_stride": stride, "dtype": dtype}
 
 
+def random_stream(rng, cfg, opcode, n, gm_base, empty=0.0):
+    """``n`` random TLOADs or TSTOREs (:func:`random_transfer`) with GM regions at ``gm_base`` and above
+    (``empty``: the share with an empty region)."""
+    slot = "dst" if opcode == Opcode.TLOAD else "src0"
+    cmds = []
+    for _ in range(n):
+        t, gm = random_transfer(rng, cfg)
+        g = gm(gm_base + DTYPE_BYTES[t["dtype"]] * rng.randrange(0, 40000))
+        if rng.random() < empty:
+            t, g = dict(t, valid_rows=0), dict(g, rows=0)
+        cmds.append({"opcode": opcode, slot: t, "gm": g})
+    return cmds
+
+
+def wide_stream(opcode, n, gm_base):
+    """``n`` independent TLOADs or TSTOREs of 8 x 16 fp32 tiles (64-byte lines: 4 beats on ``small``), tile
+    ``k`` at UB ``512 k`` and GM ``gm_base + 4096 k``: a stream whose bus should stay busy."""
+    slot = "dst" if opcode == Opcode.TLOAD else "src0"
+    return [{"opcode": opcode,
+             slot: {"base": 512 * k, "rows": 8, "cols": 16, "valid_rows": 8, "valid_cols": 16,
+                    "dtype": DType.FP32, "layout": 0},
+             "gm": {"base": gm_base + 4096 * k, "rows": 8, "cols": 16, "row_stride": 64, "dtype": DType.FP32}}
+            for k in range(n)]
+
+
 def _lines(base, stride, lines, line_bytes):
     return [(base + l * stride, line_bytes) for l in range(lines)]
 

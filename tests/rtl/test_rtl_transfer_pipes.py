@@ -13,7 +13,7 @@ from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
 from rtl.isa import DType, DTYPE_BYTES, Opcode, Status
 
 from test_rtl_mgather import OUT, _case, _load_and_gather
-from test_rtl_transfer import ProtocolBench, random_transfer
+from test_rtl_transfer import ProtocolBench, random_stream, random_transfer, wide_stream
 
 GM_BYTES = 1 << 20
 
@@ -94,14 +94,7 @@ def test_split_engines_signatures():
 
 def _stores(rng, cfg, n, empty=0.0):
     """``n`` random TSTOREs into GM at ``OUT`` and above (``empty``: the share with an empty region)."""
-    cmds = []
-    for _ in range(n):
-        t, gm = random_transfer(rng, cfg)
-        g = gm(OUT + DTYPE_BYTES[t["dtype"]] * rng.randrange(0, 40000))
-        if rng.random() < empty:
-            t, g = dict(t, valid_rows=0), dict(g, rows=0)
-        cmds.append({"opcode": Opcode.TSTORE, "src0": t, "gm": g})
-    return cmds
+    return random_stream(rng, cfg, Opcode.TSTORE, n, OUT, empty)
 
 
 def _store_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
@@ -156,11 +149,7 @@ def test_tstore_overlap_keeps_w_busy():
     the next one's setup and fill hidden), exactly."""
     cfg = preset("small")
     n, beats = 6, 8 * 64 // cfg.axi_data_bytes
-    t = lambda k: {"base": 512 * k, "rows": 8, "cols": 16, "valid_rows": 8, "valid_cols": 16,
-                   "dtype": DType.FP32, "layout": 0}
-    cmds = [{"opcode": Opcode.TSTORE, "src0": t(k),
-             "gm": {"base": OUT + 4096 * k, "rows": 8, "cols": 16, "row_stride": 64, "dtype": DType.FP32}}
-            for k in range(n)]
+    cmds = wide_stream(Opcode.TSTORE, n, OUT)
     one, _, _ = _store_stream(cfg, cmds[:1], 5, stall=0)
     cycles, overlapped, _ = _store_stream(cfg, cmds, 5, stall=0)
     assert overlapped == n - 1
