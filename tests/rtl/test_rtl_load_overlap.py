@@ -48,16 +48,18 @@ def _faults(rng, cmds):
     return faults
 
 
-def _load_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
+def _load_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None, images=None):
     """``cmds`` back to back on ``GmToUbEngine(overlap=True)`` (module docstring), read ``faults`` (GM windows
-    answered SLVERR). Returns ``(cycles, overlapped, trace)``."""
+    answered SLVERR). Returns ``(cycles, overlapped, trace)``; ``images`` (a dict) gets the UB before
+    (``ub0``) and after (``ub``) and GM (``gm``), as numpy bytes."""
     from golden.faults import GmFaults
     rng = random.Random(seed)
     bench = ProtocolBench(cfg, GmToUbEngine(cfg, overlap=True), seed=seed, stall=stall, gm_windows=[])
     bench.axi.read_faults = list(faults)
     bench.golden.faults = GmFaults(read=tuple(faults))
-    bench.ub_write(0, rng.randbytes(cfg.ub_bytes))
-    bench.gm_write(0, rng.randbytes(GM_BYTES))
+    ub0, gm = rng.randbytes(cfg.ub_bytes), rng.randbytes(GM_BYTES)
+    bench.ub_write(0, ub0)
+    bench.gm_write(0, gm)
     plain = []
     for c in cmds:
         if isinstance(c, tuple):                    # an MGATHER: its index tile into the UB (backdoor)
@@ -72,7 +74,10 @@ def _load_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
 
     async def stimulus(b):
         out["cycles"], out["overlapped"] = await b.execute_overlapped(plain, trace=trace, in_flight=in_flight)
+        out["ub"] = b.ub_read().copy()
     bench.run(stimulus)
+    if images is not None:
+        images.update(ub0=np.frombuffer(ub0, np.uint8), ub=out["ub"], gm=np.frombuffer(gm, np.uint8))
     return out["cycles"], out["overlapped"], trace
 
 
@@ -127,6 +132,27 @@ def test_tload_overlap_error_is_its_own():
     last = cmds[4]["gm"]["base"] + 7 * 64 + 47
     _, overlapped, trace = _load_stream(cfg, cmds, 6, stall=0, faults=[(first, first + 1), (last, last + 1)])
     assert overlapped == n - 1
+
+
+def test_tload_overlap_error_suppresses_its_own_later_words():
+    """What the engine documents beyond the golden machine (which calls a failed TLOAD's destination
+    undefined): an R error suppresses the UB writes of its beat and every later one *of its own TLOAD*, back
+    to back too. In a stream of wide TLOADs, a fault on the first beat of the third one's line 3: its lines 0-2
+    are written, lines 3-7 keep the UB's old bytes, and the TLOADs before and after it (in the engine with it)
+    are written whole."""
+    cfg = preset("small")
+    cmds = wide_stream(Opcode.TLOAD, 5, LOAD_GM)
+    bad = cmds[2]["gm"]["base"] + 3 * 64
+    img = {}
+    _, overlapped, _ = _load_stream(cfg, cmds, 8, stall=0, faults=[(bad, bad + 1)], images=img)
+    assert overlapped == 4
+    for k, c in enumerate(cmds):
+        for line in range(8):
+            ub = c["dst"]["base"] + 64 * line
+            gm = c["gm"]["base"] + 64 * line
+            want = img["ub0"] if (k == 2 and line >= 3) else img["gm"]
+            at = ub if want is img["ub0"] else gm
+            assert (img["ub"][ub:ub + 64] == want[at:at + 64]).all(), (k, line)
 
 
 def test_mgather_waits_for_tloads():
