@@ -4,10 +4,14 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from rtl.checker.stages import (CONDITION_CYCLES, PRODUCT_CYCLES, SUM_CYCLES, checker_context, dtype_in, stage,
-                                tile_checks, uses_stage)
+from rtl.checker.stages import (CONDITION_CYCLES, PRODUCT_CYCLES, SUM_CYCLES, checker_context, depth, dtype_in,
+                                stage, tile_checks, uses_stage)
 from rtl.isa import CHECK_ORDER, FRONT_END_OPCODES, INSTRUCTIONS, TILE_SLOTS, Command, DType, Layout, Opcode, Status
 from rtl.lib.tile import dtype_valid
+
+#: The depth of the range sums' results (``rtl.checker.stages.exceeds``): where a pipelined checker brings
+#: every condition before the last register.
+SUM_DEPTH = PRODUCT_CYCLES + SUM_CYCLES
 
 __all__ = ["Checker"]
 
@@ -33,6 +37,15 @@ class Checker(wiring.Component):
     ``status`` (out): ``OK`` or the first failing check in :data:`CHECK_ORDER`; ``ok`` (out):
     ``status == OK``.
 
+    ``pipelined`` (default False): the checker takes a command at every edge where ``load`` is high, one
+    per cycle if need be, and ``status`` in the cycle after edge ``t + LATENCY`` is that of the command taken
+    at edge ``t`` whatever came after it (the concurrent front end's check stage). Every condition's
+    operands then come from one command: each value carries its depth (``rtl.checker.stages.depth``), the
+    helpers :func:`rtl.checker.stages.align` shallower operands, an elaboration error names a condition
+    that mixes depths, and every condition is delayed to the range sums' depth before the last register.
+    Without it (the one-instruction-at-a-time unit) the command is held while it is checked, so a condition
+    may mix depths and a plain one reaches its register sooner; its netlist is unchanged by the option.
+
     Latency: ``LATENCY`` = 3. ``status`` and ``ok`` are valid from the third clock edge after the
     edge that took the command (and stay valid while ``load`` is low). Stage 1 is the edge that takes
     the command: the multiplies' operands into the DSP blocks' input registers (:func:`stage_product`)
@@ -48,15 +61,16 @@ class Checker(wiring.Component):
     #: the failing conditions' registers (:mod:`rtl.checker.stages`).
     LATENCY = PRODUCT_CYCLES + SUM_CYCLES + CONDITION_CYCLES
 
-    def __init__(self, config, engines):
+    def __init__(self, config, engines, *, pipelined=False):
         self._config = config
+        self._pipelined = pipelined
         self._engines = tuple(engines)
         self._supported = tuple(sorted({op for engine in self._engines for op in engine.opcodes} |
                                        FRONT_END_OPCODES, key=lambda op: op.value))
         super().__init__({"cmd": In(Command), "load": In(1, init=1), "status": Out(Status), "ok": Out(1)})
 
     def elaborate(self, platform):
-        with checker_context(self.cmd, self.load, platform):
+        with checker_context(self.cmd, self.load, platform, pipelined=self._pipelined):
             return self._elaborate()
 
     def _elaborate(self):
@@ -87,6 +101,21 @@ class Checker(wiring.Component):
         failing = {}
         for status in CHECK_ORDER:
             if fail[status]:
+                if self._pipelined:
+                    # every condition at the range sums' depth (one command per stage): the shallower
+                    # ones delayed, a mixed one an error (stages.depth names it)
+                    conds = []
+                    for k, c in enumerate(fail[status]):
+                        d = depth(c, f"a {status.name} condition")
+                        if d > SUM_DEPTH:
+                            raise ValueError(f"checker: a {status.name} condition is {d} stages after the "
+                                             f"command, deeper than the range sums ({SUM_DEPTH})")
+                        for j in range(SUM_DEPTH - d):
+                            c = stage(m, c, f"cond_{status.name.lower()}_{k}_{d + j + 1}")
+                        conds.append(c)
+                    failing[status] = Signal(name=f"fail_{status.name.lower()}", reset_less=True)
+                    m.d.sync += failing[status].eq(Cat(conds).any())
+                    continue
                 plain = [c for c in fail[status] if not uses_stage(Value.cast(c))]
                 late = [c for c in fail[status] if uses_stage(Value.cast(c))]
                 early = [stage(m, c, f"cond_{status.name.lower()}_{k}") for k, c in enumerate(plain)]

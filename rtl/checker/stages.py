@@ -5,6 +5,13 @@ These helpers keep each stage short: :func:`stage` registers a decode of the com
 :func:`stage_product` multiplies command fields in DSP blocks whose input registers take the command as
 it arrives, :func:`exceeds` compares a sum of products and fields with a limit (carry-save adds, one
 carry chain in the last stage). :func:`tile_checks` holds the checks of one tile operand slot.
+
+Every value the helpers build carries its *depth*: the register stages between it and the held command (0:
+logic of the held command; 1: a :func:`stage` of that or a product; 2: :func:`exceeds`' carry-save vectors).
+A checker that takes a command in every cycle (``Checker(pipelined=True)``, the concurrent front end's) needs
+every operand of a condition at one depth: :func:`align` delays the shallower ones (and is the identity in a
+checker that holds its command, whose netlist it leaves as it was); :func:`depth` raises a named error at
+elaboration where a condition mixes depths.
 """
 
 import contextlib
@@ -16,7 +23,8 @@ from rtl.fpga.dsp import product, product_latency
 from rtl.isa import UB_ALIGN, Status
 from rtl.lib.tile import elem_log2
 
-__all__ = ["PRODUCT_CYCLES", "SUM_CYCLES", "CONDITION_CYCLES", "tile_checks", "dtype_in", "stage", "stage_product", "exceeds", "checker_context", "uses_stage"]
+__all__ = ["PRODUCT_CYCLES", "SUM_CYCLES", "CONDITION_CYCLES", "tile_checks", "dtype_in", "stage", "stage_product",
+           "exceeds", "checker_context", "uses_stage", "depth", "align", "pipelined"]
 
 
 def dtype_in(dtype, allowed):
@@ -43,10 +51,52 @@ CONDITION_CYCLES = 1
 _CONTEXT = contextvars.ContextVar("checker_context", default=None)
 
 
-def _staged(value):
-    """Mark ``value`` as holding checker registers (:func:`exceeds` then adds no register in front)."""
+def _staged(value, depth=1):
+    """Mark ``value`` as holding checker registers ``depth`` stages after the held command (:func:`exceeds`
+    then adds no register in front)."""
     value._checker_staged = True
+    value._checker_depth = depth
     return value
+
+
+def pipelined():
+    """True inside a checker that takes a command in every cycle (its values must not mix depths)."""
+    ctx = _CONTEXT.get()
+    return bool(ctx and ctx.get("pipelined"))
+
+
+def _depths(value):
+    value = Value.cast(value)
+    own = getattr(value, "_checker_depth", None)
+    if own is not None:
+        return {own}
+    return {getattr(sig, "_checker_depth", 0) for sig in value._rhs_signals()} or {0}
+
+
+def depth(value, what="a checker value"):
+    """The register stages between the held command and ``value`` (the deepest of its operands). In a
+    pipelined checker (:func:`pipelined`) operands of different depths are an error: they belong to
+    different commands there (:func:`align` them)."""
+    found = _depths(value)
+    if len(found) > 1 and pipelined():
+        raise ValueError(f"checker: {what} mixes values {sorted(found)} stages after the command; in a checker "
+                         f"that takes a command every cycle they belong to different commands: align() them")
+    return max(found)
+
+
+def align(m, *values):
+    """``values`` each delayed to the depth of the deepest (:func:`depth`) in a pipelined checker, so that
+    logic combining them sees one command; unchanged otherwise (the command is held while it is checked, so
+    a shallower value is still the same command's). Returns the list."""
+    if not pipelined():
+        return list(values)
+    target = max(depth(v) for v in values)
+    out = []
+    for v in values:
+        for _ in range(target - depth(v)):
+            v = stage(m, v)
+        out.append(v)
+    return out
 
 
 def stage(m, value, name=None):
@@ -55,11 +105,12 @@ def stage(m, value, name=None):
     a check's long paths. A condition may read it directly (the checker registers every condition
     again) or through :func:`exceeds`."""
     value = Value.cast(value)
+    d = depth(value, f"stage {name!r}")
     # reset-less: recomputed every cycle from the held command, read only at the verdict (the unit's
     # reset reached ~1,200 checker flip-flops: a 12.2 ns net in `default`)
     reg = Signal(value.shape(), name=name, reset_less=True)
     m.d.sync += reg.eq(value)
-    return _staged(reg)
+    return _staged(reg, d + 1)
 
 
 def stage_product(m, a, b, name=None):
@@ -97,15 +148,17 @@ def stage_product(m, a, b, name=None):
             piece = product(m, pa, pb, platform=ctx["platform"], in_reg=True, in_en=ctx["load"],
                             name=f"{name or 'product'}_pp{k}_{ctx['n']}")
             lo = lo_a + lo_b
-            terms.append(_staged(piece if lo == 0 else Cat(C(0, lo), piece)))
+            _staged(piece, PRODUCT_CYCLES)
+            terms.append(_staged(piece if lo == 0 else Cat(C(0, lo), piece), PRODUCT_CYCLES))
     return terms
 
 
 @contextlib.contextmanager
-def checker_context(live, load, platform=None):
+def checker_context(live, load, platform=None, pipelined=False):
     """The context :func:`stage_product` needs outside :class:`Checker` (block tests): ``live``, the
-    command as it arrives (a :data:`Command` view), ``load`` (high at the edges that take it)."""
-    token = _CONTEXT.set({"platform": platform, "n": 0, "live": live, "load": load})
+    command as it arrives (a :data:`Command` view), ``load`` (high at the edges that take it);
+    ``pipelined``: a command may come in every cycle (:func:`align`)."""
+    token = _CONTEXT.set({"platform": platform, "n": 0, "live": live, "load": load, "pipelined": pipelined})
     try:
         yield
     finally:
@@ -143,6 +196,9 @@ def exceeds(m, terms, limit, name=None):
     for i, t in enumerate(terms):
         t = Value.cast(t)
         staged = uses_stage(t)
+        if staged and depth(t, f"exceeds {name or '(a range sum)'} term {i}") != PRODUCT_CYCLES:
+            raise ValueError(f"exceeds {name or '(a range sum)'}: term {i} is {depth(t)} stages after the command; a registered "
+                             f"term must be {PRODUCT_CYCLES} (a product's, a stage() of the command)")
         if t.shape().signed:
             t = t.as_unsigned()
         low = t[:bits]
@@ -166,6 +222,7 @@ def exceeds(m, terms, limit, name=None):
     x, y = stage(m, vecs[0], f"{tag}_x"), stage(m, vecs[1], f"{tag}_y")
     big = stage(m, Cat(bigs).any(), f"{tag}_big")
     total = Signal(W + 1, name=name)
+    _staged(total, PRODUCT_CYCLES + SUM_CYCLES)
     m.d.comb += total.eq(x + y)
     return big | total[W]
 
@@ -179,11 +236,12 @@ def tile_checks(m, config, fail, cmd, slot, enable):
     esz = elem_log2(m, tile.dtype)
     size = stage_product(m, lambda c: getattr(c, slot).rows, lambda c: getattr(c, slot).cols, f"ub_size_{slot}")
     # the element size after the register: the shifted products are checker registers too
-    terms = [_staged(size[0] << esz)] + size[1:]
+    size0, esz_p = align(m, size[0], esz)
+    terms = [size0 << esz_p] + size[1:]
     fail[Status.UB_MISALIGNED].append(enable & (tile.base[:UB_ALIGN.bit_length() - 1] != 0))
     # (the enable registered too: the carry chain's result is the only logic of the last stage)
-    fail[Status.UB_OUT_OF_RANGE].append(stage(m, enable, f"uses_{slot}_r") &
-                                         exceeds(m, [tile.base] + terms, config.ub_bytes))
+    used, beyond = align(m, stage(m, enable, f"uses_{slot}_r"), exceeds(m, [tile.base] + terms, config.ub_bytes))
+    fail[Status.UB_OUT_OF_RANGE].append(used & beyond)
     fail[Status.VALID_EXCEEDS_STATIC].append(
         enable & ((tile.valid_rows > tile.rows) | (tile.valid_cols > tile.cols)))
     return esz

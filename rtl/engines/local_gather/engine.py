@@ -6,7 +6,7 @@ write queue and the UB write)."""
 
 from amaranth import *
 
-from rtl.checker.stages import stage
+from rtl.checker.stages import align, stage
 from rtl.engines.base import Engine, tile_lines, words_of
 from rtl.engines.local_gather.control import control_registers, slot_issue, slot_registers
 from rtl.engines.local_gather.geometry import GROUP, GROUP_LOG2, MAX_INDICES, MAX_NEPI_LOG2, Sizes, geometry_registers, \
@@ -271,9 +271,10 @@ class LocalGatherEngine(Engine):
         m.d.comb += [per_group.eq(idx.valid_cols << GROUP_LOG2), n.eq(Mux(nv != 0, nv, per_group))]
         # n x nepi (nepi = 1 << nepi_log2 as encoded): a variable shift, registered before its compare
         width = stage(m, n << cmd.nepi_log2, "lg_width")
-        fail[Status.SHAPE_MISMATCH].append(
-            en & ((idx.valid_rows != src.valid_rows) | (dst.valid_rows != src.valid_rows) |
-                  (dst.valid_cols != width)))
+        # (aligned: in a checker that takes a command every cycle the staged width is the next stage's)
+        en_w, rows_differ, dst_cols, width = align(
+            m, en, (idx.valid_rows != src.valid_rows) | (dst.valid_rows != src.valid_rows), dst.valid_cols, width)
+        fail[Status.SHAPE_MISMATCH].append(en_w & (rows_differ | (dst_cols != width)))
         fail[Status.PARAM_INVALID].append(
             en & ((cmd.nepi_log2 > MAX_NEPI_LOG2) | (nv > MAX_INDICES) | (nv > per_group)))
         fail[Status.DIM_OUT_OF_RANGE].append(

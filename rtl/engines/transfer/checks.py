@@ -4,7 +4,7 @@ the checker by :meth:`rtl.engines.transfer.engine.TransferEngine.add_checks`: TL
 
 from amaranth import *
 
-from rtl.checker.stages import exceeds, stage, stage_product
+from rtl.checker.stages import align, exceeds, stage, stage_product
 from rtl.engines.transfer.widths import SIZE_MASK_BITS, TABLE_SIZE_BITS, TILE_DIM_BITS
 from rtl.isa import Layout, Opcode, Status
 from rtl.lib.tile import elem_log2, tile_geometry
@@ -45,7 +45,8 @@ def transfer_checks(m, config, cmd, fail):
     span = [Mux(col, c, r) for r, c in zip(by_rows, by_cols)]
     touches = (lines != 0) & (line_elems != 0)
     beyond = exceeds(m, [gm.base, *span, line_elems << esz], 1 << config.gm_addr_bits, "transfer_end")
-    fail[Status.GM_OUT_OF_RANGE].append(stage(m, enable & touches, "transfer_range_en") & beyond)
+    used, beyond = align(m, stage(m, enable & touches, "transfer_range_en"), beyond)
+    fail[Status.GM_OUT_OF_RANGE].append(used & beyond)
 
 
 def mgather_checks(m, config, cmd, fail):
@@ -81,5 +82,6 @@ def mgather_checks(m, config, cmd, fail):
     row_end = exceeds(m, [gm.base, *span, gm.cols << esz], limit, "mgather_row_end")
     elem_end = exceeds(m, [gm.base, *entry_bytes], limit, "mgather_elem_end")
     # (enable and mode registered: the range sums' carry chains are the only logic of the last stage)
-    fail[Status.GM_OUT_OF_RANGE].append(stage(m, enable & ~no_entries, "mgather_range_en") &
-                                        Mux(stage(m, row, "mgather_row_r"), row_end, elem_end))
+    used, row_r, row_end, elem_end = align(m, stage(m, enable & ~no_entries, "mgather_range_en"),
+                                           stage(m, row, "mgather_row_r"), row_end, elem_end)
+    fail[Status.GM_OUT_OF_RANGE].append(used & Mux(row_r, row_end, elem_end))
