@@ -4,8 +4,6 @@ in completion order. Tested alone on mock engines (tests/rtl/test_rtl_pipe_front
 concurrent unit (``Config.concurrent``, :mod:`rtl.concurrent`; docs/architecture.md, "The concurrent
 unit")."""
 
-from types import SimpleNamespace
-
 from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -14,9 +12,9 @@ from rtl.checker.checker import Checker
 from rtl.engines.base import EngineSignature
 from rtl.frontend.counters import PIPES, pipe_select
 from rtl.frontend.dispatch import Dispatcher
-from rtl.frontend.engine_domain import ABORT_RESET_CYCLES
+from rtl.frontend.check_stage import FOOTPRINT_AT, check_stage
 from rtl.frontend.footprint import Footprint
-from rtl.isa import FRONT_END_OPCODES, INSTRUCTIONS, Command, Response, Status
+from rtl.isa import INSTRUCTIONS, Command, Response, Status
 from rtl.lib.fifo import LutFifo, oldest_first
 
 __all__ = ["PipeFrontEnd"]
@@ -39,7 +37,8 @@ class PipeFrontEnd(wiring.Component):
     Ports
     -----
     cmd : In(stream.Signature(:data:`rtl.isa.Command`))
-        The host's commands; ``ready`` while the check stage is free (below).
+        The host's commands; ``ready`` while the check stage has room (``rtl.frontend.check_stage.CHECK_DEPTH``
+        commands: one per cycle while they leave it as fast).
     rsp : Out(stream.Signature(:data:`rtl.isa.Response`))
         One response per command: a rejected command's as soon as the checker answers, an executed one's when
         its engine is done, TSYNC's when every command before it has been answered. Responses of different
@@ -88,15 +87,15 @@ class PipeFrontEnd(wiring.Component):
         No command in the check stage, the pipes or the response queues.
 
     Latency: a command accepted at edge ``t`` has the checker's verdict in the cycle after edge ``t +
-    Checker.LATENCY`` (a rejected command and TSYNC are answered from then) and its footprint in the cycle
-    after edge ``t + VERDICT_WAIT`` (the slower of the :class:`rtl.checker.checker.Checker` and the
-    :class:`rtl.frontend.footprint.Footprint`); a passed command enters the dispatcher then, and the check
-    stage takes the next command an edge later (a command every ``VERDICT_WAIT + 2`` cycles at most). Its
-    engine gets ``start`` and ``go`` one edge after the dispatcher offers it (``Dispatcher``: from the cycle
-    after the scoreboard's insert).
+    Checker.LATENCY`` (a rejected command and TSYNC are answered from then, once the commands before it
+    have left the check stage) and its footprint in the cycle after edge ``t + Footprint.LATENCY``; a passed
+    command enters the dispatcher then (:func:`rtl.frontend.check_stage.check_stage`, in program order). The
+    check stage takes a command in every cycle while it has room: the checker is pipelined
+    (``Checker(pipelined=True)``) and the footprint a pipeline. Its engine gets ``start`` and ``go`` one
+    edge after the dispatcher offers it (``Dispatcher``: from the cycle after the scoreboard's insert).
 
-    Speculative start: a command accepted while nothing is in flight (the scoreboard empty: no pipe runs,
-    nothing is queued, so nothing older can conflict), whose pipe's response queue has room and whose opcode
+    Speculative start: a command accepted while nothing is in flight (the check stage and the scoreboard empty:
+    no pipe runs, nothing is queued or being checked, so nothing older can conflict), whose pipe's response queue has room and whose opcode
     an engine runs, starts that engine at once, as the one-instruction-at-a-time unit does: ``start`` in the
     cycle after the acceptance, ``go`` ``GO_DELAY`` cycles later if the checker passes it (the engine may
     read the UB meanwhile, nothing more: the engine contract), ``abort`` at the verdict if it rejects it
@@ -105,8 +104,9 @@ class PipeFrontEnd(wiring.Component):
     retires only after that. So an instruction alone takes the serial unit's cycles.
     """
 
-    #: Edges from the acceptance to a valid verdict and footprint (the slower of the two pipelines).
-    VERDICT_WAIT = max(Checker.LATENCY, Footprint.LATENCY)
+    #: Edges from the acceptance to the footprint (``rtl.frontend.check_stage.FOOTPRINT_AT``; a class
+    #: attribute so that a test can show the wait is needed).
+    FOOTPRINT_AT = FOOTPRINT_AT
     #: Entries of each response queue (per pipe, and the check stage's for rejected commands and TSYNC).
     RESPONSE_DEPTH = 4
     #: Released instructions a pipe holds at most (``release``: its engine still owes their ``done``), so
@@ -142,7 +142,7 @@ class PipeFrontEnd(wiring.Component):
         m = Module()
         cfg = self._config
         Payload = data.StructLayout({"cmd": Command, "stamp": 32})
-        m.submodules.checker = checker = Checker(cfg, self._classes)
+        m.submodules.checker = checker = Checker(cfg, self._classes, pipelined=True)
         m.submodules.footprint = footprint = Footprint(cfg)
         m.submodules.dispatch = dispatch = Dispatcher(cfg, Payload, depth=self._depth, entries=self._entries,
                                                       disable=self._disable, released=self.RELEASED)
@@ -150,7 +150,8 @@ class PipeFrontEnd(wiring.Component):
         m.d.sync += now.eq(now + 1)
         queues = self._response_queues(m)
         rsp_in = [(q.w_en, Response(q.w_data), q.w_rdy, q.level) for q in queues]
-        stage = self._check_stage(m, checker, footprint, dispatch, now, rsp_in[0][:3], queues)
+        stage = check_stage(m, self, checker, footprint, dispatch, now, rsp_in[0][:3], queues, self._classes,
+                            footprint_at=self.FOOTPRINT_AT)
         running = self._pipes(m, dispatch, now, rsp_in[1:], stage)
         self._merge(m, queues)
         m.d.comb += [self.busy.eq(Cat(running)), self.stalled.eq(dispatch.stalled),
@@ -164,86 +165,6 @@ class PipeFrontEnd(wiring.Component):
             q = m.submodules[f"rsp_q{k}"] = LutFifo(Response.size, self.RESPONSE_DEPTH)
             queues.append(q)
         return queues
-
-    def _check_stage(self, m, checker, footprint, dispatch, now, rsp, queues):
-        """Accept a command, check it (the checker's verdict after ``Checker.LATENCY`` edges) and compute its
-        footprint (``VERDICT_WAIT`` edges); answer it at the verdict (rejected), wait for everything before
-        it to be answered (TSYNC) or pass it to the dispatcher with its footprint. Returns the stage's
-        flags for the pipes (a namespace): ``idle`` (no command in the stage), ``spec`` (the command
-        accepted at this edge starts its engine at once: :meth:`_speculate`), ``verdict`` (the checker's
-        verdict on a speculatively started command, one cycle) and ``ok`` (the checker passes it),
-        ``pushed`` (the speculative command enters the dispatcher at this edge)."""
-        w_en, w_data, w_rdy = rsp
-        held = Signal(Command, reset_less=True)
-        stamp = Signal(32)
-        wait = Signal(range(self.VERDICT_WAIT + 1))
-        busy = Signal()
-        accept = Signal()
-        started = Signal()                    # the held command's engine started at its acceptance
-        spec = self._speculate(m, dispatch, queues, accept)
-        m.d.comb += [self.cmd.ready.eq(~busy), accept.eq(self.cmd.valid & ~busy),
-                     checker.cmd.eq(self.cmd.payload), checker.load.eq(accept),
-                     footprint.cmd.eq(held)]
-        with m.If(accept):
-            m.d.sync += [held.eq(self.cmd.payload), stamp.eq(now), wait.eq(0), busy.eq(1), started.eq(spec)]
-        with m.Elif(busy & (wait != self.VERDICT_WAIT)):
-            m.d.sync += wait.eq(wait + 1)
-        # the checker's verdict (held from then on: ``load`` is low while the stage is busy); the footprint's
-        # comes later, and only a passed command that enters the dispatcher needs it
-        checked = busy & (wait >= Checker.LATENCY)
-        verdict = busy & (wait == Checker.LATENCY)
-        sync = Cat(held.opcode == op for op in FRONT_END_OPCODES).any()
-        # TSYNC waits until every command before it has finished and been answered (its own queue is
-        # in order: earlier rejections are ahead of it)
-        settled = dispatch.empty & ~Cat(q.r_rdy for q in queues[1:]).any()
-        pushed = Signal()
-        m.d.comb += [w_data.tag.eq(held.tag), w_data.cycles.eq(now - stamp)]
-        m.d.comb += [dispatch.push.payload.pipe.eq(pipe_select(m, held.opcode, "held_pipe")),
-                     dispatch.push.payload.footprint.eq(footprint.footprint),
-                     dispatch.push.payload.payload.cmd.eq(held),
-                     dispatch.push.payload.payload.stamp.eq(stamp),
-                     dispatch.push.payload.started.eq(started)]
-        with m.If(checked):
-            with m.If(~checker.ok):
-                m.d.comb += [w_data.status.eq(checker.status), w_en.eq(w_rdy)]
-                with m.If(w_rdy):
-                    m.d.sync += busy.eq(0)
-            with m.Elif(sync):
-                m.d.comb += [w_data.status.eq(Status.OK), w_en.eq(w_rdy & settled)]
-                with m.If(w_rdy & settled):
-                    m.d.sync += busy.eq(0)
-            with m.Elif(wait == self.VERDICT_WAIT):
-                m.d.comb += dispatch.push.valid.eq(1)
-                with m.If(dispatch.push.ready):
-                    m.d.sync += busy.eq(0)
-                    m.d.comb += pushed.eq(started)
-        return SimpleNamespace(idle=~busy, spec=spec, verdict=verdict & started, ok=checker.ok, pushed=pushed)
-
-    def _speculate(self, m, dispatch, queues, accept):
-        """Whether the command offered on ``cmd`` starts its engine at the edge that accepts it, before the
-        checker's verdict (the one-instruction-at-a-time unit's speculative start, so that an instruction
-        alone does not pay the check): when nothing is in flight (the scoreboard is empty, so nothing older
-        can conflict and no pipe runs), its pipe's response queue has room, no engine is being reset, and an
-        engine of the unit runs its opcode. Until the verdict its engine may read the UB but not write or
-        use the AXI master (no ``go``: the engine contract); a rejected command's engine is reset
-        (``abort``)."""
-        opcode = self.cmd.payload.opcode
-        mine = Cat(opcode == op for cls in self._classes for op in cls.opcodes).any()
-        pipe = pipe_select(m, opcode, "offered_pipe")
-        room = (pipe & Cat(q.w_rdy for q in queues[1:])).any()
-        # an aborted engine is in reset ABORT_RESET_CYCLES cycles after its ``abort`` (rtl.frontend.
-        # engine_domain): a start given in a cycle before that (the abort's command holds the check stage in
-        # the abort's own cycle) would reach it while it is being reset
-        delayed, late = [], self.abort.any()
-        for d in range(1, ABORT_RESET_CYCLES):
-            r = Signal(name="aborting" if d == 1 else f"aborting{d}")
-            m.d.sync += r.eq(late)
-            delayed.append(r)
-            late = r
-        aborting = Cat(delayed).any()
-        spec = Signal(name="speculate")
-        m.d.comb += spec.eq(accept & dispatch.empty & room & mine & ~aborting)
-        return spec
 
     def _pipes(self, m, dispatch, now, rsps, stage):
         """Per pipe: the dispatcher's offer (or a speculative start, ``stage.spec``) starts the engine of its
