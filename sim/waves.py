@@ -272,8 +272,9 @@ def _fields(save, top, tdata, layout, prefix, enum_filters, groups):
 #: The concurrent front end's signals in its GTKWave group (``rtl.frontend.pipe_front``, ``...dispatch``):
 #: per pipe whether it runs, has a released instruction (its engine took the next one before this one's
 #: ``done``), waits on a hazard, takes an instruction, retires one; the engines' start / go; the queues' fill;
-#: the unit empty (TSYNC's condition).
-_FRONT_TRACES = (r"(busy|stalled|empty|pipe\d+_(running|released|release|take|done|free|retire|ended)"
+#: the unit empty (TSYNC's condition); the check stage's commands (``check_cmds.level``: accepted, not yet
+#: answered or in the dispatcher), its speculative start and its footprints to drop.
+_FRONT_TRACES = (r"(busy|stalled|empty|speculate|drop|pipe\d+_(running|released|release|take|done|free|retire|ended)"
                  r"|(start|go|sel)_\w+|running\d+|released\d+|draining\d+|queue\d+\.level|level)")
 
 
@@ -336,7 +337,8 @@ def write_gtkw(fst, out=None, top="vector_unit", filters=None, window_ns=None):
                 if n in ("frontend_state", "status", "cycles", "active") or n in ("\\cmd.opcode", "\\cmd.tag"):
                     save.trace(s, n, w)
         # the concurrent unit (Config.concurrent): what each pipe does and why it waits, from its front end
-        front = [(sc, n, w) for sc, n, w in sigs if sc in (f"{top}.front", f"{top}.front.dispatch") and w <= 32
+        front = [(sc, n, w) for sc, n, w in sigs if sc in (f"{top}.front", f"{top}.front.dispatch",
+                                                           f"{top}.front.check_cmds") and w <= 32
                  and re.fullmatch(_FRONT_TRACES, n.lstrip("\\"))]
         if front:
             with g.group("pipes: queues and hazard stalls (the concurrent front end)"):
