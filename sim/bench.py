@@ -22,7 +22,10 @@ of its instructions' own cycles (issue #33's bound: what a machine running its p
 instruction as fast as alone still needs), ``bound`` the largest pipe's least cycles on the configured unit
 (:func:`pipe_bounds`: ``pipes alone``, but on an engine that overlaps consecutive instructions each after the
 pipe's first costs only its narrowest resource, so the overlap cannot take ``run`` below it), ``of bound`` =
-bound / run and
+bound / run, ``chain bound`` (:func:`chain_bound`) the least cycles once the program's dependencies count too
+(an instruction after one it has a hazard with starts only when that one has finished, and then takes its own
+cycles), ``of chain bound`` = chain bound / run: what the program's order allows this hardware, so what is
+left below 100% there is the unit's, not the program's; and
 ``speed-up`` = serial / run. ``pipes busy`` are the unit's per-pipe busy counters over the run, ``hazard
 stalls`` its stalled-on-hazard counters and ``early starts`` the instructions that started while their pipe's
 previous one was still in its engine (both ``Config.concurrent``). A unit that runs one instruction at a time
@@ -169,6 +172,47 @@ def pipe_bounds(rows, commands, config=None):
     return {p: (alone[p], bound[p]) for p in Pipe}
 
 
+def chain_bound(rows, commands, config):
+    """The least cycles the program can take on the configured unit given its dependencies too (a list
+    schedule, in program order): an instruction finishes no sooner than its pipe's previous one plus its cost
+    in :func:`pipe_bounds` (its ``bound`` when its engine takes it early, else its own cycles), and no sooner
+    than the last older instruction it has a hazard with (``golden.access.hazards``: RAW, WAR, WAW on UB or
+    GM bytes, which the unit keeps) plus its *own* cycles: it cannot start before that one has finished, and
+    alone it takes them. So it is at least every pipe's ``bound`` and every dependency chain's length. None
+    without a ``config`` or with a row without cycles."""
+    from golden.access import access, hazards
+    from golden.check import check
+    from rtl.concurrent import concurrent_engines
+    from rtl.isa import INSTRUCTIONS, Opcode, Status
+    from rtl.top import ENGINES
+    if config is None:
+        return None
+    overlap = config.concurrent and config.pipe_overlap
+    classes = concurrent_engines(ENGINES) if overlap else ENGINES
+    ended, last, end = [], {}, 0             # (access, finish) of the older ones; pipe -> (finish, opcode)
+    for r, cmd in zip(rows, commands):
+        op = Opcode(cmd["opcode"])
+        p = INSTRUCTIONS[op].pipe
+        if p is None:
+            continue
+        if not isinstance(r.cycles, int):
+            return None
+        if check(cmd, config) != Status.OK:       # answered by the checker: no engine, no hazard
+            continue
+        a = access(cmd)
+        ready = max((f for b, f in ended if hazards(b, a)), default=0)
+        before, before_op = last.get(p, (0, None))
+        cls = next(e for e in classes if op in e.opcodes)
+        early = overlap and cls.OVERLAP and {op, before_op} <= set(cls.overlap_opcodes())
+        if not overlap and not config.concurrent:
+            before = end                          # one instruction at a time
+        finish = max(ready + r.cycles, before + (cls.bound(config, cmd) if early else r.cycles))
+        ended.append((a, finish))
+        last[p] = (finish, op)
+        end = max(end, finish)
+    return end
+
+
 def program_row(name, rep, lanes_bound=None, commands=None, config=None, bus_bound=None):
     """The programs table's row of a :class:`sim.programs.run.Report` of an RTL run (see the module
     docstring). ``lanes_bound``: the cycles the program's work needs on the engines' lanes (an example's
@@ -181,8 +225,10 @@ def program_row(name, rep, lanes_bound=None, commands=None, config=None, bus_bou
     both = pipe_bounds(rep.rows, commands, config)
     alone, bounds = {p: a for p, (a, _) in both.items()}, {p: b for p, (_, b) in both.items()}
     pipe, bound = max(bounds.items(), key=lambda kv: kv[1])
+    chain = chain_bound(rep.rows, commands, config)
     return {"program": name, "instructions": len(rep.rows), "serial": serial, "run": run_cycles,
             "bound": bound, "bound pipe": pipe.value, "of bound": f"{100 * bound / run_cycles:.1f}%",
+            **({"chain bound": chain, "of chain bound": f"{100 * chain / run_cycles:.1f}%"} if chain else {}),
             "speed-up": f"{serial / run_cycles:.2f}",
             "pipes alone": ", ".join(f"{p.value} {n}" for p, n in alone.items()),
             "pipes busy": ", ".join(f"{p} {n}" for p, n in rep.busy.items()),

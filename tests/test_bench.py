@@ -83,6 +83,39 @@ def test_pipe_bounds_with_overlap():
     assert bench.pipe_bounds(lrows, loads + [gather, loads[0]], preset("default"))[Pipe.GM_TO_UB] == (173, 173)
 
 
+def test_chain_bound():
+    """The dependency-aware bound: TLOAD -> TPARTADD -> TSTORE, each reading what the one before wrote, cost
+    their own cycles one after another, however idle the pipes are; an independent TLOAD beside them adds
+    nothing (its pipe takes it early, at its bound); WAR counts as RAW does; on the serial unit the bound is
+    the sum; an illegal instruction counts nothing."""
+    from types import SimpleNamespace
+    from rtl.config import preset
+    from rtl.engines.transfer.engine import TransferEngine
+    from rtl.isa import DType, Layout, Opcode
+    t = lambda base: {"base": base, "rows": 16, "cols": 16, "valid_rows": 16, "valid_cols": 16,
+                      "dtype": DType.FP16, "layout": Layout.ROW_MAJOR}
+    gm = lambda k: {"base": 4096 * k, "rows": 16, "cols": 16, "row_stride": 32, "dtype": DType.FP16}
+    conc = preset("default_concurrent")
+    load = {"opcode": Opcode.TLOAD, "dst": t(0), "gm": gm(0)}
+    other = {"opcode": Opcode.TLOAD, "dst": t(8192), "gm": gm(2)}
+    add = {"opcode": Opcode.TPARTADD, "dst": t(1024), "src0": t(0), "src1": t(512)}
+    store = {"opcode": Opcode.TSTORE, "src0": t(1024), "gm": gm(1)}
+    rows = [SimpleNamespace(cycles=c) for c in (30, 31, 153, 40)]
+    assert bench.chain_bound(rows, [load, other, add, store], conc) == 30 + 153 + 40
+    assert bench.chain_bound(rows, [load, other, add, store], preset("default")) == 30 + 31 + 153 + 40
+    # the independent TLOAD behind the chain: its pipe's bound, the first TLOAD's cycles and its beats
+    late = [load, add, store, other]
+    rows2 = [SimpleNamespace(cycles=c) for c in (30, 153, 40, 31)]
+    assert bench.chain_bound(rows2, late, conc) == 30 + 153 + 40
+    assert bench.chain_bound(rows2[:1] + rows2[3:], [load, other], conc) == 30 + TransferEngine.bound(conc, other)
+    # WAR: a TLOAD into the TPARTADD's source waits for it
+    war = {"opcode": Opcode.TLOAD, "dst": t(512), "gm": gm(3)}
+    rows3 = [SimpleNamespace(cycles=c) for c in (153, 30)]
+    assert bench.chain_bound(rows3, [add, war], conc) == 153 + 30
+    bad = dict(add, dst=dict(t(1024), base=8))              # misaligned: the checker answers it
+    assert bench.chain_bound(rows3, [bad, war], conc) == 30
+
+
 @pytest.mark.slow            # the examples run on the RTL in make sim; test_pto_rtl checks Report.busy
 def test_bench_programs(capsys):
     """The programs table on the RTL (the examples of bench.PROGRAMS, results checked against the golden)."""
