@@ -70,7 +70,8 @@ class UbReader(wiring.Component):
     -----
     lines : stream in ``{ub_addr (a ``UB_ADDR_BITS`` byte address), length (bytes, non-zero), dst_off (0..W-1)}``
         (plus ``esz``, ``stride`` with ``elements``).
-    words : stream out ``{data (8 W bits), be (W bits), last (the line's last word)}``.
+    words : stream out ``{data (8 W bits), be (W bits), last (the line's last word)}``, and ``tag`` with
+        ``tag_bits``: the line's ``tag`` (a field of its own in ``LineLayout``), on each of its words.
     ub_rd : a UB read port (:class:`rtl.ub.buffer.UbReadSignature`), used only while a line is being read.
 
     Backpressure: credits. A read is issued only when the output buffer has room for it and for every
@@ -109,7 +110,7 @@ class UbReader(wiring.Component):
     #: 2-word window.
     WINDOW_COPIES = 8
 
-    def __init__(self, config, *, elements=False, depth=8, align=1, out_bytes=None):
+    def __init__(self, config, *, elements=False, depth=8, align=1, out_bytes=None, tag_bits=0):
         if depth < self.MIN_DEPTH:
             raise ValueError(f"UbReader depth={depth} must be >= {self.MIN_DEPTH} (one word per cycle needs "
                              f"{self.MIN_DEPTH})")
@@ -123,12 +124,17 @@ class UbReader(wiring.Component):
         self._config = config
         self._elements = elements
         self._depth = depth
+        self._tag_bits = tag_bits
         W = config.ub_word_bytes
         fields = {"ub_addr": UB_ADDR_BITS, "length": LINE_BYTES_BITS, "dst_off": range(W)}
         if elements:
             fields.update({"esz": ESZ_BITS, "stride": UB_ADDR_BITS})
+        word_fields = {"data": 8 * self._n, "be": self._n, "last": 1}
+        if tag_bits:
+            fields["tag"] = tag_bits
+            word_fields["tag"] = tag_bits
         self.LineLayout = data.StructLayout(fields)
-        self.WordLayout = data.StructLayout({"data": 8 * self._n, "be": self._n, "last": 1})
+        self.WordLayout = data.StructLayout(word_fields)
         super().__init__({
             "lines": In(stream.Signature(self.LineLayout)),
             "words": Out(stream.Signature(self.WordLayout)),
@@ -189,6 +195,14 @@ class UbReader(wiring.Component):
             m.d.sync += [ptr.eq(ptr + step), left.eq(left - 1), first.eq(0), last.eq(left == 2)]
             with m.If(last):
                 m.d.sync += active.eq(0)
+        # (``tag_bits``) the line's tag, beside its words through the read's stages (as ``last``)
+        if self._tag_bits:
+            tag = Signal(self._tag_bits, name="line_tag")
+            s_tag = tag
+            for k in range(UnifiedBuffer.READ_LATENCY + 1 + SELECT_LATENCY):
+                nt = Signal(self._tag_bits, name=f"tag{k}")
+                m.d.sync += nt.eq(s_tag)
+                s_tag = nt
         # what the word needs when its read's data arrives, READ_LATENCY cycles later, and when that data
         # has passed the input register (below) a cycle after
         s_valid, s_off, s_be, s_last = read, ptr[:sh], be, last
@@ -208,6 +222,8 @@ class UbReader(wiring.Component):
         with m.If(self.lines.valid & self.lines.ready):
             p = self.lines.payload
             m.d.sync += [active.eq(1), first.eq(1), lo.eq(p.dst_off), ptr.eq(p.ub_addr - p.dst_off)]
+            if self._tag_bits:
+                m.d.sync += tag.eq(p.tag)
             if elements:
                 size = Signal(4)
                 m.d.comb += size.eq(C(1, 3) << p.esz)
@@ -239,6 +255,7 @@ class UbReader(wiring.Component):
         m.d.comb += [
             word.data.eq(shifted),
             word.be.eq(s_be[:self._n]), word.last.eq(s_last),
+            *([word.tag.eq(s_tag)] if self._tag_bits else []),
             buf.w_data.eq(word), buf.w_en.eq(s_valid),
             self.words.valid.eq(buf.r_rdy), self.words.payload.eq(buf.r_data),
             buf.r_en.eq(self.words.ready & buf.r_rdy),

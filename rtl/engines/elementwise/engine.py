@@ -228,7 +228,9 @@ class ElementwiseEngine(Engine):
         # (overlap) the walker's last segment is pushed this cycle
         last_push = Signal() if self._overlap else None
         m.submodules.rd_a = rd_a = UbReader(cfg)
-        m.submodules.rd_b = rd_b = UbReader(cfg)
+        # (overlap: reader B's lines carry their instruction's parity, so that the pattern builder takes only
+        # the words of the combiner's instruction: rtl/engines/elementwise/overlap.py)
+        m.submodules.rd_b = rd_b = UbReader(cfg, tag_bits=1 if self._overlap else 0)
         m.submodules.wr = wr = UbWriter(cfg)
         m.submodules.pattern = pat = PatternBuilder(cfg, rd_b.WordLayout)
         m.submodules.lanes = lanes = ElementwiseLanes(cfg.ew_lane_bytes, **self.LANE_DEPTHS)
@@ -243,10 +245,16 @@ class ElementwiseEngine(Engine):
         qb_room = Signal() if self._overlap else None      # (overlap) reader B's line queue has room
         s = setup(m, cfg, self.cmd, self.start, d, walker, rd_b, last_push if self._overlap else run_done,
                   overlap=self._overlap, qb_room=qb_room)
-        info = self._segments(m, s, walker, rd_a, rd_b, wr, lanes, last_push, qb_room)    # 2. segments
+        b_par = Signal(name="b_parity") if self._overlap else None    # (overlap) the walker's instruction's
+        info = self._segments(m, s, walker, rd_a, rd_b, wr, lanes, last_push, qb_room, b_par)    # 2. segments
         if self._overlap:                                              # the instructions in flight
             last_fire = Signal()
-            ctx = overlap_context(m, d, s, walker.start, last_fire)
+            ctx = overlap_context(m, d, s, walker.start, last_fire, ~b_par)
+            # the pattern builder neither sees nor takes reader B's words while its copies of the mode and
+            # size settle, nor words of another instruction than the combiner's (they wait in reader B)
+            hold = Signal(name="pattern_hold")
+            m.d.comb += hold.eq(ctx.settling | (rd_b.words.payload.tag != ctx.par))
+            ctx.settling = hold
         else:
             ctx = SimpleNamespace(trow=s.params.trow, p_is_a=s.p_is_a, p_is_b=s.p_is_b, c_trow=s.c_trow,
                                   c_p_is_a=s.c_p_is_a, pat_esz=s.pat_esz, pat_mode1=s.pat_mode1, settling=None)
@@ -262,7 +270,7 @@ class ElementwiseEngine(Engine):
 
     # ---- 2. segments into the queues of their consumers ---------------------------------------------------
 
-    def _segments(self, m, s, walker, rd_a, rd_b, wr, lanes, last_push, qb_room):
+    def _segments(self, m, s, walker, rd_a, rd_b, wr, lanes, last_push, qb_room, b_par):
         """The queues between the walker and its consumers: the line queues of reader A (``q_a``), reader
         B (``q_b``: also the expanded operand's lines, ``pre_line`` first) and the writer (``q_w``), and
         through a register stage the combiner's info queue (``q_i``: the partial source's extent in the
@@ -315,6 +323,14 @@ class ElementwiseEngine(Engine):
         ]
         if qb_room is not None:
             m.d.comb += qb_room.eq(q_b.w_rdy)
+        if b_par is not None:
+            # (overlap) each line's instruction parity: it flips at the walker's start, the cycle that queues
+            # the new instruction's first expanded line (``pre_en``); its segments follow
+            entry = Signal(rd_b.LineLayout, name="q_b_entry")
+            m.d.comb += [entry.eq(Mux(pre_en, pre_line, b_line)), entry.tag.eq(Mux(pre_en, ~b_par, b_par)),
+                         q_b.w_data.eq(entry)]
+            with m.If(walker.start):
+                m.d.sync += b_par.eq(~b_par)
         # (overlap: not when the next instruction's DECODE sets it, with this instruction's last segment)
         with m.If(push if s.decoding is None else push & ~s.decoding):
             m.d.sync += e_skip.eq(0)

@@ -18,26 +18,29 @@ __all__ = ["ContextLayout", "overlap_context", "release_and_empty"]
 #: goes (``p_is_a``: the lanes' ``a``, ``p_is_b``: their ``b``), the pattern builder's mode and element size,
 #: the lanes' type and op.
 ContextLayout = data.StructLayout({"trow": 1, "p_is_a": 1, "p_is_b": 1, "mode1": 1, "esz": ESZ_BITS,
-                                   "dtype": DType, "op": LaneOp})
+                                   "dtype": DType, "op": LaneOp, "par": 1})
 
 
-def overlap_context(m, d, s, push, pop):
+def overlap_context(m, d, s, push, pop, par):
     """Two context registers: ``cur``, the instruction the combiner is on, and ``nxt``, the one set up after
     it (the setup's walker has finished with ``cur``'s instruction, so the engine took the next command).
     ``push``: the setup's PARAMS cycle (the walker's ``start``: :func:`rtl.engines.elementwise.setup.decode`'s
     registers ``d`` and the DECODE registers of ``s`` hold the new instruction); ``pop``: the combiner takes
-    the last word of ``cur``'s instruction. A push never finds both full: the engine releases the command
-    only while ``nxt`` is empty (``full``).
+    the last word of ``cur``'s instruction; ``par``: the pushed instruction's parity, which its lines for
+    reader B carry (the engine's ``b_parity`` after the push). A push never finds both full: the engine
+    releases the command only while ``nxt`` is empty (``full``).
 
     Returns the combiner's and the pattern builder's flags (as the serial engine's setup names them),
     ``dtype`` / ``op`` for the lanes (the engine registers them with the operand registers), ``settling``
     (``cur`` changed at the last edge: the pattern builder's copies of its mode and size are a cycle late,
-    so it takes no word now), ``full`` (``nxt`` holds an instruction) and ``trow_busy`` (the combiner is on
-    a TROWEXPAND*: the pattern builder takes reader B's words ahead of the rows, so the next instruction's
-    words must not reach reader B before this one's last word)."""
+    so it takes no word now), ``full`` (``nxt`` holds an instruction) and ``par`` (the combiner's
+    instruction's parity: the pattern builder, which takes reader B's words ahead of the rows, takes only
+    words of that parity, so the next instruction's words wait in reader B until the combiner is on it).
+    Before the parity a TROWEXPAND* released the engine only once its last word had reached the lanes,
+    so that no later word could reach reader B ahead of the pattern builder."""
     new = Signal(ContextLayout)
     m.d.comb += [new.trow.eq(d.trow), new.p_is_a.eq(s.p_is_a), new.p_is_b.eq(s.p_is_b), new.mode1.eq(s.other_cm),
-                 new.esz.eq(d.esz), new.dtype.eq(d.dtype), new.op.eq(d.op)]
+                 new.esz.eq(d.esz), new.dtype.eq(d.dtype), new.op.eq(d.op), new.par.eq(par)]
     cur, nxt = Signal(ContextLayout, name="ctx_cur"), Signal(ContextLayout, name="ctx_nxt")
     cur_v, nxt_v = Signal(name="ctx_cur_valid"), Signal(name="ctx_nxt_valid")
     settling = Signal(name="ctx_settling")
@@ -53,7 +56,7 @@ def overlap_context(m, d, s, push, pop):
         m.d.sync += [nxt.eq(new), nxt_v.eq(1)]
     return SimpleNamespace(trow=cur.trow, p_is_a=cur.p_is_a, p_is_b=cur.p_is_b, c_trow=cur.trow,
                            c_p_is_a=cur.p_is_a, pat_esz=cur.esz, pat_mode1=cur.mode1, dtype=cur.dtype, op=cur.op,
-                           settling=settling, full=nxt_v, trow_busy=cur_v & cur.trow)
+                           settling=settling, full=nxt_v, par=cur.par)
 
 
 def release_and_empty(m, engine, d, s, ctx, last_taken, empty_done, max_in_flight):
@@ -64,8 +67,8 @@ def release_and_empty(m, engine, d, s, ctx, last_taken, empty_done, max_in_fligh
     takes the next command while its setup is idle or its walker runs (RUN without a command ``pending``:
     the setup has finished with the held command; the next one's DECODE waits for the walker's last
     segment), when the instruction ahead of the combiner's is not yet set up (``ctx.full``), no empty
-    region waits, fewer than ``max_in_flight`` are in flight, and the combiner is not on a TROWEXPAND*
-    (``ctx.trow_busy``). ``engine``: its ``start`` and ``release`` ports; ``d``: the decodes
+    region waits and fewer than ``max_in_flight`` are in flight (whatever the combiner is on: reader B's
+    words carry their instruction's parity, :func:`overlap_context`). ``engine``: its ``start`` and ``release`` ports; ``d``: the decodes
     (``empty``); ``s``: the setup (its state machine, ``pending``); ``ctx``: :func:`overlap_context`'s."""
     start = engine.start
     outstanding = Signal(range(max_in_flight + 1), name="outstanding")
@@ -78,5 +81,4 @@ def release_and_empty(m, engine, d, s, ctx, last_taken, empty_done, max_in_fligh
     with m.Elif(clear):
         m.d.sync += waiting.eq(0)
     setup_free = s.fsm.ongoing("IDLE") | (s.fsm.ongoing("RUN") & ~s.pending)
-    m.d.comb += engine.release.eq(setup_free & ~start & ~ctx.full & ~ctx.trow_busy & ~waiting
-                                  & (outstanding < max_in_flight))
+    m.d.comb += engine.release.eq(setup_free & ~start & ~ctx.full & ~waiting & (outstanding < max_in_flight))
