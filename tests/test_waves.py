@@ -102,7 +102,8 @@ def test_save_file_opens_on_the_run_with_named_fields(tmp_path, monkeypatch):
 
 def test_save_file_groups_the_concurrent_front_end(tmp_path, monkeypatch):
     """The concurrent unit's save file has a group with each pipe's running / released / stalled / take / free /
-    draining / retire flags, the engines' start and go, and the unit's empty, and one with the stalled-on-hazard counters;
+    draining / retire flags, the engines' start and go, the unit's empty and the check stage's fill, speculative
+    start and footprints to drop, and one with the stalled-on-hazard counters;
     a serial unit's has neither."""
     fst = tmp_path / "run" / "icarus-small_concurrent" / "t" / "t.fst"
     fst.parent.mkdir(parents=True)
@@ -112,7 +113,9 @@ def test_save_file_groups_the_concurrent_front_end(tmp_path, monkeypatch):
             ("vector_unit.front", "pipe2_running", 1), ("vector_unit.front", "go_elementwise", 1),
             ("vector_unit.front", "held", 640), ("vector_unit.front.dispatch", "running1", 1),
             ("vector_unit.front.dispatch", "draining2", 1), ("vector_unit.front", "pipe2_free", 1),
-            ("vector_unit.front", "pipe2_released", 1), ("vector_unit.front.dispatch", "released2", 1)]
+            ("vector_unit.front", "pipe2_released", 1), ("vector_unit.front.dispatch", "released2", 1),
+            ("vector_unit.front.check_cmds", "level", 3), ("vector_unit.front", "speculate", 1),
+            ("vector_unit.front", "drop", 3), ("vector_unit.front.check_cmds", "mem", 673)]
     monkeypatch.setattr(waves, "fst_signals", lambda f: sigs)
     lines = waves.write_gtkw(fst, filters={}).read_text().splitlines()
     start = next(i for i, l in enumerate(lines) if "queues and hazard stalls" in l)
@@ -121,7 +124,8 @@ def test_save_file_groups_the_concurrent_front_end(tmp_path, monkeypatch):
                   "vector_unit.front.pipe2_running", "vector_unit.front.go_elementwise",
                   "vector_unit.front.dispatch.running1", "vector_unit.front.dispatch.draining2",
                   "vector_unit.front.pipe2_free", "vector_unit.front.pipe2_released",
-                  "vector_unit.front.dispatch.released2"):
+                  "vector_unit.front.dispatch.released2", "vector_unit.front.check_cmds.level[2:0]",
+                  "vector_unit.front.speculate", "vector_unit.front.drop[2:0]"):
         assert trace in group, trace
     assert not any("held" in l for l in group)
     assert any("perf__stalled__" in l for l in lines)
