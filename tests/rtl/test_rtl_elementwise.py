@@ -339,8 +339,8 @@ def test_overlap_random_stream(name, lanes, stalls, seed):
     assert overlapped >= len(cmds) // 3, (overlapped, len(cmds))
 
 
-@pytest.mark.parametrize("lanes", [16, 4])
-@pytest.mark.parametrize("mode", [1, 2])
+@pytest.mark.parametrize("lanes, mode", [(16, 2), (4, 1), pytest.param(16, 1, marks=pytest.mark.slow),
+                                         pytest.param(4, 2, marks=pytest.mark.slow)])
 def test_overlap_trowexpand_stream(lanes, mode):
     """Independent TROWEXPANDMULs back to back (double_buffer's compute): the engine takes each next one as soon
     as its walker has finished the previous one, as for TPART* (reader B's lines carry their instruction's
