@@ -144,7 +144,9 @@ def test_tloads_back_to_back():
 
 def _stream_overlaps(name, pipe):
     """Example ``name`` (16 independent instructions of ``pipe``) on ``small_concurrent`` (Icarus): results as
-    the golden's, all but the first started early, fewer cycles than one at a time."""
+    the golden's, all but the first started early, fewer cycles than one at a time; the first ``CHECK_DEPTH``
+    commands accepted in consecutive cycles (the check stage takes a command per cycle while it has room)."""
+    from rtl.frontend.check_stage import CHECK_DEPTH
     from sim.examples import EXAMPLES, example_module
     from sim.programs.run import run_program
     rep = run_program(EXAMPLES / f"{name}.pto", example_module(name).inputs(), sim="icarus",
@@ -152,6 +154,8 @@ def _stream_overlaps(name, pipe):
     assert rep.ok, rep.problems
     assert rep.early[pipe.value] == 15, rep.early
     assert rep.total_cycles < rep.sum_cycles, (rep.total_cycles, rep.sum_cycles)
+    accepted = [a for _, a, _ in rep.schedule]
+    assert accepted[:CHECK_DEPTH] == list(range(accepted[0], accepted[0] + CHECK_DEPTH)), accepted
 
 
 def test_concurrent_configuration_errors():
