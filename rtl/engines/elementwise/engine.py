@@ -10,7 +10,7 @@ from rtl.engines.base import GO_DELAY, Engine, tile_lines, words_of
 from rtl.engines.elementwise.combiner import combiner
 from rtl.engines.elementwise.lanes import ElementwiseLanes
 from rtl.engines.elementwise.model import cycles as model_cycles
-from rtl.engines.elementwise.overlap import overlap_context, release_and_empty
+from rtl.engines.elementwise.overlap import overlap_context, pattern_hold, release_and_empty, tag_b_lines
 from rtl.engines.elementwise.pattern import PATTERN_BYTES, PatternBuilder
 from rtl.engines.elementwise.setup import EW_OPCODES, decode, is_rowexpand, lane_op, same_valid, setup
 from rtl.engines.elementwise.walker import QUEUE_CYCLES, FlagFifo, SegmentWalker
@@ -250,11 +250,7 @@ class ElementwiseEngine(Engine):
         if self._overlap:                                              # the instructions in flight
             last_fire = Signal()
             ctx = overlap_context(m, d, s, walker.start, last_fire, ~b_par)
-            # the pattern builder neither sees nor takes reader B's words while its copies of the mode and
-            # size settle, nor words of another instruction than the combiner's (they wait in reader B)
-            hold = Signal(name="pattern_hold")
-            m.d.comb += hold.eq(ctx.settling | (rd_b.words.payload.tag != ctx.par))
-            ctx.settling = hold
+            ctx.settling = pattern_hold(m, ctx, rd_b)
         else:
             ctx = SimpleNamespace(trow=s.params.trow, p_is_a=s.p_is_a, p_is_b=s.p_is_b, c_trow=s.c_trow,
                                   c_p_is_a=s.c_p_is_a, pat_esz=s.pat_esz, pat_mode1=s.pat_mode1, settling=None)
@@ -324,13 +320,7 @@ class ElementwiseEngine(Engine):
         if qb_room is not None:
             m.d.comb += qb_room.eq(q_b.w_rdy)
         if b_par is not None:
-            # (overlap) each line's instruction parity: it flips at the walker's start, the cycle that queues
-            # the new instruction's first expanded line (``pre_en``); its segments follow
-            entry = Signal(rd_b.LineLayout, name="q_b_entry")
-            m.d.comb += [entry.eq(Mux(pre_en, pre_line, b_line)), entry.tag.eq(Mux(pre_en, ~b_par, b_par)),
-                         q_b.w_data.eq(entry)]
-            with m.If(walker.start):
-                m.d.sync += b_par.eq(~b_par)
+            tag_b_lines(m, walker.start, pre_en, pre_line, b_line, q_b, rd_b, b_par)
         # (overlap: not when the next instruction's DECODE sets it, with this instruction's last segment)
         with m.If(push if s.decoding is None else push & ~s.decoding):
             m.d.sync += e_skip.eq(0)

@@ -12,7 +12,7 @@ from rtl.engines.elementwise.lanes import LaneOp
 from rtl.isa import DType
 from rtl.lib.tile import ESZ_BITS
 
-__all__ = ["ContextLayout", "overlap_context", "release_and_empty"]
+__all__ = ["ContextLayout", "overlap_context", "release_and_empty", "tag_b_lines", "pattern_hold"]
 
 #: What the stages behind the walker need of an instruction: TROWEXPAND* (``trow``) and where its pattern
 #: goes (``p_is_a``: the lanes' ``a``, ``p_is_b``: their ``b``), the pattern builder's mode and element size,
@@ -82,3 +82,24 @@ def release_and_empty(m, engine, d, s, ctx, last_taken, empty_done, max_in_fligh
         m.d.sync += waiting.eq(0)
     setup_free = s.fsm.ongoing("IDLE") | (s.fsm.ongoing("RUN") & ~s.pending)
     m.d.comb += engine.release.eq(setup_free & ~start & ~ctx.full & ~waiting & (outstanding < max_in_flight))
+
+
+def tag_b_lines(m, start, pre_en, pre_line, b_line, q_b, rd_b, b_par):
+    """Reader B's line queue ``q_b`` written with each line's instruction parity (``rd_b`` built with
+    ``tag_bits=1``): ``b_par`` flips at the walker's ``start``, the cycle that queues the new instruction's
+    first expanded line (``pre_en``: ``pre_line``, so it takes the new parity); its segments' lines
+    (``b_line``) follow with it."""
+    entry = Signal(rd_b.LineLayout, name="q_b_entry")
+    m.d.comb += [entry.eq(Mux(pre_en, pre_line, b_line)), entry.tag.eq(Mux(pre_en, ~b_par, b_par)),
+                 q_b.w_data.eq(entry)]
+    with m.If(start):
+        m.d.sync += b_par.eq(~b_par)
+
+
+def pattern_hold(m, ctx, rd_b):
+    """When the pattern builder neither sees nor takes reader B's word: while its copies of the mode and
+    size settle (``ctx.settling``), and while the word is of another instruction than the combiner's
+    (``ctx.par``: it waits in reader B until the combiner is on its instruction)."""
+    hold = Signal(name="pattern_hold")
+    m.d.comb += hold.eq(ctx.settling | (rd_b.words.payload.tag != ctx.par))
+    return hold
