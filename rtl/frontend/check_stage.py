@@ -23,8 +23,9 @@ from amaranth.lib import data
 from rtl.checker.checker import Checker
 from rtl.frontend.counters import pipe_select
 from rtl.frontend.engine_domain import ABORT_RESET_CYCLES
-from rtl.frontend.footprint import Footprint, FootprintLayout
+from rtl.frontend.footprint import Footprint
 from rtl.isa import FRONT_END_OPCODES, Command, Status
+from rtl.lib.delay import delay
 from rtl.lib.fifo import LutFifo
 
 __all__ = ["CHECK_DEPTH", "VERDICT_AT", "FOOTPRINT_AT", "check_stage"]
@@ -39,15 +40,6 @@ FOOTPRINT_AT = Footprint.LATENCY
 CHECK_DEPTH = max(VERDICT_AT, FOOTPRINT_AT) + 1
 
 
-def _arrival(m, accept, edges, name):
-    """``accept`` delayed so that it is high in the cycle after edge ``t + edges`` for an acceptance at
-    edge ``t``."""
-    value = accept
-    for k in range(edges + 1):
-        r = Signal(name=f"{name}{k}")
-        m.d.sync += r.eq(value)
-        value = r
-    return value
 
 
 def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classes, *, footprint_at=None):
@@ -73,8 +65,9 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
                  cq.w_en.eq(accept), cq.w_data.eq(Cat(front.cmd.payload, now, spec))]
     with m.If(accept):
         m.d.sync += held.eq(front.cmd.payload)
-    verdict_now = _arrival(m, accept, VERDICT_AT, "verdict_at")
-    footprint_now = _arrival(m, accept, footprint_at, "footprint_at")
+    # (each high in the cycle after edge ``t + edges`` for an acceptance at edge ``t``)
+    verdict_now = delay(m, accept, VERDICT_AT + 1, "verdict_at", reset_less=False)
+    footprint_now = delay(m, accept, footprint_at + 1, "footprint_at", reset_less=False)
 
     # the head: the oldest command, its verdict from its queue or arriving now, its footprint likewise
     # unless footprints of answered commands are still to come (``drop``: those arrive first)
@@ -112,7 +105,7 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
             m.d.comb += [dispatch.push.valid.eq(1), take.eq(dispatch.push.ready),
                          pushed.eq(dispatch.push.ready & head.started)]
     # the verdict on a speculatively started command (it is alone in the stage: see _speculate)
-    spec_verdict = _arrival(m, spec, VERDICT_AT, "spec_verdict_at")
+    spec_verdict = delay(m, spec, VERDICT_AT + 1, "spec_verdict_at", reset_less=False)
     return SimpleNamespace(idle=~cq.r_rdy, spec=spec, verdict=spec_verdict, ok=checker.ok, pushed=pushed)
 
 

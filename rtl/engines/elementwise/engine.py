@@ -16,6 +16,7 @@ from rtl.engines.elementwise.setup import EW_OPCODES, decode, is_rowexpand, lane
 from rtl.engines.elementwise.walker import QUEUE_CYCLES, FlagFifo, SegmentWalker
 from rtl.isa import EXPAND_BLOCK_BYTES, Layout, Opcode, Status
 from rtl.lib.contract import require
+from rtl.lib.delay import delay
 from rtl.lib.output_queue import OutputQueue
 from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
 from rtl.ub.reader import UbReader
@@ -24,13 +25,6 @@ from rtl.ub.writer import UbWriter
 __all__ = ["ElementwiseEngine", "EW_OPCODES", "lane_op"]
 
 
-def _delay_reset(m, v, n, name):
-    """``v`` through ``n`` registers (with reset: an aborted command leaves none set)."""
-    for i in range(n):
-        r = Signal(name=f"{name}_d{i + 1}")
-        m.d.sync += r.eq(v)
-        v = r
-    return v
 
 
 class ElementwiseEngine(Engine):
@@ -410,7 +404,7 @@ class ElementwiseEngine(Engine):
         # is always ready the queue is empty and passes the word on at once, so this is the cycle the
         # mark leaves the lanes, as before the queue.
         fin_out = Signal()
-        m.d.sync += fin_out.eq(_delay_reset(m, r.fin_beat, lanes.LATENCY - 1, "fin"))
+        m.d.sync += fin_out.eq(delay(m, r.fin_beat, lanes.LATENCY - 1, "fin", reset_less=False))
         m.d.comb += oq.i_payload.fin.eq(fin_out)
         last_taken = Signal()
         m.d.comb += last_taken.eq(oq.o.valid & oq.o.ready & oq.o.payload.fin)

@@ -7,7 +7,7 @@ of ``golden.numerics`` (``add``, ``sub``, ``mul``, ``maximum``, ``minimum``) bit
 the rest of it in :mod:`rtl.engines.elementwise.cheap_path`.
 """
 
-from amaranth.hdl import C, Cat, Module, Mux, Signal, Value
+from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,6 +15,7 @@ from rtl.engines.elementwise.cheap_path import CheapPath
 from rtl.fp import BF16, FP16, FP32, FPAdd, FPConvert, FPMul, FPMulWiden
 from rtl.isa import DType
 from rtl.lib.contract import require
+from rtl.lib.delay import delay
 from rtl.lib.fanout import select_copies, variant_copies
 
 __all__ = ["LaneOp", "ElementwiseLanes"]
@@ -29,15 +30,6 @@ class LaneOp(enum.Enum, shape=3):
     MIN = 4
 
 
-def _delay(m, v, n, name, reset_less=True):
-    """``v`` delayed by ``n`` clock cycles (``n`` registers in the ``sync`` domain). Data registers are
-    reset-less (a reset reaches only the valid bits: fewer loads on the reset net, free packing)."""
-    v = Value.cast(v)
-    for i in range(n):
-        r = Signal(v.shape(), name=f"{name}_d{i + 1}", reset_less=reset_less)
-        m.d.sync += r.eq(v)
-        v = r
-    return v
 
 
 class _Ctrl:
@@ -211,8 +203,8 @@ class ElementwiseLanes(wiring.Component):
         valids = [self.valid]
         for k in range(1, L + 1):
             ctrl.append(ctrl[-1].delayed(m, k))
-            keeps.append(_delay(m, keeps[-1], 1, f"keep{k}"))
-            valids.append(_delay(m, valids[-1], 1, f"valid{k}", reset_less=False))
+            keeps.append(delay(m, keeps[-1], 1, f"keep{k}"))
+            valids.append(delay(m, valids[-1], 1, f"valid{k}", reset_less=False))
         m.d.comb += self.out_valid.eq(valids[L])
 
         # operand delay lines (shared by the float widening and the cheap path: ``a`` up to its merge at
@@ -223,8 +215,8 @@ class ElementwiseLanes(wiring.Component):
         a_d = [self.a]
         b_d = [self.b]
         for k in range(1, n_a + 1):
-            a_d.append(_delay(m, a_d[-1], 1, f"a{k}"))
-            b_d.append(_delay(m, b_d[-1], 1, f"b{k}") if k <= max(k0, CheapPath.PRODUCT_STAGE) else None)
+            a_d.append(delay(m, a_d[-1], 1, f"a{k}"))
+            b_d.append(delay(m, b_d[-1], 1, f"b{k}") if k <= max(k0, CheapPath.PRODUCT_STAGE) else None)
 
         # The late selects (add or mul, the narrowed format, float or bypass) fan out to every bit of
         # every slot: each slot takes them from its own copies of the stage's flags (one register
@@ -258,8 +250,8 @@ class ElementwiseLanes(wiring.Component):
             # the output mux's stage: bypass travels from stage CheapPath.LATENCY to it, the fp word arrives
             # at stage self._fp_latency and is delayed to it
             k_out = L - self.OUTPUT_CYCLES
-            bypass = _delay(m, bypass, k_out - CheapPath.LATENCY, f"s{s}_bypass")
-            fp_word = _delay(m, fp_word, k_out - self._fp_latency, f"s{s}_fpw")
+            bypass = delay(m, bypass, k_out - CheapPath.LATENCY, f"s{s}_bypass")
+            fp_word = delay(m, fp_word, k_out - self._fp_latency, f"s{s}_fpw")
             c, keep = slot_ctrl(k_out, s), keeps[k_out]
             res = Signal(32, name=f"s{s}_res", reset_less=True)
             for j in range(4):
@@ -329,8 +321,8 @@ class ElementwiseLanes(wiring.Component):
                 mul_out = Mux(slot_ctrl(k0 + self.mul_depth, s).fp16, units[0].result, units[1].result)
             for u in units:
                 m.d.comb += [u.in_valid.eq(0), u.en.eq(1)]
-            add_r = _delay(m, add.result, dfp - self.add_depth, f"s{s}_add{i}")
-            mul_r = _delay(m, mul_out, dfp - self.mul_depth, f"s{s}_mul{i}")
+            add_r = delay(m, add.result, dfp - self.add_depth, f"s{s}_add{i}")
+            mul_r = delay(m, mul_out, dfp - self.mul_depth, f"s{s}_mul{i}")
             r32 = Signal(32, name=f"s{s}_r32_{i}", reset_less=True)       # registered: stage k2
             m.d.sync += r32.eq(Mux(slot_ctrl(k1, s).mul, mul_r, add_r))
             results32.append(r32)
@@ -344,7 +336,7 @@ class ElementwiseLanes(wiring.Component):
                 m.d.comb += [cv.a.eq(results32[i]), cv.in_valid.eq(0), cv.en.eq(1)]
                 halves.append(cv.result)
             narrow[fmt] = Cat(*halves)
-        r32 = _delay(m, results32[0], dn, f"s{s}_r32")
+        r32 = delay(m, results32[0], dn, f"s{s}_r32")
         c = slot_ctrl(k2 + dn, s)
         return Mux(c.fp16, narrow[FP16], Mux(c.bf16, narrow[BF16], r32))
 

@@ -80,6 +80,7 @@ from rtl.engines.gemv.operands import ELEM_BITS, OperandKind, e4m3_to_fp16, oper
 from rtl.fp import FP32, FPAdd, FPMul
 from rtl.fpga.dsp import product, product_latency
 from rtl.lib.contract import require
+from rtl.lib.delay import delay
 from rtl.lib.fanout import variant_copies
 
 __all__ = ["MacArray", "MacTag", "OperandKind", "operand_kind", "e4m3_to_fp16", "ring_length", "mac_latency",
@@ -118,19 +119,6 @@ MacTag = data.StructLayout({
 })
 
 
-def _delay(m, v, n, name, en=None, reset_less=True):
-    """``v`` through ``n`` registers (clock-enabled by ``en`` if given); reset-less unless the value
-    holds a valid bit (a reset then reaches only what needs it: fewer loads on the reset net)."""
-    v = Value.cast(v)
-    for i in range(n):
-        r = Signal(v.shape(), name=f"{name}_d{i + 1}", reset_less=reset_less)
-        if en is None:
-            m.d.sync += r.eq(v)
-        else:
-            with m.If(en):
-                m.d.sync += r.eq(v)
-        v = r
-    return v
 
 
 def _element(x, j, size):
@@ -197,8 +185,8 @@ class MacArray(wiring.Component):
 
         # stage 1: the operands as they come (a's 32 bits, the B word) and the kinds, a copy per group of
         # lanes, kept apart in synthesis by their reset / init variant (identical registers are merged)
-        a1 = _delay(m, self.a, self.INPUT_CYCLES, "a")
-        b1 = _delay(m, self.b, self.INPUT_CYCLES, "b")
+        a1 = delay(m, self.a, self.INPUT_CYCLES, "a")
+        b1 = delay(m, self.b, self.INPUT_CYCLES, "b")
         a_kinds = variant_copies(m, "a_kind", self.a_kind.as_value(), G)
         b_kinds = variant_copies(m, "b_kind", self.b_kind.as_value(), G)
         # stage 2: unpacked to fp32 fields (rtl.fp.unpacked_layout: exact, by field moves and exponent
@@ -215,7 +203,7 @@ class MacArray(wiring.Component):
         fprods, iprods = [], []
         for j in range(HL):
             ub = unpack(m, b_kinds[j % G], _element(b1, j, 1), _element(b1, j, 2), _element(b1, j, 4), f"ub{j}")
-            ub3 = _delay(m, ub.as_value(), self.SPREAD_CYCLES, f"ub{j}")
+            ub3 = delay(m, ub.as_value(), self.SPREAD_CYCLES, f"ub{j}")
             mul = FPMul(FP32, self.MUL_DEPTH, unpacked=True)
             m.submodules[f"mul{j}"] = mul
             m.d.comb += [mul.a.eq(ua3[j % G]), mul.b.eq(ub3)]
@@ -226,7 +214,7 @@ class MacArray(wiring.Component):
             sext = lambda x: Cat(x, x[7].replicate(8))
             iprod = product(m, sext(self.a[:8]), sext(_element(self.b, j, 1)), platform=platform,
                             name=f"iprod{j}")
-            iprods.append(_delay(m, iprod[:16].as_signed(), self.PRODUCT_LATENCY - self.INT_PRODUCT_CYCLES,
+            iprods.append(delay(m, iprod[:16].as_signed(), self.PRODUCT_LATENCY - self.INT_PRODUCT_CYCLES,
                                  f"iprod{j}"))
         return SimpleNamespace(tags=tags, fprods=fprods, iprods=iprods)
 
@@ -291,13 +279,13 @@ class MacArray(wiring.Component):
             isum = Signal(SUM_BITS, name=f"isum{j}", reset_less=True)
             with m.If(step_r):
                 m.d.sync += isum.eq(Cat(prod.iprods[j], prod.iprods[j][15].replicate(16)) + y)
-            isum = _delay(m, isum, ADD_DEPTH - 1, f"isum{j}", step_r)
+            isum = delay(m, isum, ADD_DEPTH - 1, f"isum{j}", step_r)
             s = Signal(SUM_BITS, name=f"sum{j}")
             m.d.comb += s.eq(Mux(self.acc_int, isum, add.result))
             if R > ADD_DEPTH:
                 last = Signal(SUM_BITS, name=f"ringl{j}", reset_less=True)
                 with m.If(step_r):
-                    m.d.sync += last.eq(Mux(first_next, zero, _delay(m, s, R - ADD_DEPTH - 1, f"ringd{j}", step_r)))
+                    m.d.sync += last.eq(Mux(first_next, zero, delay(m, s, R - ADD_DEPTH - 1, f"ringd{j}", step_r)))
                 m.d.comb += y.eq(last)
             else:
                 m.d.comb += y.eq(Mux(firsts[j % G], zero, s))
@@ -310,12 +298,12 @@ class MacArray(wiring.Component):
         ADD_DEPTH, steps = self.ADD_DEPTH, ring.steps
         # A partial sum is finished when it leaves the adder: ``fin`` comes from the adder's output, with
         # the tag delayed by the adder's steps.
-        rvalid = _delay(m, ring.in_valid, ADD_DEPTH - 1, "rvalid", steps[0], reset_less=False)
+        rvalid = delay(m, ring.in_valid, ADD_DEPTH - 1, "rvalid", steps[0], reset_less=False)
         rtag = Signal(MacTag)
-        m.d.comb += rtag.eq(_delay(m, ring.in_tag.as_value(), ADD_DEPTH - 1, "rtag", steps[0]))
-        out_valid = _delay(m, rvalid, 1, "rvalid_out", steps[0], reset_less=False)
+        m.d.comb += rtag.eq(delay(m, ring.in_tag.as_value(), ADD_DEPTH - 1, "rtag", steps[0]))
+        out_valid = delay(m, rvalid, 1, "rvalid_out", steps[0], reset_less=False)
         out_tag = Signal(MacTag)
-        m.d.comb += out_tag.eq(_delay(m, rtag.as_value(), 1, "rtag_out", steps[0]))
+        m.d.comb += out_tag.eq(delay(m, rtag.as_value(), 1, "rtag_out", steps[0]))
         # fin_valid = step & out_valid & real & final, as a register: loaded with the values these
         # registers take at this edge (the last stage loads from the one before it when the ring steps)
         fin_valid = Signal(name="fin_valid_r")
