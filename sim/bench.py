@@ -143,6 +143,24 @@ PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_
             "tstore_stream")
 
 
+def _pipe_cost(config):
+    """``cost(op, before, cmd, cycles)``: what an instruction of opcode ``op`` after its pipe's ``before`` (an
+    opcode, or None) costs its pipe on the configured unit (:func:`pipe_bounds`): its engine's ``bound`` where
+    the engine takes it early (``Engine.OVERLAP`` in a concurrent unit with ``Config.pipe_overlap``, both
+    opcodes of its ``overlap_opcodes``), else its own ``cycles``."""
+    from rtl.concurrent import concurrent_engines
+    from rtl.top import ENGINES
+    overlap = config is not None and config.concurrent and config.pipe_overlap
+    # (a concurrent unit runs the transfer engine as its two halves)
+    classes = concurrent_engines(ENGINES) if overlap else ENGINES
+
+    def cost(op, before, cmd, cycles):
+        cls = next(e for e in classes if op in e.opcodes)
+        early = overlap and cls.OVERLAP and {op, before} <= set(cls.overlap_opcodes())
+        return cls.bound(config, cmd) if early else cycles
+    return cost
+
+
 def pipe_bounds(rows, commands, config=None):
     """Per pipe (``rtl.isa.Pipe``): ``(alone, bound)``. ``alone``: its instructions' own cycles (each run alone)
     added up. ``bound``: the least its instructions can take on the configured unit: ``alone``, except on an
@@ -152,12 +170,8 @@ def pipe_bounds(rows, commands, config=None):
     after another, the fill overlaps) if both it and the pipe's instruction before it are of the engine's
     ``overlap_opcodes`` (GM -> UB: TLOAD after TLOAD; an MGATHER, or a TLOAD after one, costs its own cycles). ``rows``: the report's rows (``cycles``), ``commands``: the image's
     (only their ``opcode`` without ``config``, which means no overlap)."""
-    from rtl.concurrent import concurrent_engines
     from rtl.isa import INSTRUCTIONS, Opcode, Pipe
-    from rtl.top import ENGINES
-    overlap = config is not None and config.concurrent and config.pipe_overlap
-    # (a concurrent unit runs the transfer engine as its two halves)
-    classes = concurrent_engines(ENGINES) if overlap else ENGINES
+    cost = _pipe_cost(config)
     alone, bound, before = {p: 0 for p in Pipe}, {p: 0 for p in Pipe}, {}
     for r, cmd in zip(rows, commands):
         op = Opcode(cmd["opcode"])
@@ -165,9 +179,7 @@ def pipe_bounds(rows, commands, config=None):
         if p is None or not isinstance(r.cycles, int):
             continue
         alone[p] += r.cycles
-        cls = next(e for e in classes if op in e.opcodes)
-        early = overlap and cls.OVERLAP and {op, before.get(p)} <= set(cls.overlap_opcodes())
-        bound[p] += cls.bound(config, cmd) if early else r.cycles
+        bound[p] += cost(op, before.get(p), cmd, r.cycles)
         before[p] = op
     return {p: (alone[p], bound[p]) for p in Pipe}
 
@@ -182,13 +194,10 @@ def chain_bound(rows, commands, config):
     without a ``config`` or with a row without cycles."""
     from golden.access import access, hazards
     from golden.check import check
-    from rtl.concurrent import concurrent_engines
     from rtl.isa import INSTRUCTIONS, Opcode, Status
-    from rtl.top import ENGINES
     if config is None:
         return None
-    overlap = config.concurrent and config.pipe_overlap
-    classes = concurrent_engines(ENGINES) if overlap else ENGINES
+    cost = _pipe_cost(config)
     ended, last, end = [], {}, 0             # (access, finish) of the older ones; pipe -> (finish, opcode)
     for r, cmd in zip(rows, commands):
         op = Opcode(cmd["opcode"])
@@ -202,11 +211,9 @@ def chain_bound(rows, commands, config):
         a = access(cmd)
         ready = max((f for b, f in ended if hazards(b, a)), default=0)
         before, before_op = last.get(p, (0, None))
-        cls = next(e for e in classes if op in e.opcodes)
-        early = overlap and cls.OVERLAP and {op, before_op} <= set(cls.overlap_opcodes())
-        if not overlap and not config.concurrent:
+        if not config.concurrent:
             before = end                          # one instruction at a time
-        finish = max(ready + r.cycles, before + (cls.bound(config, cmd) if early else r.cycles))
+        finish = max(ready + r.cycles, before + cost(op, before_op, cmd, r.cycles))
         ended.append((a, finish))
         last[p] = (finish, op)
         end = max(end, finish)
