@@ -7,7 +7,7 @@ outputs' bytes (hex), or the first disagreement. Every command runs through ``Ha
 by the golden machine, statuses compared, and the whole UB compared after each one. Then (``pto_program``)
 the commands run again from the initial state, back to back, for the program's total cycles
 (``total_cycles``: the first command accepted to the last response), each command's ``schedule``
-(its start and end cycle in that run) and each pipe's ``busy`` cycles in that run (the unit's counters).
+(the cycles it was accepted in, its engine started in and its response came in, in that run) and each pipe's ``busy`` cycles in that run (the unit's counters).
 """
 
 import json
@@ -68,7 +68,7 @@ async def _time_program(h, image):
     """The whole program's cycles: its commands again, from the initial UB and GM, queued back to back
     (``Driver.execute_back_to_back``: the first command accepted to the last response, as the unit runs a
     program when nothing pauses between commands); the checked run pauses after each command to compare
-    the UB. Returns (total, statuses of the rerun, each command's (start, end) cycles: ``Driver.schedule``,
+    the UB. Returns (total, statuses of the rerun, each command's (accepted, start, end) cycles: ``Driver.schedule``,
     each pipe's busy cycles over the rerun: the unit's counters' differences, its stalled-on-hazard cycles and
     its early starts: None for a unit without those counters)."""
     await h.ub_load(0, image.ub, shadow=False)

@@ -32,6 +32,8 @@ async def tsync_after_stores(dut):
     busy0 = await h.busy_counters()
     r_load, r_store = await h.run(load), await h.run(store)
     assert r_load["status"] == r_store["status"] == Status.OK
+    # ``queued``: each engine started in the cycle after its command's acceptance
+    assert r_load["queued"] == r_store["queued"] == 1, (r_load, r_store)
     busy1 = await h.busy_counters()
     # the per-pipe counters took each instruction's cycles in its own pipe
     assert {p: busy1[p] - busy0[p] for p in busy0} == {
@@ -40,12 +42,14 @@ async def tsync_after_stores(dut):
     rsp = await h.run({"opcode": Opcode.TSYNC, "tag": 0x5A5A})
     assert rsp["status"] == Status.OK and rsp["tag"] == 0x5A5A
     assert rsp["cycles"] == VectorUnit.REJECT_CYCLES, rsp["cycles"]
+    assert rsp["queued"] == rsp["cycles"], rsp          # no engine ran it: all of its cycles were a wait
     h.check_gm(DST, 256)                    # the store's bytes are in GM when the barrier answers
     junk = {"opcode": Opcode.TSYNC, "dst": dict(t, base=0x110, dtype=13), "gm": gm_region(SRC + 1, 9, 9, DType.FP32)}
     assert (await h.run(junk))["status"] == Status.OK
     for _ in range(3):                      # back to back
         assert (await h.run({"opcode": Opcode.TSYNC}))["status"] == Status.OK
-    assert (await h.run(dict(store, gm=dict(store["gm"], base=DST + 1))))["status"] == Status.GM_MISALIGNED
+    bad = await h.run(dict(store, gm=dict(store["gm"], base=DST + 1)))
+    assert bad["status"] == Status.GM_MISALIGNED and bad["queued"] == bad["cycles"], bad
     assert await h.busy_counters() == busy1     # TSYNC and a rejected command count in no pipe
     assert (await h.run(dict(load, dst=dict(t, base=0x400))))["status"] == Status.OK
     await h.check_ub()

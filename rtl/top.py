@@ -110,7 +110,9 @@ class VectorUnit(wiring.Component):
     first UB write or AXI request may follow); a failing one resets the engine (from registers, in the
     second cycle after the verdict), which has touched nothing, and answers the checker's status (``cycles`` =
     :attr:`REJECT_CYCLES`). ``cycles`` in the response counts clock cycles from the acceptance edge to
-    the edge that raises ``tvalid``.
+    the edge that raises ``tvalid``; ``queued`` those before the engine's ``start`` (1; for a command no
+    engine runs, a rejected one or TSYNC, all of them), as on the concurrent unit, where it is the wait in
+    the checker, the pipe's queue and on hazards.
 
     Timing: every multiplexer over the engines is an AND-OR of a one-hot select held in registers, and
     the UB registers what it is given (rtl/ub/buffer.py), so the front end adds one LUT level between an
@@ -242,6 +244,8 @@ class VectorUnit(wiring.Component):
                 rsp = Signal(Response)
                 m.d.comb += [
                     rsp.tag.eq(tag), rsp.status.eq(Mux(rejected, chk_status, status)), rsp.cycles.eq(cycles),
+                    # the engine started in the cycle after the acceptance; a rejected command or TSYNC ran none
+                    rsp.queued.eq(Mux(rejected | ~Cat(sel).any(), cycles, 1)),
                     self.m_axis_rsp.tvalid.eq(1),
                     self.m_axis_rsp.tdata.eq(rsp),
                 ]

@@ -65,7 +65,7 @@ class Driver:
         self.clock = clock
         self._tag = 0
         self._records = os.environ.get("TILEVEC_RECORDS")
-        #: ``[(start, end)]`` of the last :meth:`execute_back_to_back`, one per command.
+        #: ``[(accepted, start, end)]`` of the last :meth:`execute_back_to_back`, one per command.
         self.schedule = []
         self.completion_order = []     # execute_back_to_back: command indices in response order
 
@@ -104,9 +104,10 @@ class Driver:
         testbench's pauses between commands. Returns ``(responses, total)``: ``total`` is the program's cycles
         counted as each response counts its own, from the clock edge that accepts the first command to the
         edge that raises the last response's ``tvalid`` (one instruction: its ``cycles``). Sets
-        :attr:`schedule`: per command ``(start, end)``, the cycle (from the first acceptance, 0) of the edge
-        that accepts it and of the edge that raises its response's ``tvalid`` (start + its ``cycles``), what
-        ``python -m sim run --timeline`` draws. Responses are matched to their commands by tag (in any order:
+        :attr:`schedule`: per command ``(accepted, start, end)``, the cycle (from the first acceptance, 0) of
+        the edge that accepts it, of its engine's ``start`` (accepted + the response's ``queued``; = end for a
+        command no engine ran) and of the edge that raises its response's ``tvalid`` (accepted + its
+        ``cycles``), what ``python -m sim run --timeline`` draws. Responses are matched to their commands by tag (in any order:
         :attr:`completion_order` lists the commands' indices in the order their responses came), so every
         command needs a tag of its own. Not recorded in ``TILEVEC_RECORDS``; a hang fails as in
         :meth:`execute` (naming the oldest command not answered)."""
@@ -164,7 +165,7 @@ class Driver:
         await watch
         t0, period = accepted["time"], accepted["period"]
         starts = [round((t - t0) / period) for t in accepted["edges"]]
-        self.schedule = [(a, a + int(r["cycles"])) for a, r in zip(starts, responses)]
+        self.schedule = [(a, a + int(r["queued"]), a + int(r["cycles"])) for a, r in zip(starts, responses)]
         return responses, round((end - t0) / period) - 1
 
     def _record(self, cmd, rsp, label):

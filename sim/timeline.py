@@ -1,10 +1,12 @@
 """A program's run as a timeline: each instruction a bar in its pipe's lane over cycles, each pipe's utilization.
 
 ``python -m sim run P.pto --timeline T.png`` draws the RTL run of a program's commands back to back (the run
-its total cycles are measured on; ``Driver.schedule`` gives each command's start, the edge that accepts it,
-and end, the edge that raises its response). The lanes are the pipes of ``rtl.isa.Pipe`` (GM -> UB, UB -> GM,
+its total cycles are measured on; ``Driver.schedule`` gives each command's acceptance, its engine's start
+(the response's ``queued`` after it) and its end, the edge that raises its response): a bar from the start to
+the end, the time it waited before (the checker, its pipe's queue, hazards) a thin line from its acceptance. The lanes are the pipes of ``rtl.isa.Pipe`` (GM -> UB, UB -> GM,
 vector, matrix), as Ascend's and Neuron's profilers show their engines; a pipe's utilization is the share of
-the program's cycles in which at least one of its instructions was running. TSYNC, in no pipe, is a dashed
+the program's cycles in which at least one of its instructions was running (from its engine's start). TSYNC,
+in no pipe, is a dashed
 line where it answers. On the serial unit the bars never overlap and the utilizations add up to at most 100%:
 the figure shows what running the pipes at once (issue #33) has to gain. On a concurrent unit a pipe's
 instructions in flight at once (queued behind each other, or overlapping in their engine) are drawn in rows of
@@ -24,14 +26,15 @@ def _pipe(opcode):
     return INSTRUCTIONS[Opcode(opcode)].pipe
 
 
-def utilization(schedule):
+def utilization(schedule, accepted=None):
     """``{pipe: busy share}`` of a schedule ``[(opcode, start, end)]``: the cycles of ``[first start, last
-    end)`` in which an instruction of the pipe runs, over all of them (0 for a pipe with none; an empty
-    schedule gives zeros)."""
+    end)`` (with ``accepted``, the instructions' acceptance cycles: ``[first acceptance, last end)``, the
+    program's cycles) in which an instruction of the pipe runs, over all of them (0 for a pipe with none; an
+    empty schedule gives zeros)."""
     out = {pipe: 0.0 for pipe in Pipe}
     if not schedule:
         return out
-    t0 = min(s for _, s, _ in schedule)
+    t0 = min(accepted) if accepted else min(s for _, s, _ in schedule)
     total = max(e for _, _, e in schedule) - t0
     for pipe in Pipe:
         spans = sorted((s, e) for op, s, e in schedule if _pipe(op) == pipe)
@@ -49,11 +52,12 @@ def overlapping(schedule):
     """``(overlapped, counted)`` of a schedule ``[(opcode, start, end)]``: of the ``counted`` instructions in a
     pipe (TSYNC is in none), how many ran while an instruction of another pipe ran (their ``[start, end)``
     share a cycle): the share of a program that ran concurrently (issue #33's fuzz figure; 0 while the unit
-    runs one instruction at a time)."""
+    runs one instruction at a time). Only the time an instruction runs counts, from its engine's start: not
+    the time it waits in a queue, and not an instruction no engine ran (start = end: rejected)."""
     items = [(s, e, _pipe(op)) for op, s, e in schedule if _pipe(op) is not None]
     hit = 0
     for s, e, pipe in items:
-        hit += any(s2 < e and s < e2 for s2, e2, p2 in items if p2 != pipe)
+        hit += s < e and any(s2 < e and s < e2 for s2, e2, p2 in items if p2 != pipe and s2 < e2)
     return hit, len(items)
 
 
@@ -64,12 +68,15 @@ def overlapping(schedule):
 MAX_ROWS = 8
 
 
-def _rows(schedule):
-    """Each instruction's row in its lane (the lowest whose last bar has ended by its start, modulo
-    :data:`MAX_ROWS`) and each pipe's number of rows."""
+def _rows(schedule, accepted=None):
+    """Each instruction's row in its lane (the lowest whose last bar has ended by its start, or by its
+    acceptance with ``accepted``: its wait line is drawn in the row too; modulo :data:`MAX_ROWS`) and each
+    pipe's number of rows."""
     rows, depth, ends = [0] * len(schedule), {p: 1 for p in Pipe}, {p: [] for p in Pipe}
-    for k in sorted(range(len(schedule)), key=lambda k: schedule[k][1]):
-        op, start, end = schedule[k]
+    begin = [a if accepted is not None else s for a, (_, s, _) in zip(accepted or schedule, schedule)]
+    for k in sorted(range(len(schedule)), key=lambda k: begin[k]):
+        op, _, end = schedule[k]
+        start = begin[k]
         pipe = _pipe(op)
         if pipe is None:
             continue
@@ -83,15 +90,16 @@ def _rows(schedule):
     return rows, depth
 
 
-def draw(schedule, path, *, title="", labels=None):
+def draw(schedule, path, *, title="", labels=None, accepted=None):
     """Write the timeline of ``schedule`` (``[(opcode, start, end)]``, cycles) to ``path`` (PNG); ``labels``:
-    the bars' texts (default: the opcodes' names). Returns :func:`utilization`."""
+    the bars' texts (default: the opcodes' names); ``accepted``: each instruction's acceptance cycle, its wait
+    drawn as a thin line up to its bar (default: none drawn). Returns :func:`utilization`."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    util = utilization(schedule)
+    util = utilization(schedule, accepted)
     lanes = list(Pipe)
-    rows, depth = _rows(schedule)
+    rows, depth = _rows(schedule, accepted)
     fig, ax = plt.subplots(figsize=(12, 1.2 + 0.7 * len(lanes) * max(1, max(depth.values()) / 3)))
     for k, (op, start, end) in enumerate(schedule):
         pipe = _pipe(op)
@@ -103,6 +111,8 @@ def draw(schedule, path, *, title="", labels=None):
         # a lane holds its pipe's instructions in flight at once in rows of their own
         h = 0.7 / depth[pipe]
         y = lanes.index(pipe) - 0.35 + rows[k] * h
+        if accepted is not None and accepted[k] < start:
+            ax.plot([accepted[k], start], [y + h / 2] * 2, color=COLOURS[pipe], linewidth=0.8, alpha=0.6)
         ax.broken_barh([(start, max(end - start, 1))], (y, h), facecolors=COLOURS[pipe],
                        edgecolor="black", linewidth=0.5)
         ax.text(start + (end - start) / 2, y + h / 2, text, ha="center", va="center",
@@ -113,7 +123,8 @@ def draw(schedule, path, *, title="", labels=None):
     end = max((e for _, _, e in schedule), default=1)
     ax.set_xlim(0, end)
     ax.set_title(f"{title + ': ' if title else ''}{len(schedule)} instructions, {end} cycles "
-                 "(lane: pipe, busy share of the run)")
+                 "(lane: pipe, busy share; bar: start to response" + ("; line: waiting)" if accepted is not None
+                                                                     else ")"), fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -154,7 +154,7 @@ def _stream_overlaps(name, pipe):
     assert rep.ok, rep.problems
     assert rep.early[pipe.value] == 15, rep.early
     assert rep.total_cycles < rep.sum_cycles, (rep.total_cycles, rep.sum_cycles)
-    accepted = [a for _, a, _ in rep.schedule]
+    accepted = rep.accepted
     assert accepted[:CHECK_DEPTH] == list(range(accepted[0], accepted[0] + CHECK_DEPTH)), accepted
 
 

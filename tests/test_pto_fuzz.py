@@ -132,8 +132,8 @@ def _back_to_back_against(rtl_ub_edit, seed=101, faults=None, rtl_faults=None):
             statuses = [shadow.execute(c, on_undefined="mask") for c in cmds]
             rtl["ub"] = rtl_ub_edit(np.array(shadow.ub), shadow)
             rtl["gm"] = shadow.gm
-            self.schedule = [(k, k + 1) for k in range(len(cmds))]
-            return [{"status": s, "cycles": 1} for s in statuses], len(cmds)
+            self.schedule = [(k, k, k + 1) for k in range(len(cmds))]
+            return [{"status": s, "cycles": 1, "queued": 0} for s in statuses], len(cmds)
 
         def gm_read(self, addr, n):
             return rtl["gm"].read(addr, n)

@@ -27,15 +27,17 @@ def test_example_rtl(name, tmp_path):
     # the whole program, commands back to back: each instruction's cycles, and a few between them (issue #34)
     n = len(rep.rows)
     assert rep.sum_cycles <= rep.total_cycles <= rep.sum_cycles + 4 * (n - 1), (rep.total_cycles, rep.sum_cycles)
-    # the schedule the timeline draws: one instruction at a time today, each as long as its cycles, the last
-    # ending where the program's total ends
-    assert len(rep.schedule) == n and rep.schedule[0][1] == 0 and rep.schedule[-1][2] == rep.total_cycles
-    for (_, s0, e0), (_, s1, _) in zip(rep.schedule, rep.schedule[1:]):
-        assert e0 < s1, rep.schedule
-    assert [e - s for _, s, e in rep.schedule] == [r.cycles for r in rep.rows]
-    util = draw(rep.schedule, tmp_path / "timeline.png", labels=[r.op for r in rep.rows])
+    # the schedule the timeline draws: one instruction at a time, each accepted when the one before has
+    # answered, its engine started in the next cycle (the response's ``queued``: 1), as long as its cycles
+    # from the acceptance, the last ending where the program's total ends
+    assert len(rep.schedule) == n and rep.accepted[0] == 0 and rep.schedule[-1][2] == rep.total_cycles
+    assert [s - a for a, (_, s, _) in zip(rep.accepted, rep.schedule)] == [1] * n, (rep.accepted, rep.schedule)
+    for (_, s0, e0), a1 in zip(rep.schedule, rep.accepted[1:]):
+        assert e0 < a1, (rep.accepted, rep.schedule)
+    assert [e - a for a, (_, _, e) in zip(rep.accepted, rep.schedule)] == [r.cycles for r in rep.rows]
+    util = draw(rep.schedule, tmp_path / "timeline.png", labels=[r.op for r in rep.rows], accepted=rep.accepted)
     assert (tmp_path / "timeline.png").stat().st_size > 0
-    assert sum(util.values()) == pytest.approx(rep.sum_cycles / rep.total_cycles)
+    assert sum(util.values()) == pytest.approx((rep.sum_cycles - n) / rep.total_cycles)
     # the unit's per-pipe busy counters: each pipe's instructions' cycles, added up in hardware
     want = {pipe.value: sum(r.cycles for r, (op, _, _) in zip(rep.rows, rep.schedule) if pipe_of(op) == pipe)
             for pipe in Pipe}

@@ -88,14 +88,18 @@ def test_save_file_opens_on_the_run_with_named_fields(tmp_path, monkeypatch):
     assert lines[i - 1].endswith("DType.txt") and "ftranslated" in flags_before(i)
     i, _ = field("rsp.status")
     assert lines[i - 1].endswith("Status.txt")
-    for name in ("cmd.tag", "cmd.dst.rows", "cmd.dst.valid_cols", "cmd.gm.row_stride", "rsp.tag", "rsp.cycles"):
+    for name in ("cmd.tag", "cmd.dst.rows", "cmd.dst.valid_cols", "cmd.gm.row_stride", "rsp.tag", "rsp.cycles",
+                 "rsp.queued"):
         i, _ = field(name)
         assert "dec" in flags_before(i), name
     for name in ("cmd.src1.base", "cmd.gm.base"):
         i, _ = field(name)
         assert "hex" in flags_before(i), name
-    i, bits = field("rsp.cycles")
-    assert bits[0] == "(0)vector_unit.m_axis_rsp__tdata[63:0]" and len(bits) == 32
+    from rtl.isa import Response
+    i, bits = field("rsp.cycles")                      # its top bit first, numbered from the left of tdata
+    top = Response["cycles"].offset + 31
+    assert bits[0] == f"({RESPONSE_BITS - 1 - top})vector_unit.m_axis_rsp__tdata[{RESPONSE_BITS - 1}:0]", bits[0]
+    assert len(bits) == 32
     for trace in ("vector_unit.cycles[31:0]", "vector_unit.\\cmd.tag[15:0]"):
         assert "dec" in flags_before(lines.index(trace)), trace
 

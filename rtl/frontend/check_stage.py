@@ -90,7 +90,9 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     # earlier rejections are ahead of it)
     settled = dispatch.empty & ~Cat(q.r_rdy for q in queues[1:]).any()
     pushed = Signal()
-    m.d.comb += [w_data.tag.eq(head.cmd.tag), w_data.cycles.eq(now - head.stamp)]
+    # (no engine runs a rejected command or TSYNC: all of its cycles were spent waiting)
+    waited = now - head.stamp
+    m.d.comb += [w_data.tag.eq(head.cmd.tag), w_data.cycles.eq(waited), w_data.queued.eq(waited)]
     m.d.comb += [dispatch.push.payload.pipe.eq(pipe_select(m, head.cmd.opcode, "head_pipe")),
                  dispatch.push.payload.footprint.eq(Mux(fq.r_rdy, fq.r_data, footprint.footprint.as_value())),
                  dispatch.push.payload.payload.cmd.eq(head.cmd),

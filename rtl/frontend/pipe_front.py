@@ -44,7 +44,8 @@ class PipeFrontEnd(wiring.Component):
         its engine is done, TSYNC's when every command before it has been answered. Responses of different
         pipes come in the order they finish (round robin among those ready in the same cycle), not in
         command order. ``cycles``: from the cycle the command is accepted to the cycle its response is
-        queued.
+        queued; ``queued``: of them, those before the cycle its engine's ``start`` is high in (1 for a
+        speculative start; all of them for a command no engine runs: a rejected one, TSYNC).
     engines : In(:class:`rtl.engines.base.EngineSignature`).array(len(engines))
         Per engine: ``cmd`` (held from its ``start`` to its ``done``), ``start`` (a one-cycle pulse), ``go``
         (high until ``done``: the command is checked and nothing older conflicts, so the engine may write;
@@ -191,6 +192,9 @@ class PipeFrontEnd(wiring.Component):
             mine = [e for e, p in enumerate(self._pipe_of) if p == k]
             stamp = Signal(32, name=f"pipe{k}_stamp")
             tag = Signal(16, name=f"pipe{k}_tag")
+            # the response's ``queued``: from the acceptance to the cycle of the engine's ``start`` (a register:
+            # ``start`` is high in the cycle after the take)
+            queued = Signal(32, name=f"pipe{k}_queued")
             take = Signal(name=f"pipe{k}_take")
             # a speculative start: the offered command is this pipe's (``spec``: no pipe runs)
             spec = Signal(name=f"pipe{k}_spec")
@@ -205,6 +209,7 @@ class PipeFrontEnd(wiring.Component):
             any_rel = nrel[k] != 0
             rel_tag = [Signal(16, name=f"pipe{k}_rel{i}_tag") for i in range(D)]
             rel_stamp = [Signal(32, name=f"pipe{k}_rel{i}_stamp") for i in range(D)]
+            rel_queued = [Signal(32, name=f"pipe{k}_rel{i}_queued") for i in range(D)]
             rel_ended = Signal(range(D + 1), name=f"pipe{k}_rel_ended")
             rel_owes = Signal(name=f"pipe{k}_rel_owes")          # a released one's ``done`` has not come yet
             m.d.comb += rel_owes.eq(rel_ended < nrel[k])
@@ -223,9 +228,9 @@ class PipeFrontEnd(wiring.Component):
                          take.eq(issue.valid & issue.ready), self.early[k].eq(take & rel_owes)]
             with m.If(take):
                 m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
-                             checked.eq(1), inserted.eq(1)]
+                             queued.eq(now + 1 - issue.payload.stamp), checked.eq(1), inserted.eq(1)]
             with m.If(spec):
-                m.d.sync += [running[k].eq(1), stamp.eq(now), tag.eq(offered.tag), checked.eq(0),
+                m.d.sync += [running[k].eq(1), stamp.eq(now), tag.eq(offered.tag), queued.eq(1), checked.eq(0),
                              inserted.eq(0)]
             with m.If(passed):
                 m.d.sync += checked.eq(1)
@@ -273,7 +278,8 @@ class PipeFrontEnd(wiring.Component):
                          w_en.eq(answer | rel_answer),
                          w_data.tag.eq(Mux(rel_owes, Array(rel_tag)[rel_ended], tag)),
                          w_data.status.eq(Mux(ended & ~rel_owes, ended_status, status)),
-                         w_data.cycles.eq(now - Mux(rel_owes, Array(rel_stamp)[rel_ended], stamp))]
+                         w_data.cycles.eq(now - Mux(rel_owes, Array(rel_stamp)[rel_ended], stamp)),
+                         w_data.queued.eq(Mux(rel_owes, Array(rel_queued)[rel_ended], queued))]
             # release: the running instruction, checked and in the scoreboard, neither done nor answered, while
             # fewer than ``RELEASED`` are
             rel = Signal(name=f"pipe{k}_release")
@@ -300,6 +306,7 @@ class PipeFrontEnd(wiring.Component):
             m.d.sync += [nrel[k].eq(nrel[k] + rel - pop), rel_ended.eq(rel_ended + rel_answer - pop)]
             oldest_first(m, rel_tag, nrel[k], rel, pop, tag)
             oldest_first(m, rel_stamp, nrel[k], rel, pop, stamp)
+            oldest_first(m, rel_queued, nrel[k], rel, pop, queued)
             with m.If((free[k] & ~any_rel) | aborted | rel):
                 m.d.sync += [ended.eq(0), answered.eq(0), running[k].eq(0)]
             with m.Else():

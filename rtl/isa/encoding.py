@@ -126,12 +126,13 @@ Command = data.StructLayout({
     "gm":         GmDesc,
 })
 
-#: One response per command, in command order.
+#: One response per command (in command order on the serial unit, in completion order on a concurrent one).
 Response = data.StructLayout({
     "tag":        16,
     "status":     Status,
     "_reserved":  8,
     "cycles":     32,           # clock cycles from command acceptance to completion
+    "queued":     32,           # of them, the cycles before its engine started (= cycles if none ran it)
 })
 
 COMMAND_BITS = Command.size

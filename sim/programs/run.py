@@ -53,8 +53,10 @@ class Report:
     expects (at its source line, with the golden's rule; their text is in ``problems`` too). ``missing``:
     {output name: why it was never computed} (an instruction on its way failed): left out of ``outputs``.
     ``total_cycles``: RTL runs, the whole program's cycles, the first command accepted to the last response
-    with the commands back to back (``sum_cycles``: the instructions' own cycles added up), and ``schedule``
-    each instruction's ``(opcode, start, end)`` in that run, in cycles (``sim.timeline`` draws it); ``busy``
+    with the commands back to back (``sum_cycles``: the instructions' own cycles added up), ``schedule``
+    each instruction's ``(opcode, start, end)`` in that run, in cycles, from its engine's start to its
+    response (``sim.timeline`` draws it; start = end for one no engine ran: rejected, TSYNC), and ``accepted``
+    the cycle each was accepted in (the time between is the response's ``queued``); ``busy``
     ``{pipe name: cycles}`` over that run from the unit's per-pipe counters (``perf__busy__*``)."""
     rows: list
     outputs: dict
@@ -66,6 +68,7 @@ class Report:
     missing: dict = field(default_factory=dict)
     total_cycles: int = None
     schedule: list = None
+    accepted: list = None
     busy: dict = None
     #: ``{pipe name: cycles}`` its next instruction waited on a hazard over that run (``perf__stalled__*``; a
     #: unit whose pipes run at once, ``Config.concurrent``), else None.
@@ -246,7 +249,8 @@ def _rtl_report(image, rows, golden, results, result, sim):
     rep.stalled = results.get("stalled")
     rep.early = results.get("early")
     if results.get("schedule"):
-        rep.schedule = [(c["opcode"], start, end) for c, (start, end) in zip(image.commands, results["schedule"])]
+        rep.schedule = [(c["opcode"], start, end) for c, (_, start, end) in zip(image.commands, results["schedule"])]
+        rep.accepted = [a for a, _, _ in results["schedule"]]
     if results["error"]:
         rep.problems.append(results["error"] + f" (log: {result.log_file})")
     outs = {o["name"]: o for o in image.outputs}
@@ -401,7 +405,8 @@ def main(argv=None):
               + ", ".join(f"{pipe} {n}" for pipe, n in rep.early.items()))
     if a.timeline and rep.schedule:
         from sim.timeline import draw
-        util = draw(rep.schedule, a.timeline, title=pathlib.Path(program).name, labels=[r.op for r in rep.rows])
+        util = draw(rep.schedule, a.timeline, title=pathlib.Path(program).name, labels=[r.op for r in rep.rows],
+                    accepted=rep.accepted)
         print(f"timeline -> {a.timeline}: " + ", ".join(f"{pipe.value} {100 * u:.0f}%" for pipe, u in util.items()))
     if a.out:
         save_outputs(a.out, rep.outputs)

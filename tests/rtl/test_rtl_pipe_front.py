@@ -88,10 +88,11 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
     overlapping = [overlap and cls.OVERLAP for cls in classes]
     rel_at = {}                          # (engine, instruction) -> the cycle its mock releases its command
     vm = (1 << PIPES.index(Pipe.VECTOR)) | (1 << PIPES.index(Pipe.MATRIX))     # "both": cycles both run
+    accepted = {}                        # tag -> acceptance cycle
+    started_at = {}                      # tag -> the cycle its engine's ``start`` was last high in
 
     async def bench(ctx):
         nxt, cycle = 0, 0
-        accepted = {}                    # tag -> acceptance cycle
         run = {}                         # (engine, instruction) -> (read, write, done cycles)
         spec = {}                        # (engine, instruction) -> start cycle: started, no go yet
 
@@ -156,7 +157,7 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
                 tag = r["tag"]
                 if tag in out["answers"] or tag not in accepted:
                     out["problems"].append(f"cycle {cycle}: response for tag {tag} (answered before, or never accepted)")
-                out["answers"][tag] = (r["status"], r["cycles"], cycle - accepted.get(tag, cycle), cycle)
+                out["answers"][tag] = (r["status"], r["cycles"], cycle - accepted.get(tag, cycle), cycle, r["queued"])
             busy = ctx.get(dut.busy)
             out["overlap"] += bin(busy).count("1") > 1
             out["both"] += busy & vm == vm
@@ -184,6 +185,7 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
                         _schedule(e, i, t0, cycle, tr)
                 if ctx.get(port.start):
                     i = decode(Command, ctx.get(port.cmd).as_value().value)["tag"]
+                    started_at[i] = cycle
                     # (a pipe's engine is busy until its done, or until it released the command; its writes may
                     # still be landing after it)
                     busy = [(f, j) for (f, j), (_, _, td) in run.items()
@@ -226,6 +228,13 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
             out["problems"].append(f"command {i} ({c['opcode']}): answered {got and got[0]}, want {want}")
         elif not 0 < got[1] <= got[2]:
             out["problems"].append(f"command {i}: cycles {got[1]}, but {got[2]} from acceptance to response")
+        else:
+            # ``queued``: the cycles from its acceptance to its engine's start; all of them if none ran it
+            ran = legal[i] and c["opcode"] != Opcode.TSYNC
+            want_q = started_at[i] - accepted[i] if ran else got[1]
+            if got[4] != want_q:
+                out["problems"].append(f"command {i} ({c['opcode'].name}): queued {got[4]}, want {want_q} "
+                                       f"(accepted {accepted[i]}, started {started_at.get(i)})")
         if c["opcode"] == Opcode.TSYNC and got is not None:
             late = [j for j in range(i) if out["answers"][j][3] > got[3]]
             if late:
