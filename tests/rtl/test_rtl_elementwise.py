@@ -17,7 +17,7 @@ from rtl.engines.elementwise.lanes import ElementwiseLanes
 from rtl.engines.elementwise.model import pattern_ready
 from rtl.engines.elementwise.pattern import PatternBuilder
 from rtl.engines.elementwise.walker import MAX_WORD_BYTES, SegmentWalker
-from rtl.isa import EXPAND_BLOCK_BYTES, DType, DTYPE_BYTES, INSTRUCTIONS, Layout, Opcode, Status
+from rtl.isa import DType, DTYPE_BYTES, INSTRUCTIONS, Layout, Opcode, Status
 from rtl.lib.contract import ContractError
 from rtl.top import VectorUnit
 
@@ -344,11 +344,14 @@ def test_overlap_random_stream(name, lanes, stalls, seed):
 def test_overlap_trowexpand_stream(lanes, mode):
     """Independent TROWEXPANDMULs back to back (double_buffer's compute): the engine takes each next one as soon
     as its walker has finished the previous one, as for TPART* (reader B's lines carry their instruction's
-    parity, so the pattern builder leaves the next one's expanded lines in reader B until the combiner is on
-    it). Each after the first costs its words plus the first row's pattern: a cycle for the pattern builder's
-    mode and size to settle, the expanded operand's first line (``line_words``) and ``PatternBuilder.LATENCY``,
-    less the cycle the combiner would wait anyway; at K = 4 the beats hide most of it. (Released only at the
-    last word into the lanes, a TROWEXPANDMUL paid its whole setup and fill: ~45 cycles each here at K = 1.)"""
+    parity), and the pattern builder moves on to the next one's expanded lines as soon as it has the current
+    one's patterns (``pattern_context``), so its first row's pattern waits in the queue when the combiner
+    gets there: each after the first costs its words and nothing more, but for the cycle the builder takes
+    to move on where it is no faster than the combiner (mode 2 at K = 1: a row is one block, a pattern per
+    row's words; it has no lead to hide that cycle in). (Before the tenth session the builder
+    waited for the combiner, and each later one paid the expanded operand's first line, ``line_words``, and
+    ``PatternBuilder.LATENCY`` on top; released only at the last word into the lanes, a TROWEXPANDMUL paid
+    its whole setup and fill: ~45 cycles each here at K = 1.)"""
     config = preset("small", ub_bytes=16384, ub_write_queues=True, ew_lane_bytes=lanes)
     t = lambda base, c, lay=ROW: {"base": base, "rows": 16, "cols": c, "valid_rows": 16, "valid_cols": c,
                                   "dtype": DType.FP16, "layout": lay}
@@ -360,14 +363,10 @@ def test_overlap_trowexpand_stream(lanes, mode):
     one = ElementwiseEngine.cycles(config, cmds[0])
     K = config.ub_word_bytes // lanes
     words = 512 // config.ub_word_bytes
-    line_words = -(-EXPAND_BLOCK_BYTES // config.ub_word_bytes) if mode == 2 else 1
-    each = words * K + line_words + PatternBuilder.LATENCY
     cycles, overlapped = _stream(config, cmds, 3)
     assert overlapped == n - 1
-    if K == 1:
-        assert cycles == one + (n - 1) * each, (cycles, one, each)
-    else:
-        assert one + (n - 1) * words * K <= cycles <= one + (n - 1) * each, (cycles, one, each)
+    each = words * K + (mode == 2 and K == 1)
+    assert cycles == one + (n - 1) * each, (cycles, one, each)
 
 
 @pytest.mark.parametrize("lanes", [16, 4])

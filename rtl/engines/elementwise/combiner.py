@@ -10,15 +10,18 @@ from rtl.lib.contract import require
 __all__ = ["combiner"]
 
 
-def combiner(m, cfg, go, room, ctx, info_q, rd_a, rd_b, pat, *, odd_copies, settling=None):
+def combiner(m, cfg, go, room, ctx, info_q, rd_a, rd_b, pat, *, odd_copies, settling=None, b_pattern=None):
     """Pairs each full-operand word (reader ``rd_a``) with the partial source's word (``rd_b``) or the
     row's pattern (``pat``), ordered as the lanes' ``a`` / ``b``, with the per-byte copy mask (TPART*:
     bytes outside the partial source's valid region, from the segment info queue ``info_q``), into the
     operand registers (``ElementwiseEngine.COMBINER_CYCLES`` = 1) that feed the lanes ``L`` bytes a
     beat. Nothing is taken before ``go``, nor while the output queue has no ``room`` (a register: the
     words of the beats in flight need its space). ``s``: the setup's signals; ``odd_copies``: copies of ``odd``
-    for ``b``'s selects (``W = 16``). Returns the operand registers, their valid bit and ``fin_beat``
-    (the instruction's last beat is in them)."""
+    for ``b``'s selects (``W = 16``). With overlap, ``settling`` (the pattern builder takes no word) and
+    ``b_pattern`` (reader B's word is the pattern builder's: its instruction's, which may be the next one,
+    :func:`rtl.engines.elementwise.overlap.pattern_context`; else the combiner's, a TPART*'s); without, a
+    TROWEXPAND*'s reader B feeds the builder. Returns the operand registers, their valid bit and
+    ``fin_beat`` (the instruction's last beat is in them)."""
     W, L = cfg.ub_word_bytes, cfg.ew_lane_bytes
     sh = W.bit_length() - 1
     K = W // L
@@ -50,7 +53,8 @@ def combiner(m, cfg, go, room, ctx, info_q, rd_a, rd_b, pat, *, odd_copies, sett
         load.eq((~seg_v | (fire & a_w.last)) & q_i.r_rdy),
         q_i.r_en.eq(load),
         rd_a.words.ready.eq(fire),
-        rd_b.words.ready.eq(Mux(c_trow, pat_ready, fire)),
+        rd_b.words.ready.eq(Mux(c_trow, pat_ready, fire) if b_pattern is None else
+                            Mux(b_pattern, pat_ready, fire & ~c_trow)),
         pat.patterns.ready.eq(fire & a_w.last & c_trow),
     ]
     seg_fin = Signal()                  # the current segment is the instruction's last

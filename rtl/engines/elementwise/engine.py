@@ -10,7 +10,7 @@ from rtl.engines.base import GO_DELAY, Engine, tile_lines, words_of
 from rtl.engines.elementwise.combiner import combiner
 from rtl.engines.elementwise.lanes import ElementwiseLanes
 from rtl.engines.elementwise.model import cycles as model_cycles
-from rtl.engines.elementwise.overlap import overlap_context, pattern_hold, release_and_empty, tag_b_lines
+from rtl.engines.elementwise.overlap import overlap_context, pattern_context, release_and_empty, tag_b_lines
 from rtl.engines.elementwise.pattern import PATTERN_BYTES, PatternBuilder
 from rtl.engines.elementwise.setup import EW_OPCODES, decode, is_rowexpand, lane_op, same_valid, setup
 from rtl.engines.elementwise.walker import QUEUE_CYCLES, FlagFifo, SegmentWalker
@@ -244,14 +244,15 @@ class ElementwiseEngine(Engine):
         if self._overlap:                                              # the instructions in flight
             last_fire = Signal()
             ctx = overlap_context(m, d, s, walker.start, last_fire, ~b_par)
-            ctx.settling = pattern_hold(m, ctx, rd_b)
+            ctx.pattern = pattern_context(m, ctx, rd_b, pat.busy)
         else:
             ctx = SimpleNamespace(trow=s.params.trow, p_is_a=s.p_is_a, p_is_b=s.p_is_b, c_trow=s.c_trow,
-                                  c_p_is_a=s.c_p_is_a, pat_esz=s.pat_esz, pat_mode1=s.pat_mode1, settling=None)
+                                  c_p_is_a=s.c_p_is_a, pat_esz=s.pat_esz, pat_mode1=s.pat_mode1, pattern=None)
         self._patterns(m, ctx, pat, rd_b)                              # 4. patterns
         oq = self._output_queue(m, lanes)                              # 7. the output queue
         regs = combiner(m, cfg, self.go, oq.room, ctx, info, rd_a, rd_b, pat,   # 5. combiner (combiner.py)
-                        odd_copies=self.ODD_COPIES, settling=ctx.settling)
+                        odd_copies=self.ODD_COPIES, settling=ctx.pattern and ctx.pattern.settling,
+                        b_pattern=ctx.pattern and ctx.pattern.mine)
         if self._overlap:
             m.d.comb += last_fire.eq(regs.last_fire)
         self._lanes_and_writer(m, d, ctx, regs, lanes, oq, wr)         # 6, 7. lanes, queue, writer
@@ -338,11 +339,17 @@ class ElementwiseEngine(Engine):
 
     def _patterns(self, m, ctx, pat, rd_b):
         """Reader B's words into the pattern builder (TROWEXPAND* only), with its mode and element size
-        (the setup's RUN copies, or with overlap the combiner's instruction's, none taken while they
+        (the setup's RUN copies, or with overlap those of the builder's own instruction, the combiner's or
+        the next one, :func:`rtl.engines.elementwise.overlap.pattern_context`; none taken while they
         settle)."""
-        valid = rd_b.words.valid & ctx.c_trow
-        m.d.comb += [pat.mode1.eq(ctx.pat_mode1), pat.esz.eq(ctx.pat_esz), pat.words.payload.eq(rd_b.words.payload),
-                     pat.words.valid.eq(valid if ctx.settling is None else valid & ~ctx.settling)]
+        pc = ctx.pattern
+        if pc is None:
+            m.d.comb += [pat.mode1.eq(ctx.pat_mode1), pat.esz.eq(ctx.pat_esz),
+                         pat.words.valid.eq(rd_b.words.valid & ctx.c_trow)]
+        else:
+            m.d.comb += [pat.mode1.eq(pc.mode1), pat.esz.eq(pc.esz),
+                         pat.words.valid.eq(rd_b.words.valid & pc.mine & ~pc.settling)]
+        m.d.comb += pat.words.payload.eq(rd_b.words.payload)
 
     # ---- 6, 7. lanes, output queue, writer ------------------------------------------------------------------
 

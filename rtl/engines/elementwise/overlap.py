@@ -12,7 +12,7 @@ from rtl.engines.elementwise.lanes import LaneOp
 from rtl.isa import DType
 from rtl.lib.tile import ESZ_BITS
 
-__all__ = ["ContextLayout", "overlap_context", "release_and_empty", "tag_b_lines", "pattern_hold"]
+__all__ = ["ContextLayout", "overlap_context", "release_and_empty", "tag_b_lines", "pattern_context"]
 
 #: What the stages behind the walker need of an instruction: TROWEXPAND* (``trow``) and where its pattern
 #: goes (``p_is_a``: the lanes' ``a``, ``p_is_b``: their ``b``), the pattern builder's mode and element size,
@@ -54,9 +54,12 @@ def overlap_context(m, d, s, push, pop, par):
             m.d.sync += cur_v.eq(0)
     with m.Elif(push):
         m.d.sync += [nxt.eq(new), nxt_v.eq(1)]
+    change = Signal(name="ctx_change")           # ``cur`` takes another instruction at this edge
+    m.d.comb += change.eq((~cur_v | pop) & (nxt_v | push))
     return SimpleNamespace(trow=cur.trow, p_is_a=cur.p_is_a, p_is_b=cur.p_is_b, c_trow=cur.trow,
                            c_p_is_a=cur.p_is_a, pat_esz=cur.esz, pat_mode1=cur.mode1, dtype=cur.dtype, op=cur.op,
-                           settling=settling, full=nxt_v, par=cur.par)
+                           settling=settling, full=nxt_v, par=cur.par,
+                           cur=cur, nxt=nxt, nxt_v=nxt_v, change=change)
 
 
 def release_and_empty(m, engine, d, s, ctx, last_taken, empty_done, max_in_flight):
@@ -96,10 +99,39 @@ def tag_b_lines(m, start, pre_en, pre_line, b_line, q_b, rd_b, b_par):
         m.d.sync += b_par.eq(~b_par)
 
 
-def pattern_hold(m, ctx, rd_b):
-    """When the pattern builder neither sees nor takes reader B's word: while its copies of the mode and
-    size settle (``ctx.settling``), and while the word is of another instruction than the combiner's
-    (``ctx.par``: it waits in reader B until the combiner is on its instruction)."""
-    hold = Signal(name="pattern_hold")
-    m.d.comb += hold.eq(ctx.settling | (rd_b.words.payload.tag != ctx.par))
-    return hold
+def pattern_context(m, ctx, rd_b, pat_busy):
+    """The pattern builder's own instruction, so that it builds the next TROWEXPAND*'s first patterns while
+    the combiner is still on the current instruction's last rows (the patterns queue up behind the current
+    one's; the combiner takes them in order). The builder is on the combiner's instruction (``ctx.cur``) or,
+    once reader B's next word is of the next one's parity and the next one is a TROWEXPAND* (``ctx.nxt``),
+    on that one (``pb_next``; it moves on when it has no scalar of the current one left, ``pat_busy``: its
+    mode-1 word). A move changes the builder's mode and size: it takes no word in the cycle after (its
+    copies of them are a cycle late: ``settling``); so does a change of ``ctx.cur`` while the builder was on
+    it (the pop of an instruction whose successor's words the builder had not reached). Returns ``mode1``,
+    ``esz`` (the builder's inputs), ``mine`` (reader B's word is the builder's to take, not the combiner's)
+    and ``settling``.
+
+    Before the tenth session the builder followed the combiner: each later TROWEXPAND* paid its first
+    pattern (the line's words and ``PatternBuilder.LATENCY``) after the previous one's last row."""
+    cur, nxt = ctx.cur, ctx.nxt
+    pb_next = Signal(name="pattern_on_next")
+    settling = Signal(name="pattern_settling")
+    tag = rd_b.words.payload.tag
+    move = Signal(name="pattern_move")
+    m.d.comb += move.eq(~pb_next & ctx.nxt_v & nxt.trow & rd_b.words.valid & (tag == nxt.par) & ~pat_busy
+                        & ~ctx.change)
+    # (a move needs no settling cycle: the builder is idle then, its last word taken a cycle or more before
+    # and its last scalar emitted, ``pat_busy``; what it registers of the mode and size, ``m1`` and the
+    # ``esz`` copies, serves the writes and emits of words taken from the cycle after the move on, which are
+    # the new instruction's. The pop keeps the serial engine's rule.)
+    m.d.sync += settling.eq(ctx.change & ~pb_next)
+    with m.If(ctx.change):
+        m.d.sync += pb_next.eq(0)                # (on the next one: it is the combiner's now)
+    with m.Elif(move):
+        m.d.sync += pb_next.eq(1)
+    mode1, esz, par, trow = Signal(name="pattern_mode1"), Signal.like(cur.esz, name="pattern_esz"), Signal(), Signal()
+    m.d.comb += [mode1.eq(Mux(pb_next, nxt.mode1, cur.mode1)), esz.eq(Mux(pb_next, nxt.esz, cur.esz)),
+                 par.eq(Mux(pb_next, nxt.par, cur.par)), trow.eq(Mux(pb_next, nxt.trow, cur.trow))]
+    mine = Signal(name="pattern_mine")
+    m.d.comb += mine.eq(trow & (tag == par))
+    return SimpleNamespace(mode1=mode1, esz=esz, mine=mine, settling=settling)

@@ -43,6 +43,8 @@ class PatternBuilder(wiring.Component):
     mode1, esz : in, mode 1 and the log2 element bytes; registers, stable for an instruction from at
         least a cycle before its first word.
     patterns : stream out, ``8 * PATTERN_BYTES`` bits.
+    busy : out, a mode-1 word's scalars are not all emitted yet (a register): the builder's mode and size
+        must not change before it is low (the overlapping engine moves it to the next instruction then).
 
     Structure: a :attr:`QUEUE_DEPTH`-entry queue (:class:`rtl.lib.flag_fifo.FlagFifo`) written from
     registers: mode 2 the pattern folded in a register (the line's words OR-ed in), a cycle after the
@@ -80,6 +82,7 @@ class PatternBuilder(wiring.Component):
             "mode1": In(1),
             "esz": In(ESZ_BITS),
             "patterns": Out(stream.Signature(8 * PATTERN_BYTES)),
+            "busy": Out(1),
         })
 
     def elaborate(self, platform):
@@ -158,6 +161,7 @@ class PatternBuilder(wiring.Component):
             m.d.sync += [held.eq(by_size(lambda n: held >> 8 * n)), held_be.eq(by_size(lambda n: held_be >> n)),
                          more.eq(by_size(lambda n: held_be[2 * n])), have.eq(more)]
 
+        m.d.comb += self.busy.eq(have)
         m.d.comb += self.words.ready.eq(Mux(self.mode1, ~have | (out.w_rdy & ~more), ~word.last | out.w_rdy))
         m.d.sync += done.eq(take2 & word.last)
         m.d.comb += out.w_en.eq(Mux(m1, emit, done))
