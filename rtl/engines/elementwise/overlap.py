@@ -30,26 +30,22 @@ def overlap_context(m, d, s, push, pop, par):
     reader B carry (the engine's ``b_parity`` after the push). A push never finds both full: the engine
     releases the command only while ``nxt`` is empty (``full``).
 
-    Returns the combiner's and the pattern builder's flags (as the serial engine's setup names them),
-    ``dtype`` / ``op`` for the lanes (the engine registers them with the operand registers), ``settling``
-    (``cur`` changed at the last edge: the pattern builder's copies of its mode and size are a cycle late,
-    so it takes no word now), ``full`` (``nxt`` holds an instruction) and ``par`` (the combiner's
-    instruction's parity: the pattern builder, which takes reader B's words ahead of the rows, takes only
-    words of that parity, so the next instruction's words wait in reader B until the combiner is on it).
-    Before the parity a TROWEXPAND* released the engine only once its last word had reached the lanes,
-    so that no later word could reach reader B ahead of the pattern builder."""
+    Returns the combiner's flags (as the serial engine's setup names them), ``dtype`` / ``op`` for the
+    lanes (the engine registers them with the operand registers), ``full`` (``nxt`` holds an instruction),
+    and for the pattern builder's own context (:func:`pattern_context`) the registers ``cur``, ``nxt``,
+    ``nxt_v`` and ``change`` (``cur`` takes another instruction at this edge). The parities keep the two
+    instructions' words in reader B apart: before them a TROWEXPAND* released the engine only once its last
+    word had reached the lanes, so that no later word could reach reader B ahead of the pattern builder."""
     new = Signal(ContextLayout)
     m.d.comb += [new.trow.eq(d.trow), new.p_is_a.eq(s.p_is_a), new.p_is_b.eq(s.p_is_b), new.mode1.eq(s.other_cm),
                  new.esz.eq(d.esz), new.dtype.eq(d.dtype), new.op.eq(d.op), new.par.eq(par)]
     cur, nxt = Signal(ContextLayout, name="ctx_cur"), Signal(ContextLayout, name="ctx_nxt")
     cur_v, nxt_v = Signal(name="ctx_cur_valid"), Signal(name="ctx_nxt_valid")
-    settling = Signal(name="ctx_settling")
-    m.d.sync += settling.eq(0)
     with m.If(~cur_v | pop):
         with m.If(nxt_v):
-            m.d.sync += [cur.eq(nxt), cur_v.eq(1), settling.eq(1), nxt.eq(new), nxt_v.eq(push)]
+            m.d.sync += [cur.eq(nxt), cur_v.eq(1), nxt.eq(new), nxt_v.eq(push)]
         with m.Elif(push):
-            m.d.sync += [cur.eq(new), cur_v.eq(1), settling.eq(1)]
+            m.d.sync += [cur.eq(new), cur_v.eq(1)]
         with m.Else():
             m.d.sync += cur_v.eq(0)
     with m.Elif(push):
@@ -57,8 +53,7 @@ def overlap_context(m, d, s, push, pop, par):
     change = Signal(name="ctx_change")           # ``cur`` takes another instruction at this edge
     m.d.comb += change.eq((~cur_v | pop) & (nxt_v | push))
     return SimpleNamespace(trow=cur.trow, p_is_a=cur.p_is_a, p_is_b=cur.p_is_b, c_trow=cur.trow,
-                           c_p_is_a=cur.p_is_a, pat_esz=cur.esz, pat_mode1=cur.mode1, dtype=cur.dtype, op=cur.op,
-                           settling=settling, full=nxt_v, par=cur.par,
+                           c_p_is_a=cur.p_is_a, dtype=cur.dtype, op=cur.op, full=nxt_v,
                            cur=cur, nxt=nxt, nxt_v=nxt_v, change=change)
 
 
@@ -104,10 +99,10 @@ def pattern_context(m, ctx, rd_b, pat_busy):
     the combiner is still on the current instruction's last rows (the patterns queue up behind the current
     one's; the combiner takes them in order). The builder is on the combiner's instruction (``ctx.cur``) or,
     once reader B's next word is of the next one's parity and the next one is a TROWEXPAND* (``ctx.nxt``),
-    on that one (``pb_next``; it moves on when it has no scalar of the current one left, ``pat_busy``: its
-    mode-1 word). A move changes the builder's mode and size: it takes no word in the cycle after (its
-    copies of them are a cycle late: ``settling``); so does a change of ``ctx.cur`` while the builder was on
-    it (the pop of an instruction whose successor's words the builder had not reached). Returns ``mode1``,
+    on that one (``pb_next``, a register: it moves on when it has no scalar of the current one left,
+    ``pat_busy``: its mode-1 word). A change of ``ctx.cur`` while the builder was on it (the pop of an
+    instruction whose successor's words the builder had not reached) changes its mode and size as the serial
+    engine's next instruction does: it takes no word in the cycle after (``settling``). Returns ``mode1``,
     ``esz`` (the builder's inputs), ``mine`` (reader B's word is the builder's to take, not the combiner's)
     and ``settling``.
 
