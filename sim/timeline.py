@@ -2,11 +2,11 @@
 
 ``python -m sim run P.pto --timeline T.png`` draws the RTL run of a program's commands back to back (the run
 its total cycles are measured on; ``Driver.schedule`` gives each command's acceptance, its engine's start
-(the response's ``queued`` after it) and its end, the edge that raises its response): a bar from the start to
-the end, the time it waited before (the checker, its pipe's queue, hazards) a thin line from its acceptance. The lanes are the pipes of ``rtl.isa.Pipe`` (GM -> UB, UB -> GM,
-vector, matrix), as Ascend's and Neuron's profilers show their engines; a pipe's utilization is the share of
-the program's cycles in which at least one of its instructions was running (from its engine's start). TSYNC,
-in no pipe, is a dashed
+(the response's ``queued`` after it) and its end, the edge that raises its response): a bar from the start
+to the end, the time it waited before (the checker, its pipe's queue, hazards) a thin line from its
+acceptance. The lanes are the pipes of ``rtl.isa.Pipe`` (GM -> UB, UB -> GM, vector, matrix), as Ascend's
+and Neuron's profilers show their engines; a pipe's utilization is the share of the program's cycles in
+which at least one of its instructions was running (from its engine's start). TSYNC, in no pipe, is a dashed
 line where it answers. On the serial unit the bars never overlap and the utilizations add up to at most 100%:
 the figure shows what running the pipes at once (issue #33) has to gain. On a concurrent unit a pipe's
 instructions in flight at once (queued behind each other, or overlapping in their engine) are drawn in rows of
@@ -73,7 +73,7 @@ def _rows(schedule, accepted=None):
     acceptance with ``accepted``: its wait line is drawn in the row too; modulo :data:`MAX_ROWS`) and each
     pipe's number of rows."""
     rows, depth, ends = [0] * len(schedule), {p: 1 for p in Pipe}, {p: [] for p in Pipe}
-    begin = [a if accepted is not None else s for a, (_, s, _) in zip(accepted or schedule, schedule)]
+    begin = list(accepted) if accepted is not None else [s for _, s, _ in schedule]
     for k in sorted(range(len(schedule)), key=lambda k: begin[k]):
         op, _, end = schedule[k]
         start = begin[k]

@@ -18,6 +18,8 @@ def test_utilization_is_the_union_of_each_pipes_intervals():
     util = utilization(schedule)
     assert util == {Pipe.GM_TO_UB: 0.6, Pipe.UB_TO_GM: 0.2, Pipe.VECTOR: 0.3, Pipe.MATRIX: 0.0}
     assert utilization([]) == {p: 0.0 for p in Pipe}
+    # over the program's cycles, from the first acceptance: the wait before the first start is nobody's
+    assert utilization(schedule, accepted=[-100, 0, 0, 0, 0])[Pipe.GM_TO_UB] == pytest.approx(60 / 200)
 
 
 def test_overlapping_counts_instructions_that_share_a_cycle_with_another_pipe():
@@ -27,6 +29,9 @@ def test_overlapping_counts_instructions_that_share_a_cycle_with_another_pipe():
                 (Opcode.TSYNC, 90, 91), (Opcode.TGEMV, 95, 99)]            # TSYNC: in no pipe, not counted
     assert overlapping(schedule) == (2, 5)
     assert overlapping([]) == (0, 0)
+    # an instruction no engine ran (start = end: rejected) neither overlaps nor is overlapped
+    assert overlapping([(Opcode.TLOAD, 10, 10), (Opcode.TPARTADD, 0, 40)]) == (0, 2)
+    assert overlapping([(Opcode.TLOAD, 0, 40), (Opcode.TPARTADD, 20, 20)]) == (0, 2)
 
 
 def test_pipes_of_the_instruction_table():
@@ -48,6 +53,9 @@ def test_draw_writes_a_png(tmp_path):
     util = draw([(Opcode.TLOAD, 0, 10), (int(Opcode.TGEMV.value), 10, 30), (Opcode.TSYNC, 30, 34)], out, title="x")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert util[Pipe.MATRIX] == pytest.approx(20 / 34)     # the barrier counts in the run, in no pipe
+    # with the acceptances, each wait drawn as a line up to its bar, the run counted from the first one
+    util = draw([(Opcode.TLOAD, 1, 10), (Opcode.TPARTADD, 12, 30)], out, accepted=[0, 1])
+    assert util[Pipe.VECTOR] == pytest.approx(18 / 30)
 
 
 def test_timeline_needs_an_rtl_run(tmp_path):
