@@ -6,7 +6,7 @@ from amaranth.lib.wiring import In, Out
 
 from rtl.checker.checker import Checker
 from rtl.concurrent import elaborate_concurrent
-from rtl.engines.base import GO_DELAY, GO_REGISTER_CYCLES, Engine
+from rtl.engines.base import GO_DELAY, GO_REGISTER_CYCLES, START_REGISTER_CYCLES, Engine
 from rtl.engines.elementwise.engine import ElementwiseEngine
 from rtl.engines.gemv.engine import GemvEngine
 from rtl.engines.local_gather.engine import LocalGatherEngine
@@ -245,7 +245,7 @@ class VectorUnit(wiring.Component):
                 m.d.comb += [
                     rsp.tag.eq(tag), rsp.status.eq(Mux(rejected, chk_status, status)), rsp.cycles.eq(cycles),
                     # the engine started in the cycle after the acceptance; a rejected command or TSYNC ran none
-                    rsp.queued.eq(Mux(rejected | ~Cat(sel).any(), cycles, 1)),
+                    rsp.queued.eq(Mux(rejected | ~Cat(sel).any(), cycles, START_REGISTER_CYCLES)),
                     self.m_axis_rsp.tvalid.eq(1),
                     self.m_axis_rsp.tdata.eq(rsp),
                 ]

@@ -10,8 +10,12 @@ from rtl.isa import Command, Opcode, Status
 from rtl.lib.axi import Axi4Signature
 from rtl.ub.buffer import UbReadSignature, UbWriteSignature
 
-__all__ = ["EngineSignature", "Engine", "GO_DELAY", "tile_lines", "words_of"]
+__all__ = ["EngineSignature", "Engine", "GO_DELAY", "START_REGISTER_CYCLES", "tile_lines", "words_of"]
 
+#: The register that raises ``start`` in the front end: an engine starts in the cycle after the edge that
+#: accepts its command (the serial unit, a speculative start) or takes it from its pipe's queue (the
+#: concurrent unit). The response's ``queued`` counts it (``rtl.isa.Response``).
+START_REGISTER_CYCLES = 1
 #: The register that raises ``go`` in the front end (it reaches every engine from a flip-flop).
 GO_REGISTER_CYCLES = 1
 #: Cycles from an engine's ``start`` to its ``go`` in the unit, for a command the checker passes: the

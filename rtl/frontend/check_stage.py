@@ -40,8 +40,6 @@ FOOTPRINT_AT = Footprint.LATENCY
 CHECK_DEPTH = max(VERDICT_AT, FOOTPRINT_AT) + 1
 
 
-
-
 def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classes, *, footprint_at=None):
     """Build the stage of ``front`` (a :class:`PipeFrontEnd`: its ``cmd`` stream and ``abort`` flags) around
     ``checker`` (pipelined), ``footprint`` and ``dispatch``; ``rsp`` = (``w_en``, ``w_data``, ``w_rdy``) of the

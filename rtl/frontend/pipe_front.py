@@ -9,7 +9,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from rtl.checker.checker import Checker
-from rtl.engines.base import EngineSignature
+from rtl.engines.base import START_REGISTER_CYCLES, EngineSignature
 from rtl.frontend.counters import PIPES, pipe_select
 from rtl.frontend.dispatch import Dispatcher
 from rtl.frontend.check_stage import FOOTPRINT_AT, check_stage
@@ -228,10 +228,11 @@ class PipeFrontEnd(wiring.Component):
                          take.eq(issue.valid & issue.ready), self.early[k].eq(take & rel_owes)]
             with m.If(take):
                 m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
-                             queued.eq(now + 1 - issue.payload.stamp), checked.eq(1), inserted.eq(1)]
+                             queued.eq(now + START_REGISTER_CYCLES - issue.payload.stamp),
+                             checked.eq(1), inserted.eq(1)]
             with m.If(spec):
-                m.d.sync += [running[k].eq(1), stamp.eq(now), tag.eq(offered.tag), queued.eq(1), checked.eq(0),
-                             inserted.eq(0)]
+                m.d.sync += [running[k].eq(1), stamp.eq(now), tag.eq(offered.tag), queued.eq(START_REGISTER_CYCLES),
+                             checked.eq(0), inserted.eq(0)]
             with m.If(passed):
                 m.d.sync += checked.eq(1)
             with m.If(stage.pushed & running[k] & ~inserted):
