@@ -25,8 +25,6 @@ from rtl.ub.writer import UbWriter
 __all__ = ["ElementwiseEngine", "EW_OPCODES", "lane_op"]
 
 
-
-
 class ElementwiseEngine(Engine):
     """Executes the elementwise family (docs/semantics.md): TROWEXPANDMUL / ADD / SUB / MAX / MIN
     (``dst = src0 op src1`` with one source broadcast along the rows: mode 1 one scalar per row, mode 2

@@ -30,8 +30,6 @@ class LaneOp(enum.Enum, shape=3):
     MIN = 4
 
 
-
-
 class _Ctrl:
     """Decoded control of one pipeline stage: one flag per property of the word's dtype and op. The
     inputs are decoded once; later stages get registered copies of the flags (no decode logic in the

@@ -119,8 +119,6 @@ MacTag = data.StructLayout({
 })
 
 
-
-
 def _element(x, j, size):
     """Lane ``j``'s element of ``size`` bytes in word ``x``, or 0 if ``x`` has none."""
     return x[8 * size * j:8 * size * (j + 1)] if 8 * size * (j + 1) <= len(x) else C(0, 8 * size)
