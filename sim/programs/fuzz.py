@@ -37,8 +37,9 @@ ROW, COL = Layout.ROW_MAJOR, Layout.COL_MAJOR
 
 
 class _Gen:
-    def __init__(self, seed, config, ops, n_instrs, dense=False):
+    def __init__(self, seed, config, ops, n_instrs, dense=False, balanced=False):
         self.dense = dense
+        self.balanced = balanced
         self.earlier_tiles, self.earlier_mems = [], []     # (dense) operands and results so far
         self.rng = random.Random(seed)
         self.np = np.random.default_rng(seed)
@@ -203,6 +204,19 @@ class _Gen:
         return self.np.integers(-4, 5, shape).astype(np.float32).astype(np_dt) if dt not in (DType.INT8, DType.INT32) \
             else self.np.integers(-4, 5, shape).astype(np_dt)
 
+    def draw_opcode(self):
+        """One of ``ops``, uniformly; ``balanced``: its pipe first, uniformly over the pipes ``ops`` has opcodes
+        in, then an opcode of that pipe (TSYNC, in no pipe, as often as uniformly). Uniform over every opcode,
+        10 of the 18 are the vector pipe's and 1 is UB -> GM's, so most neighbours share a pipe and cannot run
+        beside each other; balanced, each pipe is drawn as often as the others."""
+        if not self.balanced:
+            return self.rng.choice(self.ops)
+        piped = [op for op in self.ops if INSTRUCTIONS[op].pipe is not None]
+        if not piped or self.rng.random() < (len(self.ops) - len(piped)) / len(self.ops):
+            return self.rng.choice([op for op in self.ops if op not in piped])
+        pipe = self.rng.choice(sorted({INSTRUCTIONS[op].pipe for op in piped}, key=lambda p: p.value))
+        return self.rng.choice([op for op in piped if INSTRUCTIONS[op].pipe == pipe])
+
     # ---- program
     def build(self):
         fams = {Opcode.TLOAD: self.g_tload, Opcode.TSTORE: self.g_tstore, Opcode.MGATHER_ROW: self.g_mgather,
@@ -211,7 +225,7 @@ class _Gen:
                 "local_gather": ["param", "rows", "shape"], "trowexpand": ["shape", "layout"], "tpart": ["pattern"],
                 "gemv": ["shape"]}
         for _ in range(self.n):
-            op = self.rng.choice(self.ops)
+            op = self.draw_opcode()
             fam = INSTRUCTIONS[op].family
             if op == Opcode.TSYNC:              # the barrier: no operands, nothing to get wrong
                 self.b.tsync()
@@ -298,15 +312,16 @@ class _Gen:
 DENSE_GM_BASE = 0x4000_0000
 
 
-def random_program(seed, config="small", ops=None, n_instrs=5, dense=False):
+def random_program(seed, config="small", ops=None, n_instrs=5, dense=False, balanced=False):
     """(Program, inputs) for ``seed``: ``n_instrs`` random instructions over ``ops`` (default: every opcode),
     each illegal one marked with the ``expect`` status the checks give. Retries internally (other sub-seeds)
     when a draw does not fit the UB. ``dense``: also place results and GM regions over earlier instructions'
-    (``_Gen._dense``), for dependencies between pipes."""
+    (``_Gen._dense``), for dependencies between pipes. ``balanced``: each instruction's pipe drawn first, each
+    pipe as often as the others (``_Gen.draw_opcode``)."""
     cfg = config_from_spec(config)
     ops = list(ops or Opcode)
     for attempt in range(50):
-        g = _Gen(seed * 1000 + attempt, cfg, ops, n_instrs, dense)
+        g = _Gen(seed * 1000 + attempt, cfg, ops, n_instrs, dense, balanced)
         try:
             p = g.build()
         except AsmError:
@@ -376,11 +391,11 @@ def place_faults(image, config, seed):
     return GmFaults(tuple(read), tuple(write))
 
 
-def _prepare(seed, config, ops, n_instrs, dense=False):
+def _prepare(seed, config, ops, n_instrs, dense=False, balanced=False):
     """(program text, the program parsed back from it, inputs, problems): generate and round-trip through the
     text (parse(print(p)) must equal p)."""
     from pto.parser import parse
-    p, inputs = random_program(seed, config, ops, n_instrs, dense)
+    p, inputs = random_program(seed, config, ops, n_instrs, dense, balanced)
     text = p.text()
     q = parse(text, f"fuzz_{seed}.pto")
     problems = [] if q.signature_key() == p.signature_key() else ["the printed program parses to a different program"]
@@ -398,7 +413,8 @@ def _write_failure(out_dir, seed, text, inputs):
     return path
 
 
-def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None, dense=False, faults=False):
+def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None, dense=False, faults=False,
+            balanced=False):
     """Generate, round-trip through the text (parse(print(p)) must equal p), run (``faults``: with
     :func:`place_faults`' windows); on failure write the ``.pto`` and ``.npz`` to ``out_dir``. Returns (ok, report
     or message, program path or None)."""
@@ -406,7 +422,7 @@ def run_one(seed, config="small", sim="none", ops=None, n_instrs=5, out_dir=None
     text, problems, rep, inputs = None, [], None, None
     cfg = config_from_spec(config)
     try:
-        text, q, inputs, problems = _prepare(seed, config, ops, n_instrs, dense)
+        text, q, inputs, problems = _prepare(seed, config, ops, n_instrs, dense, balanced)
         rep = run_program(q, inputs, sim=sim, label=f"pto_fuzz_{seed}",
                           faults=(lambda image: place_faults(image, cfg, seed)) if faults else None)
         problems += rep.problems
@@ -506,7 +522,7 @@ class StreamResult:
 
 
 def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_instrs=8, out_dir=None, batch=1000,
-           log=None, dense=False, back_to_back=False, faults=False):
+           log=None, dense=False, back_to_back=False, faults=False, balanced=False):
     """Random programs from ``seed`` on until at least ``instructions`` commands have run and been compared.
     With a simulator, the programs go ``batch`` instructions at a time through one simulator run each
     (:func:`sim.programs.run.run_images`: one build, one start-up per batch, each program shadowed by the golden and
@@ -526,7 +542,7 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
             s = res.next_seed
             res.next_seed += 1
             try:
-                text, q, inputs, problems = _prepare(s, config, ops, n_instrs, dense)
+                text, q, inputs, problems = _prepare(s, config, ops, n_instrs, dense, balanced)
             except RuntimeError:                # no draw of this seed fits the UB
                 res.skipped += 1
                 continue
@@ -590,6 +606,9 @@ def main(argv=None):
     ap.add_argument("--back-to-back", action="store_true", help="with --instructions: stream each program's "
                     "commands without a pause and compare at its end (statuses, UB, outputs), and report the share "
                     "of instructions that ran while another pipe ran")
+    ap.add_argument("--balanced", action="store_true", help="draw each instruction's pipe first, every pipe as "
+                    "often as the others, then its opcode (uniform over opcodes, 10 of 18 are the vector pipe's): "
+                    "more instructions running beside another pipe's")
     ap.add_argument("--faults", action="store_true", help="GM windows that answer AXI errors in 2 of 3 programs "
                     "(the golden predicts the statuses and what they leave undefined)")
     ap.add_argument("--ops", help="draw only these opcodes (names, comma-separated, e.g. TLOAD,TSTORE,TPARTADD): "
@@ -614,11 +633,12 @@ def main(argv=None):
     if a.instructions is not None:
         res = stream(a.instructions, a.seed, a.config, a.sim, ops, a.instrs, a.out, a.batch,
                      log=lambda m: print(m, flush=True), dense=a.dense, back_to_back=a.back_to_back,
-                     faults=a.faults)
+                     faults=a.faults, balanced=a.balanced)
         for s, problems, path in res.failures:
             if a.faults:            # the faults are drawn from the seed: the .pto alone does not have them
                 replay = (f" -> replay: python -m sim fuzz --seed {s} --count 1 --faults --instrs {a.instrs} "
                           f"--sim {a.sim} --config {a.config}" + (" --dense" if a.dense else "")
+                          + (" --balanced" if a.balanced else "")
                           + (f" --ops {a.ops}" if a.ops else ""))
             else:
                 replay = f" -> replay: python -m sim run {path} --data {path.with_suffix('.npz')}" if path else ""
@@ -639,7 +659,8 @@ def main(argv=None):
         return 0 if res.ok and res.instructions >= a.instructions else 1
     failed = 0
     for s in range(a.seed, a.seed + a.count):
-        ok, (rep, problems), path = run_one(s, a.config, a.sim, ops, a.instrs, a.out, a.dense, a.faults)
+        ok, (rep, problems), path = run_one(s, a.config, a.sim, ops, a.instrs, a.out, a.dense, a.faults,
+                                            a.balanced)
         print(f"seed {s}: {'PASS' if ok else 'FAIL'}" + ("" if ok else f": {'; '.join(problems)} -> {path}"),
               flush=True)
         failed += not ok
