@@ -210,6 +210,17 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
     runner, build_dir = build(config_name, sim, waves)
     label = label or testcase_label(testcase)
     test_dir = BUILD / "run" / (group or f"{sim}-{config_spec(config_name)[1]}") / label
+    test_dir.parent.mkdir(parents=True, exist_ok=True)
+    # Two runs of one label (two fuzz streams from one seed, say) would share the directory: the later one's
+    # clean-up deleted the earlier one's files while it ran. They take turns instead.
+    with FileLock(test_dir.parent / f"{label}.lock"):
+        return _run_in(runner, build_dir, test_dir, label, module, testcase, config_name, sim, waves, seed, params,
+                       coverage_config)
+
+
+def _run_in(runner, build_dir, test_dir, label, module, testcase, config_name, sim, waves, seed, params,
+            coverage_config):
+    """:func:`run` in its run directory ``test_dir``, which it holds."""
     if test_dir.exists():
         shutil.rmtree(test_dir)
     test_dir.mkdir(parents=True)
