@@ -33,8 +33,10 @@ def test_export_ports(name):
     assert "always @*" not in text and "always_comb" not in text   # see flow/export.py (Icarus 11)
 
 
-@pytest.mark.parametrize("name", ["small", "default"])
+@pytest.mark.parametrize("name", ["small", "default", "small_concurrent"])
 def test_verilator_lint(name):
+    """Verilator's lint is clean on the serial presets and on the unit whose pipes run at once (its front end,
+    scoreboard and overlapping engines are Verilog the serial unit does not have)."""
     code, out = lint(name)
     assert code == 0, out
 
