@@ -136,9 +136,11 @@ FUZZ_SEED ?= 0
 # FUZZFLAGS=--dense: programs whose results, inputs and GM regions overlap earlier instructions' (every
 # dependency between pipes; docs/pto-as.md, "Dependencies"); --back-to-back: each program streamed without a
 # pause, compared at its end, and the share of instructions that overlapped another pipe reported;
-# --faults: GM windows that answer AXI errors mid-program (docs/pto-as.md, "--faults")
+# --faults: GM windows that answer AXI errors mid-program (docs/pto-as.md, "--faults"); --balanced: each
+# instruction's pipe drawn first, every pipe as often as the others (more instructions beside another pipe's)
 FUZZFLAGS ?=
-# FUZZ_CONFIG=small_concurrent: the unit whose pipes run at once (with FUZZFLAGS="--dense --back-to-back --faults")
+# FUZZ_CONFIG=small_concurrent: the unit whose pipes run at once (with FUZZFLAGS="--dense --back-to-back --faults
+# --balanced")
 FUZZ_CONFIG ?= small
 .PHONY: fuzz-long
 fuzz-long: bootstrap

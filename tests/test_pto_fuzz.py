@@ -346,3 +346,32 @@ def test_dense_stream_meets_every_dependency():
     assert not missing, dependency_summary(res.dependencies)
     plain = stream(300, seed=0, sim="none")
     assert possible_dependencies() - {k for k, n in plain.dependencies.items() if n}, "plain programs meet all"
+
+
+def test_balanced_draws_every_pipe_alike():
+    """``--balanced`` draws each instruction's pipe first: over many programs each of the four pipes gets
+    about a quarter of the instructions in a pipe (uniform over the opcodes the vector pipe gets 10 of 17 and
+    UB -> GM 1 of 17), TSYNC keeps its uniform share, and dense balanced programs still meet every
+    dependency kind."""
+    from collections import Counter
+    from rtl.isa import INSTRUCTIONS, Pipe
+    from pto.program import mnemonic
+    from sim.programs.fuzz import possible_dependencies
+
+    def shares(balanced):
+        pipes = Counter()
+        for seed in range(150):
+            p, _ = random_program(seed, "small", RTL_OPS, 8, dense=True, balanced=balanced)
+            ops = {mnemonic(op): op for op in RTL_OPS}
+            pipes.update(INSTRUCTIONS[ops[i.name]].pipe for i in p.instrs if i.name in ops)
+        total = sum(pipes.values())
+        return {pipe: pipes[pipe] / total for pipe in list(Pipe) + [None]}
+
+    uniform, balanced = shares(False), shares(True)
+    assert uniform[Pipe.VECTOR] > 0.45 and uniform[Pipe.UB_TO_GM] < 0.1
+    for pipe in Pipe:
+        assert 0.18 < balanced[pipe] * (1 - balanced[None]) ** -1 < 0.32, (pipe, balanced)
+    assert abs(balanced[None] - uniform[None]) < 0.04
+    res = stream(600, seed=0, sim="none", ops=RTL_OPS, n_instrs=8, dense=True, balanced=True)
+    assert res.ok, res.failures
+    assert not possible_dependencies() - {k for k, n in res.dependencies.items() if n}
