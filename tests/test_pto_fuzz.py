@@ -269,16 +269,21 @@ def test_stream_rtl_concurrent_checked(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.cocotb
-@pytest.mark.parametrize("rule", ["ub_raw", "ub_war"])
-def test_concurrent_unit_needs_each_hazard_rule(rule, tmp_path):
-    """Mutation check on the unit: built without one of the scoreboard's UB rules (``scoreboard_disable``), the
-    dense back-to-back fuzz finds a mismatch (within 80 / 176 instructions from seed 1000; ``gm_war`` within
-    128, not run here). The GM rules have directed programs (tests/test_concurrent_unit.py: 800 fuzz
-    instructions did not meet ``gm_raw`` 's case); ``gm_waw`` none: only TSTOREs write GM and their pipe runs
-    in order, so without it nothing changes (tests/rtl/test_rtl_dispatch.py shows that on mock engines)."""
+@pytest.mark.parametrize("rule, balanced", [("ub_raw", False), ("ub_war", False), ("gm_raw", True)])
+def test_concurrent_unit_needs_each_hazard_rule(rule, balanced, tmp_path):
+    """Mutation check on the unit: built without one of the scoreboard's rules (``scoreboard_disable``), the
+    dense back-to-back fuzz finds a mismatch (UB rules: within 80 / 176 instructions from seed 1000; ``gm_war``
+    within 128, not run here). ``gm_raw`` 's case (a TLOAD of a region a TSTORE before it writes) the uniform
+    draw did not meet in 800 instructions; drawn ``balanced`` (TSTOREs a quarter of the instructions, not one
+    in 18) within 64 (seed 1007). The GM rules also have directed programs (tests/test_concurrent_unit.py);
+    ``gm_waw`` none: only TSTOREs write GM and their pipe runs in order, so without it nothing changes
+    (tests/rtl/test_rtl_dispatch.py shows that on mock engines)."""
     res = stream(800, seed=1000, sim="icarus", ops=RTL_OPS, n_instrs=8, out_dir=tmp_path, batch=200, dense=True,
-                 back_to_back=True, config=f"small_concurrent,scoreboard_disable={rule}")
+                 back_to_back=True, config=f"small_concurrent,scoreboard_disable={rule}", balanced=balanced)
     assert not res.ok, f"the fuzz did not notice a unit without {rule}"
+    # (a wrong result, not a build that failed or a hang: the order the rule keeps was broken)
+    problems = [p for _, ps, _ in res.failures for p in ps]
+    assert any(("UbMismatch" in p or "GmMismatch" in p) for p in problems), problems
 
 
 @pytest.mark.slow
