@@ -45,6 +45,8 @@ class UbWriter(wiring.Component):
 
     #: Cycles from a line taken (``lines.valid & lines.ready``) to the first cycle its first word can be.
     LINE_LATENCY = 2
+    #: Lines the writer holds at most, taken and not yet written: the active one and the held one.
+    LINES_HELD = 2
 
     def __init__(self, config):
         self._config = config

@@ -10,6 +10,7 @@ from rtl.engines.gemv.feed import a_serializer, advance_a, init_assembler, port1
 from rtl.engines.gemv.fire import count, fire_logic, issue
 from rtl.engines.gemv.mac import MacArray, mac_latency, ring_length
 from rtl.engines.gemv.operands import ESZ_MAX
+from rtl.engines.gemv import overlap as ovl
 from rtl.engines.gemv.params import COUNT_BITS, SUM_BYTES, SUM_LOG2, setup_params
 from rtl.engines.gemv.reduce import Reducer, schedule, turnaround
 from rtl.isa import DTYPE_BYTES, GEMV_MAX_DIM, INSTRUCTIONS, UB_ALIGN, DType, Opcode, Status, TileDesc
@@ -82,6 +83,7 @@ class GemvEngine(Engine):
 
     name = "gemv"
     opcodes = GEMV_OPCODES
+    OVERLAP = True              # rtl/engines/gemv/overlap.py
     UB_READ_PORTS = 2           # B on one, A (or the init) on the other
     UB_WRITE = True
     #: ``start`` -> the walker's first line pushed (the setup and the walker's state: registers loaded at
@@ -206,7 +208,10 @@ class GemvEngine(Engine):
         count(m, parts, setup, ser, fire)
         issue(m, parts, ser, fire)
         wc = self._c_words(m, parts, setup, ser)
-        self._control(m, parts, setup, walk, port1, ser, fire, wc)
+        if self._overlap:
+            ovl.control(m, self, parts, setup, walk, ser, fire, wc, self._nblk(m, parts, setup))
+        else:
+            self._control(m, parts, setup, walk, port1, ser, fire, wc)
         return m
 
     def _parts(self, m):
@@ -221,8 +226,9 @@ class GemvEngine(Engine):
         g = min(UB_ALIGN, SUM_BYTES * min(W >> ESZ_MAX, HL))
         m.submodules.rd_a = rd_a = UbReader(cfg, align=g)
         m.submodules.wr = wr = UbWriter(cfg)
-        m.submodules.mac = mac = MacArray(cfg)
-        m.submodules.red = red = Reducer(cfg)
+        ovl_kw = {"overlap": True} if self._overlap else {}
+        m.submodules.mac = mac = MacArray(cfg, **ovl_kw)
+        m.submodules.red = red = Reducer(cfg, **ovl_kw)
         wiring.connect(m, rd_b.ub_rd, wiring.flipped(self.ub_rd[0]))
         wiring.connect(m, rd_a.ub_rd, wiring.flipped(self.ub_rd[1]))
         wiring.connect(m, wr.ub_wr, wiring.flipped(self.ub_wr))
@@ -270,9 +276,11 @@ class GemvEngine(Engine):
             q_b.w_data.eq(b_line), q_p.w_data.eq(pair), q_c.w_data.eq(c_line),
             q_b.w_en.eq(push), q_p.w_en.eq(push & blk0), q_c.w_en.eq(push & blk0),
         ]
-        left = Signal(COUNT_BITS)           # blocks not yet written (ceil(N / lc), from start)
-        with m.If(wr.done):
-            m.d.sync += left.eq(left - 1)
+        left = None
+        if not self._overlap:               # (with overlap: overlap.dones, a count per instruction)
+            left = Signal(COUNT_BITS)       # blocks not yet written (ceil(N / lc), from start)
+            with m.If(wr.done):
+                m.d.sync += left.eq(left - 1)
         with m.If(push):
             with m.If(wk_last):
                 m.d.sync += [wk.eq(0), blk0.eq(1), wk_last.eq(prm.K == 1),
@@ -285,7 +293,8 @@ class GemvEngine(Engine):
         m.d.comb += [rd_b.lines.valid.eq(q_b.r_rdy), rd_b.lines.payload.eq(q_b.r_data), q_b.r_en.eq(rd_b.lines.ready),
                      wr.lines.valid.eq(q_c.r_rdy), wr.lines.payload.eq(q_c.r_data), q_c.r_en.eq(wr.lines.ready)]
         return SimpleNamespace(q_p=q_p, Pair=Pair, walking=walking, wk=wk, blk0=blk0, wk_last=wk_last, b_ptr=b_ptr,
-                               blk_ptr=blk_ptr, ic_off=ic_off, wblk=wblk, last_blk=last_blk, left=left)
+                               blk_ptr=blk_ptr, ic_off=ic_off, wblk=wblk, last_blk=last_blk, left=left,
+                               push=push, c_line=c_line)
 
     def _c_words(self, m, parts, setup, ser):
         """Section 5, C words: the reducer's result shifted to the current C line's first lane (``G``
@@ -328,9 +337,22 @@ class GemvEngine(Engine):
                      red.result.ready.eq(wr.done)]
         with m.If(wr.words.valid & wr.words.ready):
             m.d.sync += wi.eq(Mux(wr.done, 0, wi + 1))
-        with m.If(wr.done):
-            m.d.sync += [r.eq((o + (setup.prm.lc << SUM_LOG2)) ^ x) for x, (r, o) in enumerate(zip(wc_reg, wc_off))]
+        if not self._overlap:               # (with overlap: per block, overlap.c_offsets)
+            with m.If(wr.done):
+                m.d.sync += [r.eq((o + (setup.prm.lc << SUM_LOG2)) ^ x) for x, (r, o) in enumerate(zip(wc_reg, wc_off))]
         return SimpleNamespace(wc_reg=wc_reg, wi=wi)
+
+    def _nblk(self, m, parts, setup):
+        """``ceil(N / lc)``, the command's blocks (``lc`` is a power of two), for the ``start`` cycle."""
+        W, HL = parts.cfg.ub_word_bytes, parts.cfg.gemv_lanes
+        b = self.cmd.src1
+        nblk = Signal(COUNT_BITS)           # ceil(N / lc): lc is a power of two
+        with m.Switch(setup.esz):
+            for z in range(ESZ_MAX + 1):
+                with m.Case(z):
+                    lcz = min(W >> z, HL)
+                    m.d.comb += nblk.eq((b.valid_cols + (lcz - 1)) >> (lcz.bit_length() - 1))
+        return nblk
 
     def _control(self, m, parts, setup, walk, port1, ser, fire, wc):
         """The instruction's state machine: at ``start`` the walker, the counters, port 1's dispatch and
@@ -340,12 +362,7 @@ class GemvEngine(Engine):
         W, HL, P, R = cfg.ub_word_bytes, cfg.gemv_lanes, cfg.gemv_partial_sums, ring_length(cfg)
         c, b = self.cmd.dst, self.cmd.src1
         K, w, f = setup.K, walk, fire
-        nblk = Signal(COUNT_BITS)           # ceil(N / lc): lc is a power of two
-        with m.Switch(setup.esz):
-            for z in range(ESZ_MAX + 1):
-                with m.Case(z):
-                    lcz = min(W >> z, HL)
-                    m.d.comb += nblk.eq((b.valid_cols + (lcz - 1)) >> (lcz.bit_length() - 1))
+        nblk = self._nblk(m, parts, setup)
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):

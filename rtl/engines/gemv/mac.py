@@ -31,14 +31,22 @@ Parameters
 ----------
 config : :class:`rtl.config.Config`
     ``ub_word_bytes`` = W, ``gemv_lanes`` = lanes, ``gemv_partial_sums`` = P.
+overlap : the engine overlaps instructions (``GemvEngine(overlap=True)``): steps of two instructions may be
+    in the array at once, so ``acc_int`` travels with each step (one more bit in the tag's registers); the
+    ring's identity for a step is chosen by that step's ``acc_int`` (``R > ADD_DEPTH``: the step entering
+    next, ``R = ADD_DEPTH``: the step entering now) and a sum leaving the adder is selected (float or integer)
+    by the ``acc_int`` of the step it belongs to. Without it the netlist is the serial one.
 
 Ports
 -----
 valid, tag (:data:`MacTag`): a step (``tag.real`` clear: a dummy); no backpressure (the ring never stalls).
 a : ``ELEM_BITS`` bits, the element ``A[0, k]`` in its low bits.
 b : ``8 W`` bits, the word with the lanes' B elements.
-a_kind, b_kind (:class:`rtl.engines.gemv.operands.OperandKind`), acc_int: the operand formats, constant
-    during an instruction.
+a_kind, b_kind (:class:`rtl.engines.gemv.operands.OperandKind`), acc_int: the operand formats. The kinds
+    are sampled with each step (the operand registers), so they need only be right in the cycle of a step;
+    ``acc_int`` is constant during an instruction, or with ``overlap`` also sampled with each step and
+    carried with it (beside its tag) to the ring, where the identity and the sum select use the ``acc_int``
+    of the step they serve.
 fin_valid, fin_q, fin_bank, fin_last, fin_data (lanes x ``SUM_BITS``): a finished partial sum of every
     lane (``fin_valid`` and the tag fields are registers, ``fin_data`` the adder's output: its
     round-and-pack stage, then a select); ``fin_last`` (the block's last sum) is set only with
@@ -149,8 +157,8 @@ class MacArray(wiring.Component):
     #: Copies of a register that feeds every lane (fan-out): lane ``j`` uses copy ``j % COPIES``.
     COPIES = 4
 
-    def __init__(self, config):
-        self._config = config
+    def __init__(self, config, *, overlap=False):
+        self._config, self._overlap = config, overlap
         self.lanes = config.gemv_lanes
         self.P = config.gemv_partial_sums
         self.R = ring_length(config)
@@ -192,10 +200,11 @@ class MacArray(wiring.Component):
         ua = unpack(m, a_kinds[0], a1[:8], a1[:16], a1, "ua")
         ua3 = variant_copies(m, "ua", ua.as_value(), G)
         # the step's valid bit (reset) and tag (data, reset-less) alongside the products
-        tags = [Cat(self.valid, self.tag.as_value())]
+        # (with ``overlap`` the step's ``acc_int`` rides behind its tag: the top bit of every stage)
+        tags = [Cat(self.valid, self.tag.as_value(), *([self.acc_int] if self._overlap else []))]
         for i in range(self.PRODUCT_LATENCY):
             v = Signal(name=f"pvalid_d{i + 1}")
-            r = Signal(len(self.tag.as_value()), name=f"ptag_d{i + 1}", reset_less=True)
+            r = Signal(len(tags[-1]) - 1, name=f"ptag_d{i + 1}", reset_less=True)
             m.d.sync += [v.eq(tags[-1][0]), r.eq(tags[-1][1:])]
             tags.append(Cat(v, r))
         fprods, iprods = [], []
@@ -227,9 +236,9 @@ class MacArray(wiring.Component):
         tag = tags[-1]
         in_valid = tag[0]
         in_tag = Signal(MacTag)
-        m.d.comb += in_tag.eq(tag[1:])
+        m.d.comb += in_tag.eq(tag[1:1 + MacTag.size])
         pre = Signal(MacTag)            # the tag one stage before the ring's input
-        m.d.comb += pre.eq(tags[-2][1:])
+        m.d.comb += pre.eq(tags[-2][1:1 + MacTag.size])
         between = Signal(init=1)        # no block in progress at the ring's input: flush every cycle
         with m.If(in_valid):
             m.d.sync += between.eq(in_tag.real & in_tag.last)   # a dummy step never ends a block
@@ -250,7 +259,16 @@ class MacArray(wiring.Component):
             m.d.sync += [st.eq(step_d), stn.eq(~step_d)]
             steps.append(st)
             steps_n.append(stn)
-        zero = Mux(self.acc_int, 0, NEG_ZERO)
+        if self._overlap:
+            # each step's own ``acc_int``: the identity's for the step it is added to (R > ADD_DEPTH: loaded a
+            # step ahead, so the one entering next, ``pre``; else the one entering now), the sum select's for
+            # the step whose sum leaves the adder (delayed with the adder's steps, as ``_fin``'s ``out_tag``)
+            in_acc, pre_acc = tag[-1], tags[-2][-1]
+            zero = Mux(pre_acc if R > ADD_DEPTH else in_acc, 0, NEG_ZERO)
+            out_acc = delay(m, delay(m, in_acc, ADD_DEPTH - 1, "racc", steps[0]), 1, "racc_out", steps[0])
+        else:
+            zero = Mux(self.acc_int, 0, NEG_ZERO)
+            out_acc = self.acc_int
         if R > ADD_DEPTH:
             # The step after this one adds the identity (it is one of a block's first P products, or a
             # flush step, whose sum is never used): a flush step now, a block's last product, or one of
@@ -279,7 +297,7 @@ class MacArray(wiring.Component):
                 m.d.sync += isum.eq(Cat(prod.iprods[j], prod.iprods[j][15].replicate(16)) + y)
             isum = delay(m, isum, ADD_DEPTH - 1, f"isum{j}", step_r)
             s = Signal(SUM_BITS, name=f"sum{j}")
-            m.d.comb += s.eq(Mux(self.acc_int, isum, add.result))
+            m.d.comb += s.eq(Mux(out_acc, isum, add.result))
             if R > ADD_DEPTH:
                 last = Signal(SUM_BITS, name=f"ringl{j}", reset_less=True)
                 with m.If(step_r):

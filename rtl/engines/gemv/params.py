@@ -72,6 +72,7 @@ def setup_params(m, eng, parts):
     # for both was the worst path of `small` at seeds 1 and 2 (9.4-10.0 ns, docs/synthesis.md)
     acc_int_mac = Signal(reset_less=True)
     m.d.sync += acc_int_mac.eq(prm.acc_int)
-    m.d.comb += [mac.a_kind.eq(a_kind), mac.b_kind.eq(b_kind), mac.acc_int.eq(acc_int_mac),
-                 red.acc_int.eq(prm.acc_int), red.has_init.eq(prm.has_init), red.present.eq(prm.present)]
+    m.d.comb += [mac.a_kind.eq(a_kind), mac.b_kind.eq(b_kind), mac.acc_int.eq(acc_int_mac)]
+    if not eng._overlap:        # (with overlap the reducer takes them per block: overlap.block_contexts)
+        m.d.comb += [red.acc_int.eq(prm.acc_int), red.has_init.eq(prm.has_init), red.present.eq(prm.present)]
     return SimpleNamespace(prm=prm, esz=esz, K=K)

@@ -27,6 +27,12 @@ Parameters
 ----------
 config : :class:`rtl.config.Config`
     ``gemv_lanes``, ``gemv_partial_sums``.
+overlap : the engine overlaps instructions (``GemvEngine(overlap=True)``), so consecutive blocks may belong
+    to instructions of different kinds: ``present``, ``acc_int`` and ``has_init`` are then the *next*
+    reduction's (the engine's queue of block contexts, :mod:`rtl.engines.gemv.overlap`), read as they are in
+    the cycle it starts (schedule cycle 0's control, ``can_start``) and copied then into registers that the
+    rest of its schedule reads; ``started`` pulses in that cycle (the engine pops its queue). Without it they
+    are constant during an instruction and the netlist is the serial one.
 
 Ports
 -----
@@ -42,6 +48,7 @@ result : stream out (``lanes x SUM_BITS`` bits): the block's outputs, in block o
     then. (The engine requires it of its writer, :class:`rtl.engines.gemv.engine.GemvEngine`.)
 bank_free : pulse when a bank has been read for the last time (the MAC array may start another block
     into it): in the schedule's cycle ``LAST_READ`` (3 for P = 8).
+started : (``overlap`` only) pulse in the cycle a reduction starts (``present``, ``acc_int``, ``has_init`` taken).
 
 Latency
 -------
@@ -179,7 +186,8 @@ class Reducer(wiring.Component):
     #: Copies of the schedule's control registers (fan-out): lane ``j`` uses copy ``j % COPIES``.
     COPIES = 4
 
-    def __init__(self, config):
+    def __init__(self, config, *, overlap=False):
+        self._overlap = overlap
         self.lanes = config.gemv_lanes
         self.P = config.gemv_partial_sums
         self.issues, self.CYCLES, self.captures, self.holds = schedule(self.P)
@@ -191,7 +199,7 @@ class Reducer(wiring.Component):
             "fin_valid": In(1), "fin_q": In(Q_BITS), "fin_bank": In(1), "fin_last": In(1), "fin_data": In(V),
             "present": In(self.P), "acc_int": In(1), "has_init": In(1),
             "init": In(stream.Signature(V)), "result": Out(stream.Signature(V)),
-            "bank_free": Out(1),
+            "bank_free": Out(1), **({"started": Out(1)} if overlap else {}),
         })
 
     def elaborate(self, platform):
@@ -223,12 +231,22 @@ class Reducer(wiring.Component):
         pop_n = Signal()
         fin_n = Signal(2)                               # the final add (float, integer)
         dec = SimpleNamespace(nxt=nxt, pop_n=pop_n, fin_n=fin_n, aw=aw, rb=state.rb,
-                              fl=~self.acc_int, it=self.acc_int)
+                              fl=~self.acc_int, it=self.acc_int, has_init=self.has_init, present=self.present)
         can_start = Signal()
+        run = dec
+        if self._overlap:
+            # the running reduction's own context, taken when it starts (the inputs are the next one's by then)
+            acc_int = Signal(name="run_acc_int", reset_less=True)
+            has_init = Signal(name="run_has_init", reset_less=True)
+            present = Signal(P, name="run_present", reset_less=True)
+            with m.If(can_start):
+                m.d.sync += [acc_int.eq(self.acc_int), has_init.eq(self.has_init), present.eq(self.present)]
+            m.d.comb += self.started.eq(can_start)
+            run = SimpleNamespace(**dict(vars(dec), fl=~acc_int, it=acc_int, has_init=has_init, present=present))
         with m.If(state.busy):
             with m.Switch(state.t):
                 for t0 in range(1, self.FINAL + 1):
-                    body = self._decode(dec, t0)
+                    body = self._decode(run, t0)
                     if body:
                         with m.Case(t0 - 1):
                             m.d.comb += body
@@ -264,14 +282,14 @@ class Reducer(wiring.Component):
         if t0 in self.issues:
             (sa, qa), (sb, qb), lv1 = self.issues[t0]
             if sa == "bank":
-                absent = ~self.present[qa] if lv1 else C(0)
+                absent = ~dec.present[qa] if lv1 else C(0)
                 out += [nxt["ra"].eq(Cat(C(qa, aw), rb)), nxt["a_bank"].eq(~absent), nxt["a_ident"].eq(absent & fl)]
             elif sa == "hold":
                 out.append(nxt["a_hold"][qa].eq(1))
             else:                   # init: C_in / bias, or +0 (zero bits) for TGEMV
-                out += [nxt["a_init"].eq(self.has_init), dec.pop_n.eq(self.has_init & start)]
+                out += [nxt["a_init"].eq(dec.has_init), dec.pop_n.eq(dec.has_init & start)]
             if sb == "bank":
-                absent = ~self.present[qb] if lv1 else C(0)
+                absent = ~dec.present[qb] if lv1 else C(0)
                 out += [nxt["rb"].eq(Cat(C(qb, aw), rb)), nxt["b_bank"].eq(~absent), nxt["b_ident"].eq(absent & fl)]
             elif sb == "hold":
                 out.append(nxt["b_hold"][qb].eq(1))
