@@ -30,7 +30,7 @@ left below 100% there is the unit's, not the program's; and
 stalls`` its stalled-on-hazard counters and ``early starts`` the instructions that started while their pipe's
 previous one was still in its engine (both ``Config.concurrent``). A unit that runs one instruction at a time
 has ``run`` >= ``serial``; one whose pipes run at once can reach the bound. ``lanes bound`` (an example that
-defines ``lanes_bound(config)``: tpartadd_stream) is what its work needs on the engines' lanes, and ``of
+defines ``lanes_bound(config)``: tpartadd_stream, gemv_stream) is what its work needs on the engines' lanes, and ``of
 lanes bound`` the run's share of it: what overlapping consecutive instructions of one pipe can gain; ``bus
 bound`` / ``of bus bound`` the same for an example that defines ``bus_bound(config)`` (tload_stream and
 tstore_stream: their beats on the AXI bus).
@@ -140,7 +140,7 @@ def gemv_extra(record, config):
 #: The examples the programs table times (``examples/<name>.pto`` with its input generator). A program that
 #: does not fit a configuration's UB is left out of its table (tpartadd_stream needs 24 KiB).
 PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream", "tload_stream",
-            "tstore_stream")
+            "tstore_stream", "gemv_stream")
 
 
 def _pipe_cost(config):
