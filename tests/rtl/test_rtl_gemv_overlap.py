@@ -56,9 +56,11 @@ def _random_stream(config, rng, n, regions=4):
 
 #: (preset, its changes, write stalls, seed) of the random streams: ``small`` (4 lanes, P = 8: the ring longer
 #: than its adder), P = 2 (dummy steps, the ring no longer than its adder: the identity chosen in front of it),
-#: P = 16, ``default`` (32-byte words, one lane, C lines at eight offsets in a word).
+#: P = 16, ``default`` (32-byte words, one lane, C lines at eight offsets in a word), 8 lanes on 16-byte words
+#: (C lines of two words: the C word index across instructions), P = 1.
 STREAMS = [("small", {}, False, 0), ("small", {}, True, 1), ("small", {"gemv_partial_sums": 2}, True, 2),
-           ("small", {"gemv_partial_sums": 16}, False, 3), ("default", {"ub_bytes": 16384}, True, 4)]
+           ("small", {"gemv_partial_sums": 16}, False, 3), ("default", {"ub_bytes": 16384}, True, 4),
+           ("small", {"gemv_lanes": 8}, True, 5), ("small", {"gemv_partial_sums": 1}, False, 6)]
 #: More seeds of each, ``slow``.
 STREAMS_SLOW = [(n, kw, st, seed + 10 * r) for r in range(1, 4) for n, kw, st, seed in STREAMS]
 

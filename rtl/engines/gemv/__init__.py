@@ -8,6 +8,8 @@
 * :mod:`.mac`: :class:`MacArray` (products and the accumulation ring of ``gemv_partial_sums``);
 * :mod:`.operands`: how the MAC array widens its operands (:class:`.operands.OperandKind`, :func:`.operands.unpack`);
 * :mod:`.reduce`: :class:`Reducer` (the partial sums' tree and the initial value, in the golden's order).
+* :mod:`.overlap`: with ``overlap=True`` (the concurrent unit), the release after the last product and what
+  travels per step, block and instruction behind it.
 """
 
 from rtl.engines.gemv.engine import GemvEngine

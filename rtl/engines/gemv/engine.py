@@ -33,10 +33,16 @@ class GemvEngine(Engine):
     config : :class:`rtl.config.Config`
         ``ub_word_bytes`` = W, ``gemv_lanes``, ``gemv_partial_sums`` = P; needs ``ub_read_ports >= 2``
         (:meth:`available`).
+    overlap : bool
+        Build with ``release`` (:class:`rtl.engines.base.EngineSignature`, the concurrent unit): the engine
+        takes its next instruction ``overlap.RELEASE_CYCLES`` after the running one's last product has fired,
+        while that one's last blocks are still in the MAC array, the reducer and the C writer; up to
+        ``overlap.IN_FLIGHT`` instructions, ``done`` in start order. What travels with each step, block and
+        instruction: :mod:`rtl.engines.gemv.overlap`. Without it the netlist is the serial one.
 
     Ports
     -----
-    cmd, start, go, done, status : :class:`rtl.engines.base.EngineSignature`.
+    cmd, start, go, done, status (release with ``overlap``) : :class:`rtl.engines.base.EngineSignature`.
     ub_rd[0] : a UB read port: B's rows (:class:`rtl.ub.reader.UbReader`, ``out_bytes`` = ``min(W, 4 lanes)``).
     ub_rd[1] : a UB read port: A's row and the init lines (C_in / bias), in pairs per block.
     ub_wr : the UB write port: C's lines (:class:`rtl.ub.writer.UbWriter`). No AXI.
@@ -72,6 +78,9 @@ class GemvEngine(Engine):
     ``Reducer.START_CYCLES`` + ``DONE_CYCLES``), the last product to its partial sum (``mac_latency``,
     16), the reducer (``Reducer.CYCLES``, 32 for P = 8): 60 for P = 8; plus the last C line's words
     beyond its first (a C line of more than one word: ``lanes * 4 > W``).
+    With ``overlap``, a stream of independent instructions started at ``release`` costs the first one's
+    cycles plus, for each later one, its blocks' steps and ``RELEASE_CYCLES + FIRST_STEP - 1`` (its
+    ``latency`` hidden behind the next one's products; ``tests/rtl/test_rtl_gemv_overlap.py``).
 
     Throughput
     ----------
