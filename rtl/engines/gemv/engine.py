@@ -363,27 +363,32 @@ class GemvEngine(Engine):
                     m.d.comb += nblk.eq((b.valid_cols + (lcz - 1)) >> (lcz.bit_length() - 1))
         return nblk
 
+    def _start_loads(self, m, parts, setup, walk, ser, fire, nblk):
+        """What a ``start`` loads, serial or overlapped (called in the ``start`` cycle's ``If``): the walker and
+        the fire counters from the command (``nblk``: its blocks)."""
+        P, R = parts.cfg.gemv_partial_sums, ring_length(parts.cfg)
+        K, w, f, b = setup.K, walk, fire, self.cmd.src1
+        m.d.sync += [w.walking.eq(1), w.wk.eq(0), w.blk0.eq(1), w.wk_last.eq(K == 1),
+                     w.b_ptr.eq(b.base), w.blk_ptr.eq(b.base), w.ic_off.eq(0),
+                     w.wblk.eq(nblk), w.last_blk.eq(nblk == 1),
+                     f.k.eq(0), f.k0.eq(1), f.first.eq(1), f.final.eq(K <= P)]
+        m.d.comb += ser.starting.eq(1)
+        if R > P:
+            m.d.sync += [f.gpos.eq(0), f.in_dummy.eq(0)]
+
     def _control(self, m, parts, setup, walk, port1, ser, fire, wc):
         """The instruction's state machine: at ``start`` the walker, the counters, port 1's dispatch and
         the C words are loaded (the block count ``nblk`` from ``N`` and the lanes); ``done`` when every
         block's C line is written (``left`` = 0)."""
-        cfg = parts.cfg
-        W, HL, P, R = cfg.ub_word_bytes, cfg.gemv_lanes, cfg.gemv_partial_sums, ring_length(cfg)
-        c, b = self.cmd.dst, self.cmd.src1
-        K, w, f = setup.K, walk, fire
+        W, c, w = parts.cfg.ub_word_bytes, self.cmd.dst, walk
         nblk = self._nblk(m, parts, setup)
         with m.FSM():
             with m.State("IDLE"):
                 with m.If(self.start):
-                    m.d.sync += [w.walking.eq(1), w.wk.eq(0), w.blk0.eq(1), w.wk_last.eq(K == 1),
-                                 w.b_ptr.eq(b.base), w.blk_ptr.eq(b.base), w.ic_off.eq(0), w.left.eq(nblk),
-                                 w.wblk.eq(nblk), w.last_blk.eq(nblk == 1), wc.wi.eq(0),
-                                 f.k.eq(0), f.k0.eq(1), f.first.eq(1), f.final.eq(K <= P),
-                                 port1.in_i.eq(0), port1.out_i.eq(0)]
+                    self._start_loads(m, parts, setup, walk, ser, fire, nblk)
+                    # (with overlap these are per block or per instruction instead: rtl/engines/gemv/overlap.py)
+                    m.d.sync += [w.left.eq(nblk), wc.wi.eq(0), port1.in_i.eq(0), port1.out_i.eq(0)]
                     m.d.sync += [r.eq(c.base[:W.bit_length() - 1] ^ x) for x, r in enumerate(wc.wc_reg)]
-                    m.d.comb += ser.starting.eq(1)
-                    if R > P:
-                        m.d.sync += [f.gpos.eq(0), f.in_dummy.eq(0)]
                     m.next = "RUN"
             with m.State("RUN"):
                 with m.If(w.left == 0):

@@ -31,7 +31,6 @@ in the engine.
 from amaranth import *
 from amaranth.lib import data, fifo
 
-from rtl.engines.gemv.mac import ring_length
 from rtl.engines.gemv.params import COUNT_BITS
 from rtl.engines.gemv.reduce import Reducer
 from rtl.isa import Status
@@ -52,16 +51,8 @@ def control(m, eng, parts, setup, walk, ser, fire, wc, nblk):
     dispatch flags and the C word index return to 0 by themselves between instructions, and may still be
     busy with the previous one's last block); the reducer's contexts, the C offsets and the ``done`` counts
     are per block or per instruction (below). ``nblk``: the command's blocks, for the ``start`` cycle."""
-    P, R = parts.cfg.gemv_partial_sums, ring_length(parts.cfg)
-    K, w, f, b = setup.K, walk, fire, eng.cmd.src1
     with m.If(eng.start):
-        m.d.sync += [w.walking.eq(1), w.wk.eq(0), w.blk0.eq(1), w.wk_last.eq(K == 1),
-                     w.b_ptr.eq(b.base), w.blk_ptr.eq(b.base), w.ic_off.eq(0),
-                     w.wblk.eq(nblk), w.last_blk.eq(nblk == 1),
-                     f.k.eq(0), f.k0.eq(1), f.first.eq(1), f.final.eq(K <= P)]
-        if R > P:
-            m.d.sync += [f.gpos.eq(0), f.in_dummy.eq(0)]
-        m.d.comb += ser.starting.eq(1)
+        eng._start_loads(m, parts, setup, walk, ser, fire, nblk)
     block_contexts(m, eng, parts, setup, fire)
     c_offsets(m, eng, parts, walk, wc)
     inflight = dones(m, eng, parts, nblk)
