@@ -214,42 +214,35 @@ def run(module, testcase, config_name="small", sim="icarus", waves=False, seed=N
     # Two runs of one label (two fuzz streams from one seed, say) would share the directory: the later one's
     # clean-up deleted the earlier one's files while it ran. They take turns instead.
     with FileLock(test_dir.parent / f"{label}.lock"):
-        return _run_in(runner, build_dir, test_dir, label, module, testcase, config_name, sim, waves, seed, params,
-                       coverage_config)
-
-
-def _run_in(runner, build_dir, test_dir, label, module, testcase, config_name, sim, waves, seed, params,
-            coverage_config):
-    """:func:`run` in its run directory ``test_dir``, which it holds."""
-    if test_dir.exists():
-        shutil.rmtree(test_dir)
-    test_dir.mkdir(parents=True)
-    records = test_dir / "records.jsonl"
-    waves_file = test_dir / f"{label}.fst"
-    env = {"TILEVEC_CONFIG": config_name, "TILEVEC_RECORDS": str(records)}
-    env.update({f"TILEVEC_{key.upper()}": str(value) for key, value in (params or {}).items()})
-    if isinstance(testcase, str):     # several: the harness labels each from cocotb's name of the test
-        env["TILEVEC_TEST"] = label
-    if coverage_config:
-        env["TILEVEC_COVERAGE_CONFIG"] = coverage_config
-    plusargs = [f"+dumpfile_path={waves_file}"] if waves and sim == "icarus" else []
-    if sim == "verilator" and waves:
-        plusargs = ["--trace"]
-    try:
-        results_xml = runner.test(test_module=f"cocotb_tests.{module}", hdl_toplevel=TOPLEVEL,
-                                  test_filter=cocotb_filter(module, testcase), test_dir=test_dir,
-                                  build_dir=build_dir, extra_env=env, waves=waves, seed=seed, plusargs=plusargs,
-                                  # absolute: under pytest the runner would name it after the pytest test
-                                  # and, when a testcase fails, exit before returning that name
-                                  results_xml=str(test_dir / "results.xml"),
-                                  timescale=("1ns", "1ps"), log_file=test_dir / "sim.log")
-    except SystemExit:
-        results_xml = test_dir / "results.xml"
-    if sim == "verilator" and waves:
-        dumped = test_dir / "dump.fst"
-        if dumped.exists():
-            dumped.rename(waves_file)
-    return RunResult(label, pathlib.Path(results_xml), records, waves_file)
+        if test_dir.exists():
+            shutil.rmtree(test_dir)
+        test_dir.mkdir(parents=True)
+        records = test_dir / "records.jsonl"
+        waves_file = test_dir / f"{label}.fst"
+        env = {"TILEVEC_CONFIG": config_name, "TILEVEC_RECORDS": str(records)}
+        env.update({f"TILEVEC_{key.upper()}": str(value) for key, value in (params or {}).items()})
+        if isinstance(testcase, str):     # several: the harness labels each from cocotb's name of the test
+            env["TILEVEC_TEST"] = label
+        if coverage_config:
+            env["TILEVEC_COVERAGE_CONFIG"] = coverage_config
+        plusargs = [f"+dumpfile_path={waves_file}"] if waves and sim == "icarus" else []
+        if sim == "verilator" and waves:
+            plusargs = ["--trace"]
+        try:
+            results_xml = runner.test(test_module=f"cocotb_tests.{module}", hdl_toplevel=TOPLEVEL,
+                                      test_filter=cocotb_filter(module, testcase), test_dir=test_dir,
+                                      build_dir=build_dir, extra_env=env, waves=waves, seed=seed, plusargs=plusargs,
+                                      # absolute: under pytest the runner would name it after the pytest test
+                                      # and, when a testcase fails, exit before returning that name
+                                      results_xml=str(test_dir / "results.xml"),
+                                      timescale=("1ns", "1ps"), log_file=test_dir / "sim.log")
+        except SystemExit:
+            results_xml = test_dir / "results.xml"
+        if sim == "verilator" and waves:
+            dumped = test_dir / "dump.fst"
+            if dumped.exists():
+                dumped.rename(waves_file)
+        return RunResult(label, pathlib.Path(results_xml), records, waves_file)
 
 
 if __name__ == "__main__":
