@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from amaranth import *
 from amaranth.lib import fifo
 
+from rtl.engines.transfer import load_overlap
 from rtl.engines.transfer.walker import BurstLine, BurstWalker
 from rtl.engines.transfer.widths import AXLEN_BITS
 from rtl.lib.axi import Burst
@@ -19,19 +20,24 @@ __all__ = ["address_side"]
 _AXCACHE = 0b0011
 
 
-def address_side(m, cfg, engine, s, walk_addr, index):
+def address_side(m, cfg, engine, s, walk_addr, index, t=None):
     """Lines (MGATHER: ``IndexLines.ar``; TLOAD / TSTORE: ``walk_addr``) through a :class:`LineQueue`
     into the :class:`BurstWalker`, whose output register drives AR or AW (the valid gated by ``go`` and
     by room for one more burst in flight), the counters of bursts in flight, and the ``wlen`` FIFO of
-    TSTORE's burst lengths. Returns the burst payload ``b``, the handshakes and the counters."""
+    TSTORE's burst lengths. With ``t`` (the GM -> UB half with overlap,
+    :func:`rtl.engines.transfer.load_overlap.load_tracking`) the source follows the instruction whose lines
+    enter now (``t.apar``, :func:`rtl.engines.transfer.load_overlap.side_setup`), and every line and burst
+    carries that instruction's parity as its ``tag``. Returns the burst payload ``b``, the handshakes and the
+    counters."""
     axi = engine.axi
     W = cfg.axi_data_bytes
     sh = W.bit_length() - 1
     store = s.store
-    m.submodules.bursts = bursts = BurstWalker(cfg)
+    tag_bits = 0 if t is None else 1
+    m.submodules.bursts = bursts = BurstWalker(cfg, tag_bits=tag_bits)
     # (through a LineQueue: the walker or IndexLines' AR queue moves on "not full", a register, not on
     # the burst walker's decision)
-    m.submodules.ar_lines = ar_lines = LineQueue(BurstLine(cfg))
+    m.submodules.ar_lines = ar_lines = LineQueue(BurstLine(cfg, tag_bits))
     m.d.comb += [bursts.lines.valid.eq(ar_lines.o.valid), bursts.lines.payload.eq(ar_lines.o.payload),
                  ar_lines.o.ready.eq(bursts.lines.ready)]
     wl = walk_addr.lines.payload
@@ -40,14 +46,18 @@ def address_side(m, cfg, engine, s, walk_addr, index):
                     al.gm_addr.eq(wl.gm_addr), al.gm_last.eq(wl.gm_last),
                     al.one_chunk.eq(wl.one_chunk), al.span.eq(wl.span), al.last.eq(wl.last),
                     walk_addr.lines.ready.eq(ar_lines.i.ready)]
+    gath = s.gath if t is None else load_overlap.side_setup(t, t.apar, s).gath
     if index is None:                           # an engine without MGATHER (TSTORE alone)
         m.d.comb += walker_lines
     else:
-        with m.If(s.gath):                      # MGATHER: IndexLines' AR queue
+        with m.If(gath):                        # MGATHER: IndexLines' AR queue
             m.d.comb += [ar_lines.i.valid.eq(index.ar.valid), al.eq(index.ar.payload),
                          index.ar.ready.eq(ar_lines.i.ready)]
         with m.Else():                          # TLOAD / TSTORE: the address-side walker
             m.d.comb += walker_lines
+    if t is not None:
+        m.d.comb += al.tag.eq(t.apar)
+        load_overlap.track_side(m, t.apar, ar_lines.i.valid & ar_lines.i.ready & al.last)
     b = bursts.bursts.payload
     for ch in ("ar", "aw") if engine._loads and engine._stores else ("ar",) if engine._loads else ("aw",):
         m.d.comb += [

@@ -265,15 +265,15 @@ class TransferEngine(Engine):
         walk_addr, walk_data = self._line_walkers(m, s)
         index = self._gather_lines(m) if self._gathers else None
         err = Signal()              # an AXI error response came: no more UB writes, an error status
+        # GM -> UB instructions back to back: whose lines, beats, words and errors are whose
+        t = load_overlap.load_tracking(m, cfg, s) if self._overlap and self._loads else None
         # address side: lines -> bursts -> the AR / AW register
-        a = address_side(m, cfg, self, s, walk_addr, index)
+        a = address_side(m, cfg, self, s, walk_addr, index, t)
         load_done, store_done, aw_all, load_ready = C(0), C(0), Signal(), None
-        # TLOADs back to back (the GM -> UB half): whose beats, words and errors are whose
-        t = load_overlap.load_tracking(m, cfg) if self._overlap and self._loads else None
         if self._loads:
             # GM -> UB: R beats, the realigner (TLOAD, MGATHER_ROW) or the element placer (MGATHER_ELEM)
             rbuf, pop = load_path.beat_buffer(m, cfg, self, err, t)
-            realign, load_ready = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf, slack=t is not None)
+            realign, load_ready = load_path.realigner(m, cfg, self, s, walk_data, index, rbuf, t)
             load_done = load_path.ub_write(m, cfg, self, s, index, rbuf, pop, realign, err, t)
         old = store_overlap.older_store(m, cfg) if self._overlap and self._stores else None
         if self._stores:
@@ -284,8 +284,8 @@ class TransferEngine(Engine):
         else:
             # the read port is MGATHER's alone; R and B / W: nothing here drives W, every B is taken
             store_path.index_reads_only(m, self, index, load_ready, walk_data)
-        if self._overlap and self._loads:       # TLOADs back to back (the GM -> UB half)
-            load_overlap.overlap_completion(m, self, s, walk_addr, walk_data, a, load_done, t)
+        if self._overlap and self._loads:       # TLOADs and MGATHERs back to back (the GM -> UB half)
+            load_overlap.overlap_completion(m, self, s, walk_addr, walk_data, a, load_done, t, index)
         elif self._overlap:                     # TSTOREs back to back (the UB -> GM half)
             store_overlap.overlap_completion(m, self, s, walk_addr, walk_data, a, st, old, err)
         else:
@@ -332,7 +332,7 @@ class TransferEngine(Engine):
         """MGATHER's lines: :class:`IndexLines` (its own decode and geometry from the held command; it
         reads the index tile from ``start`` on and idles for TLOAD / TSTORE), whose ``ar`` queue feeds the
         address side and whose ``data`` queue the realigner (row mode) or the element placer."""
-        m.submodules.index = index = IndexLines(self._config, self.opcodes)
+        m.submodules.index = index = IndexLines(self._config, self.opcodes, overlap=self._overlap and self._loads)
         m.d.comb += [index.cmd.eq(self.cmd), index.start.eq(self.start)]
         return index
 

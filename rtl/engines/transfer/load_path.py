@@ -53,14 +53,17 @@ def beat_buffer(m, cfg, engine, err, t=None):
     return rbuf, pop
 
 
-def realigner(m, cfg, engine, s, walk_data, index, rbuf, slack=False):
+def realigner(m, cfg, engine, s, walk_data, index, rbuf, t=None):
     """TLOAD / MGATHER_ROW: the :class:`Realigner` and its lines, MGATHER_ROW's from
     ``IndexLines.data`` or TLOAD's from ``walk_data``; its words come from the beat buffer. MGATHER's
     lines reach the data side only with ``go``: a zero line writes the UB without any AXI read, and
-    nothing may be written before the checker has passed the command. ``slack`` (TLOADs back to back):
-    TLOAD's lines pass a :class:`LineQueue` first (two more lines, none of a cycle while it is empty), so
-    the walker is done with a short TLOAD sooner and the engine releases it earlier. Returns the
-    realigner and ``walk_data``'s ``ready`` for a TLOAD."""
+    nothing may be written before the checker has passed the command. With ``t`` (instructions back to
+    back, :func:`rtl.engines.transfer.load_overlap.load_tracking`): TLOAD's lines pass a :class:`LineQueue`
+    first (two more lines, none of a cycle while it is empty), so the walker is done with a short TLOAD
+    sooner and the engine releases it earlier; the source and the row bytes are those of the instruction
+    the line side is on (``t.lpar``), and the line side waits while the word side is on an instruction of
+    the other pipeline (``t.line_wait``, set by :func:`ub_write`). Returns the realigner and ``walk_data``'s
+    ``ready`` for a TLOAD."""
     W = cfg.axi_data_bytes
     sh = W.bit_length() - 1
     m.submodules.realign = realign = Realigner(W, addr_bits=UB_ADDR_BITS - sh, buffered=True)
@@ -68,28 +71,33 @@ def realigner(m, cfg, engine, s, walk_data, index, rbuf, slack=False):
     d = index.data.payload
     wd = walk_data.lines.payload
     lines = walk_data.lines
-    if slack:
+    gath, elem, row_bytes, go = s.gath, s.elem, s.row_bytes, engine.go
+    if t is not None:
         m.submodules.tload_lines = tq = LineQueue(walk_data.lines.payload.shape())
         m.d.comb += [tq.i.valid.eq(walk_data.lines.valid), tq.i.payload.eq(walk_data.lines.payload)]
         lines = tq.o
         wd = tq.o.payload
-    with m.If(s.gath):                          # MGATHER_ROW: IndexLines' data queue
+        side = load_overlap.side_setup(t, t.lpar, s)
+        t.line = side
+        t.line_wait = Signal(name="line_wait")
+        gath, elem, row_bytes, go = side.gath, side.elem, side.row_bytes, engine.go & ~t.line_wait
+    with m.If(gath):                            # MGATHER_ROW: IndexLines' data queue
         m.d.comb += [
-            realign.line.valid.eq(index.data.valid & ~s.elem & engine.go),
-            rl.src_off.eq(d.src_off), rl.dst_off.eq(d.ub_addr[:sh]), rl.length.eq(s.row_bytes),
+            realign.line.valid.eq(index.data.valid & ~elem & go),
+            rl.src_off.eq(d.src_off), rl.dst_off.eq(d.ub_addr[:sh]), rl.length.eq(row_bytes),
             rl.zero.eq(d.zero), rl.addr.eq(d.ub_addr[sh:]), rl.last.eq(d.last),
         ]
     with m.Else():                              # TLOAD: the data-side walker
         m.d.comb += [
-            realign.line.valid.eq(lines.valid & ~s.store),
+            realign.line.valid.eq(lines.valid & ~s.store if t is None else lines.valid & ~s.store & ~t.line_wait),
             rl.src_off.eq(wd.gm_addr[:sh]), rl.dst_off.eq(wd.ub_addr[:sh]), rl.length.eq(wd.length),
             rl.addr.eq(wd.ub_addr[sh:]), rl.last.eq(wd.last),
         ]
     m.d.comb += [realign.i_avail.eq(rbuf.avail), realign.i_last.eq(rbuf.last[:8 * W]),
                  realign.i_before.eq(rbuf.before[:8 * W])]
-    if not slack:
+    if t is None:
         return realign, realign.line.ready
-    m.d.comb += tq.o.ready.eq(realign.line.ready & ~s.gath)
+    m.d.comb += tq.o.ready.eq(realign.line.ready & ~gath & ~t.line_wait)
     return realign, tq.i.ready
 
 
@@ -116,30 +124,16 @@ def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err, t=None):
                                        passthrough=not cfg.ub_write_queues)
     room = wq.room
     run = index.data.payload
-    fire, fire_q = Signal(), Signal()           # (the same; fire_q for the index queue's pop)
-    m.d.comb += [
-        fire.eq(s.elem & index.data.valid & engine.go & (run.zero | run.reuse | rbuf.avail) & room),
-        fire_q.eq(s.elem_q & index.data.valid & engine.go & (run.zero | run.reuse | rbuf.avail) & room),
-        placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(s.esz),
-        placer.beat.eq(rbuf.last[:8 * W]),
-        realign.enable.eq(room),
-        pop.eq((fire & ~run.zero & ~run.reuse) | realign.i_take),
-        index.data.ready.eq(Mux(s.elem_q, fire_q, realign.line.ready & engine.go)),
-    ]
-
-    # the queued word: the data's select in DATA_SEL_COPIES copies of ``elem``, each for a slice of the
-    # word (one register selecting all 8W bits: 11.2 ns, 10.1 of it wire, in `default` seed 3 at b9e4ebc)
     o = realign.o.payload
     w = wq.i_payload
     n = len(engine.ub_wr.data)
-    sels = held_copies(m, s.elem_c, engine.start, engine.DATA_SEL_COPIES, "elem_data")
-    for k, c in enumerate(sels):
-        sl = slice(n * k // len(sels), n * (k + 1) // len(sels))
-        m.d.comb += w.data[sl].eq(Mux(c, placer.data[sl], o.data[sl]))
-    if t is not None:
+    if t is None:
+        word_elem = _serial_fire(m, engine, s, index, rbuf, pop, realign, placer, room, run, w, o, n)
+    else:
         err = load_overlap.word_error(t)
-        load_overlap.track_words(m, t, wq.i_valid & w.last)
-    with m.If(s.elem):
+        word_elem = _overlap_fire(m, engine, s, index, rbuf, pop, realign, placer, room, run, w, o, t)
+        load_overlap.track_side(m, t.wpar, wq.i_valid & w.last)
+    with m.If(word_elem):
         m.d.comb += [wq.i_valid.eq(placer.valid), w.addr.eq(placer.addr), w.last.eq(placer.last)]
         with m.If(~err):
             m.d.comb += w.be.eq(placer.be)
@@ -156,3 +150,54 @@ def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err, t=None):
     load_done = Signal()            # the port takes the last UB write of a TLOAD / MGATHER now
     m.d.comb += load_done.eq(wq.o.valid & engine.ub_wr.ready & q.last)
     return load_done
+
+
+def _serial_fire(m, engine, s, index, rbuf, pop, realign, placer, room, run, w, o, n):
+    """The placer's fire, the pops and the word's data select of an instruction at a time (the setup's
+    registers). Returns the select of the placer's words."""
+    W = engine._config.axi_data_bytes
+    fire, fire_q = Signal(), Signal()           # (the same; fire_q for the index queue's pop)
+    m.d.comb += [
+        fire.eq(s.elem & index.data.valid & engine.go & (run.zero | run.reuse | rbuf.avail) & room),
+        fire_q.eq(s.elem_q & index.data.valid & engine.go & (run.zero | run.reuse | rbuf.avail) & room),
+        placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(s.esz),
+        placer.beat.eq(rbuf.last[:8 * W]),
+        realign.enable.eq(room),
+        pop.eq((fire & ~run.zero & ~run.reuse) | realign.i_take),
+        index.data.ready.eq(Mux(s.elem_q, fire_q, realign.line.ready & engine.go)),
+    ]
+    # the queued word: the data's select in DATA_SEL_COPIES copies of ``elem``, each for a slice of the
+    # word (one register selecting all 8W bits: 11.2 ns, 10.1 of it wire, in `default` seed 3 at b9e4ebc)
+    sels = held_copies(m, s.elem_c, engine.start, engine.DATA_SEL_COPIES, "elem_data")
+    for k, c in enumerate(sels):
+        sl = slice(n * k // len(sels), n * (k + 1) // len(sels))
+        m.d.comb += w.data[sl].eq(Mux(c, placer.data[sl], o.data[sl]))
+    return s.elem
+
+
+def _overlap_fire(m, engine, s, index, rbuf, pop, realign, placer, room, run, w, o, t):
+    """The same with instructions back to back (:mod:`rtl.engines.transfer.load_overlap`): the placer fires
+    the runs of the instruction the line side is on (``t.line``, from :func:`realigner`), with its element
+    size, and the line side's parity flips at that instruction's last line or run; the word's select is
+    the word side's instruction's (``wpar``). ``t.line_wait``: the line side is ahead of the word side, on an
+    instruction of the other pipeline (placer against realigner), so it takes nothing until the word side has
+    passed the last word in between (the two pipelines' words would otherwise meet at the queue's input).
+    Returns the select of the placer's words."""
+    W = engine._config.axi_data_bytes
+    line = t.line
+    word = load_overlap.side_setup(t, t.wpar, s)
+    m.d.comb += t.line_wait.eq((t.lpar != t.wpar) & (line.elem != word.elem))
+    fire = Signal(name="elem_fire")
+    m.d.comb += [
+        fire.eq(line.elem & index.data.valid & engine.go & ~t.line_wait &
+                (run.zero | run.reuse | rbuf.avail) & room),
+        placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(line.esz),
+        placer.beat.eq(rbuf.last[:8 * W]),
+        realign.enable.eq(room),
+        pop.eq((fire & ~run.zero & ~run.reuse) | realign.i_take),
+        index.data.ready.eq(Mux(line.elem, fire, line.gath & realign.line.ready & engine.go & ~t.line_wait)),
+        w.data.eq(Mux(word.elem, placer.data, o.data)),
+    ]
+    rl = realign.line
+    load_overlap.track_side(m, t.lpar, (rl.valid & rl.ready & rl.payload.last) | (fire & run.last))
+    return word.elem

@@ -56,6 +56,7 @@ class IndexLines(wiring.Component):
         :data:`GATHER_OPCODES`, told apart from the others by one opcode bit.
     depth : entries of each output queue (at least ``WRAP_CREDIT_MARGIN`` = 7).
     seg_depth : entries of the segment queue (at least ``CREDIT_MARGIN`` = 2).
+    overlap : adds ``emitted`` (the GM -> UB half with overlap, :mod:`rtl.engines.transfer.load_overlap`).
 
     Ports
     -----
@@ -63,6 +64,10 @@ class IndexLines(wiring.Component):
     start : in, a pulse; the walk runs if ``cmd`` is an MGATHER with a non-empty destination.
     ub_rd : a UB read port, used from the ``start`` cycle until the walk ends.
     ar, data : streams out; ``valid`` and the payload are registers.
+    emitted : out, with ``overlap``: the last line of the instruction started last has entered the output
+        queues (a register, from the cycle after that until the next ``start``; low before the first).
+        Every line goes through every stage in order, so nothing of that instruction is left in a stage and
+        nothing reads its setup any more: a ``start`` may come (the lines queued stay the older one's).
 
     Pipeline (every stage a register, so that the unit keeps its clock; ``t`` = ``start``):
 
@@ -151,8 +156,8 @@ class IndexLines(wiring.Component):
     #: output queues when it reaches ``cur`` (the modulo pipeline cannot stall).
     WRAP_CREDIT_MARGIN = ROOM_MARGIN + CREDIT_MARGIN
 
-    def __init__(self, config, opcodes, depth=64, seg_depth=16):
-        self._config = config
+    def __init__(self, config, opcodes, depth=64, seg_depth=16, *, overlap=False):
+        self._config, self._overlap = config, overlap
         self._opcodes = tuple(opcodes)
         self._depth = depth
         self._seg_depth = seg_depth
@@ -176,6 +181,7 @@ class IndexLines(wiring.Component):
             "ub_rd": Out(UbReadSignature(config)),
             "ar": Out(stream.Signature(GatherRead(config))),
             "data": Out(stream.Signature(GatherLine(config))),
+            **({"emitted": Out(1)} if overlap else {}),
         })
 
     def elaborate(self, platform):
@@ -189,8 +195,13 @@ class IndexLines(wiring.Component):
         q = mgather_runs.segment_queue(m, cfg, g, e, self._seg_depth, self._depth,
                                        (self.Q_AR_GROUPS, self.Q_DATA_GROUPS))
         s3 = mgather_runs.run_register(m, cfg, g, q, self.start)
-        mgather_runs.line_register(m, cfg, s3, q, self.ar, self.data)
+        s4 = mgather_runs.line_register(m, cfg, s3, q, self.ar, self.data)
         self._credits(m, g, w, q)
+        if self._overlap:
+            with m.If(s4.valid & s4.line.last):
+                m.d.sync += self.emitted.eq(1)
+            with m.If(self.start):
+                m.d.sync += self.emitted.eq(0)
         return m
 
     # ---- setup: registered at ``start`` (at most a few LUT levels from the held command) ------------------

@@ -300,7 +300,7 @@ def run_register(m, cfg, g, q, start):
 
 def line_register(m, cfg, s3, q, ar, data_out):
     """Stage 4: the read and the line, registered, into both output queues (``q_ar``, ``q_data``), whose
-    heads are the ``ar`` and ``data`` streams."""
+    heads are the ``ar`` and ``data`` streams. Returns the stage's ``valid`` and ``line``."""
     s4_valid = Signal()
     s4_rd = Signal(GatherRead(cfg), reset_less=True)
     s4_line = Signal(GatherLine(cfg), reset_less=True)
@@ -311,4 +311,5 @@ def line_register(m, cfg, s3, q, ar, data_out):
         ar.valid.eq(q_ar.r_rdy), ar.payload.eq(q_ar.r_data), q_ar.r_en.eq(ar.ready),
         data_out.valid.eq(q_data.r_rdy), data_out.payload.eq(q_data.r_data), q_data.r_en.eq(data_out.ready),
     ]
+    return SimpleNamespace(valid=s4_valid, line=s4_line)
 

@@ -21,15 +21,15 @@ class GmToUbEngine(TransferEngine):
     are driven (``awvalid``, ``wvalid`` and ``bready`` stay low); with ``overlap=True`` also ``release``.
     Latency and throughput: as :class:`TransferEngine` for its instructions.
 
-    Overlap (``OVERLAP``; the concurrent unit builds it with ``overlap=True``): it takes the next TLOAD once
-    the running TLOAD's line walkers have emitted their last lines, and answers the older one when its last
-    UB word is written (:mod:`rtl.engines.transfer.load_overlap`): two TLOADs in flight at most. MGATHER
-    neither overlaps nor is overlapped (``OVERLAP_OPCODES``: its data side reads the setup's registers)."""
+    Overlap (``OVERLAP``; the concurrent unit builds it with ``overlap=True``): it takes the next TLOAD or
+    MGATHER once the running one's lines are all formed (a TLOAD's line walkers have emitted their last lines,
+    an MGATHER's ``IndexLines`` has queued its last line), and answers the older one when its last UB word is
+    written (:mod:`rtl.engines.transfer.load_overlap`): two instructions in flight at most, of any of its
+    opcodes in any order."""
 
     name = "gm_to_ub"
     opcodes = (Opcode.TLOAD, Opcode.MGATHER_ROW, Opcode.MGATHER_ELEM)
     OVERLAP = True
-    OVERLAP_OPCODES = (Opcode.TLOAD,)
 
 
 class UbToGmEngine(TransferEngine):

@@ -120,11 +120,12 @@ class LineWalker(wiring.Component):
         return m
 
 
-def BurstLine(config):
+def BurstLine(config, tag_bits=0):
     """A line as :class:`BurstWalker` takes it: ``gm_addr`` .. ``gm_last`` (bytes, inclusive);
     ``span``: the chunks of :func:`burst_chunk_beats` beats it touches, minus one; ``one_chunk``:
     ``span == 0`` (one burst); ``single``: the line lies in one bus beat (``gm_last``, ``span`` and
-    ``one_chunk`` are not looked at); ``skip``: issue nothing for it."""
+    ``one_chunk`` are not looked at); ``skip``: issue nothing for it. With ``tag_bits``, a ``tag`` that
+    every burst of the line carries (:func:`BurstDesc`)."""
     return data.StructLayout({
         "gm_addr":   config.gm_addr_bits,
         "gm_last":   config.gm_addr_bits,
@@ -133,16 +134,18 @@ def BurstLine(config):
         "single":    1,
         "skip":      1,
         "last":      1,
+        **({"tag": tag_bits} if tag_bits else {}),
     })
 
 
-def BurstDesc(config):
+def BurstDesc(config, tag_bits=0):
     """A burst as :class:`BurstWalker` gives it: AR / AW's address and length, and whether it ends a line
-    marked ``last``."""
+    marked ``last`` (with ``tag_bits``, its line's ``tag``)."""
     return data.StructLayout({
         "addr": config.gm_addr_bits,   # aligned to the bus width
         "len":  AXLEN_BITS,            # AXI encoding: beats - 1
         "last": 1,                     # the burst of a line marked ``last`` that ends it
+        **({"tag": tag_bits} if tag_bits else {}),
     })
 
 
@@ -168,6 +171,10 @@ class BurstWalker(wiring.Component):
     burst enters the queue in this cycle; for outstanding-transaction counters). Lines marked ``skip``
     are taken without a burst.
 
+    ``tag_bits`` (default 0): lines and bursts carry a ``tag`` of that many bits, each burst its line's (the
+    GM -> UB half with overlap: which instruction a burst is, so that its beats can be told apart even where
+    an instruction's last lines issue nothing, :mod:`rtl.engines.transfer.load_overlap`).
+
     Latency: a burst is on ``bursts`` the cycle after its line is offered (:attr:`LATENCY`). Timing: whether the burst
     ends the line is a register (``one_chunk`` of the line, or for a later burst of a long line, "one
     chunk left", from a down-counter of the line's chunks loaded with its ``span``), so taking a line
@@ -177,12 +184,12 @@ class BurstWalker(wiring.Component):
     #: Cycles from a line offered on ``lines`` to its first burst on ``bursts`` (the output register).
     LATENCY = 1
 
-    def __init__(self, config):
-        self._config = config
+    def __init__(self, config, tag_bits=0):
+        self._config, self._tag_bits = config, tag_bits
         super().__init__({
-            "lines": In(stream.Signature(BurstLine(config))),
+            "lines": In(stream.Signature(BurstLine(config, tag_bits))),
             "credit": In(1),
-            "bursts": Out(stream.Signature(BurstDesc(config))),
+            "bursts": Out(stream.Signature(BurstDesc(config, tag_bits))),
             "loaded": Out(1),
         })
 
@@ -215,7 +222,7 @@ class BurstWalker(wiring.Component):
         # the output: two entries of registers used in turn (the bus's payload is the older one), so that
         # producing a burst depends on "the entry to write is free" (a register) and never on the bus's
         # ready, and the bus's ready only moves a pointer and clears a valid bit
-        out = [Signal(BurstDesc(cfg), name=f"out{k}", reset_less=True) for k in range(2)]
+        out = [Signal(BurstDesc(cfg, self._tag_bits), name=f"out{k}", reset_less=True) for k in range(2)]
         ov = [Signal(name=f"out{k}_valid") for k in range(2)]
         orp, owp = Signal(), Signal()
         issue = Signal()
@@ -226,8 +233,10 @@ class BurstWalker(wiring.Component):
             self.bursts.valid.eq(Mux(orp, ov[1], ov[0])),
             self.bursts.payload.eq(Mux(orp, out[1], out[0])),
         ]
-        new = Signal(BurstDesc(cfg))
+        new = Signal(BurstDesc(cfg, self._tag_bits))
         m.d.comb += [new.addr.eq(beat << sh), new.len.eq(length), new.last.eq(ends & line.last)]
+        if self._tag_bits:
+            m.d.comb += new.tag.eq(line.tag)
         pop = self.bursts.valid & self.bursts.ready
         for k in range(2):
             # a free entry takes the burst being formed in every cycle (its valid bit says if it is one),
