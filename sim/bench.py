@@ -32,8 +32,8 @@ previous one was still in its engine (both ``Config.concurrent``). A unit that r
 has ``run`` >= ``serial``; one whose pipes run at once can reach the bound. ``lanes bound`` (an example that
 defines ``lanes_bound(config)``: tpartadd_stream, gemv_stream) is what its work needs on the engines' lanes, and ``of
 lanes bound`` the run's share of it: what overlapping consecutive instructions of one pipe can gain; ``bus
-bound`` / ``of bus bound`` the same for an example that defines ``bus_bound(config)`` (tload_stream and
-tstore_stream: their beats on the AXI bus).
+bound`` / ``of bus bound`` the same for an example that defines ``bus_bound(config)`` (tload_stream,
+tstore_stream, mgather_stream: their beats on the AXI bus).
 """
 
 import argparse
@@ -140,7 +140,7 @@ def gemv_extra(record, config):
 #: The examples the programs table times (``examples/<name>.pto`` with its input generator). A program that
 #: does not fit a configuration's UB is left out of its table (tpartadd_stream needs 24 KiB).
 PROGRAMS = ("double_buffer", "double_buffer_32", "gather_scale_gemv", "tpartadd_stream", "tload_stream",
-            "tstore_stream", "gemv_stream")
+            "tstore_stream", "gemv_stream", "mgather_stream")
 
 
 def _pipe_cost(config):
@@ -168,7 +168,7 @@ def pipe_bounds(rows, commands, config=None):
     concurrent unit with ``Config.pipe_overlap``), where an instruction after the pipe's first costs its
     engine's ``bound`` (its narrowest resource: the words of consecutive instructions pass the lanes one
     after another, the fill overlaps) if both it and the pipe's instruction before it are of the engine's
-    ``overlap_opcodes`` (GM -> UB: TLOAD after TLOAD; an MGATHER, or a TLOAD after one, costs its own cycles). ``rows``: the report's rows (``cycles``), ``commands``: the image's
+    ``overlap_opcodes`` (every opcode of the engines that overlap today). ``rows``: the report's rows (``cycles``), ``commands``: the image's
     (only their ``opcode`` without ``config``, which means no overlap)."""
     from rtl.isa import INSTRUCTIONS, Opcode, Pipe
     cost = _pipe_cost(config)

@@ -74,12 +74,13 @@ def test_pipe_bounds_with_overlap():
     assert beats == 16
     assert bench.pipe_bounds(srows, stores, conc)[Pipe.UB_TO_GM] == (120, 40 + 2 * beats)
     assert bench.pipe_bounds(srows, stores, preset("default"))[Pipe.UB_TO_GM] == (120, 120)
-    # TLOADs likewise in the GM -> UB half, but not an MGATHER, nor a TLOAD right after one (the engine takes
-    # neither early: GmToUbEngine.OVERLAP_OPCODES)
+    # TLOADs and MGATHERs likewise in the GM -> UB half (MGATHER_ROW's bound: a UB word per row of 32 bytes)
     loads = [{"opcode": Opcode.TLOAD, "dst": t(k * 512), "gm": gm(k)} for k in range(3)]
     gather = {"opcode": Opcode.MGATHER_ROW, "dst": t(0), "src0": t(512), "gm": gm(0), "oob": 0}
+    words = TransferEngine.bound(conc, gather)
+    assert words == 16
     lrows = [SimpleNamespace(cycles=c) for c in (30, 31, 29, 50, 33)]
-    assert bench.pipe_bounds(lrows, loads + [gather, loads[0]], conc)[Pipe.GM_TO_UB] == (173, 30 + 2 * beats + 50 + 33)
+    assert bench.pipe_bounds(lrows, loads + [gather, loads[0]], conc)[Pipe.GM_TO_UB] == (173, 30 + 3 * beats + words)
     assert bench.pipe_bounds(lrows, loads + [gather, loads[0]], preset("default"))[Pipe.GM_TO_UB] == (173, 173)
 
 

@@ -143,6 +143,15 @@ def test_tloads_back_to_back():
 
 
 @pytest.mark.cocotb
+def test_mgathers_back_to_back():
+    """The unit's GM -> UB pipe takes each of mgather_stream's 8 independent MGATHER_ROWs once the one before it
+    has queued its last line (``perf__early__``: all but the first), and the stream takes fewer cycles than the
+    eight one at a time."""
+    from rtl.isa import Pipe
+    _stream_overlaps("mgather_stream", Pipe.GM_TO_UB, count=8)
+
+
+@pytest.mark.cocotb
 def test_gemvs_back_to_back():
     """The unit's matrix pipe takes each of gemv_stream's 8 independent TGEMVs once the one before it has fired
     its last product (``perf__early__``: all but the first), and the stream takes fewer cycles than the eight
