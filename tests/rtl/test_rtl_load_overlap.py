@@ -298,3 +298,37 @@ def test_mgather_overlap_keeps_r_busy():
     cycles, overlapped, _ = _load_stream(cfg, cmds, 5, stall=0)
     assert overlapped == n - 1
     assert cycles == one + (n - 1) * beats, (cycles, one, beats)
+
+
+@pytest.mark.parametrize("engine", ["transfer", "gm_to_ub"])
+def test_serial_error_suppresses_later_words(engine):
+    """The serial engines (``TransferEngine``, the unit's; ``GmToUbEngine`` without overlap) hold to the same
+    documented rule one instruction at a time: an R error on the first beat of line 3 of an 8-line TLOAD
+    suppresses that beat's UB writes and every later one (lines 3-7 keep the UB's old bytes), lines 0-2 are
+    written, the status is AXI_READ_ERROR, and the next TLOAD is written whole."""
+    from golden.faults import GmFaults
+    from rtl.engines.transfer.engine import TransferEngine
+    from rtl.isa import Status
+    cfg = preset("small")
+    eng = TransferEngine(cfg) if engine == "transfer" else GmToUbEngine(cfg)
+    cmds = wide_stream(Opcode.TLOAD, 2, LOAD_GM)
+    bad = cmds[0]["gm"]["base"] + 3 * 64
+    bench = ProtocolBench(cfg, eng, seed=9, stall=0, gm_windows=[])
+    bench.axi.read_faults = [(bad, bad + 1)]
+    bench.golden.faults = GmFaults(read=((bad, bad + 1),))
+    rng = random.Random(9)
+    ub0, gm = rng.randbytes(cfg.ub_bytes), rng.randbytes(GM_BYTES)
+    bench.ub_write(0, ub0)
+    bench.gm_write(0, gm)
+    out = {}
+
+    async def stimulus(b):
+        out["status"] = [(await b.execute(c)).status for c in cmds]
+        out["ub"] = b.ub_read().copy()
+    bench.run(stimulus)
+    assert out["status"] == [Status.AXI_READ_ERROR, Status.OK], out["status"]
+    for k, c in enumerate(cmds):
+        for line in range(8):
+            ub, g = c["dst"]["base"] + 64 * line, c["gm"]["base"] + 64 * line
+            want = ub0[ub:ub + 64] if (k == 0 and line >= 3) else gm[g:g + 64]
+            assert bytes(out["ub"][ub:ub + 64]) == want, (k, line)
