@@ -45,8 +45,9 @@ class Dispatcher(wiring.Component):
         flight in another pipe conflicts with it; its engine takes it (``ready``) when idle.
     release : In(len(PIPES))
         Pipe ``k``'s running instruction is *released* (a pulse; its engine has finished with its command,
-        ``rtl.engines.base.EngineSignature``'s ``release``): the pipe may issue its next instruction in the
-        next cycle while it finishes. At most ``released`` (a parameter) per pipe at a time.
+        ``rtl.engines.base.EngineSignature``'s ``release``): the pipe may issue its next instruction in this
+        cycle already while it finishes (``issue.valid`` follows ``release`` combinationally). At most
+        ``released`` (a parameter) per pipe at a time.
     done : In(len(PIPES))
         Pipe ``k``'s oldest unfinished instruction (the released one, else the running one) has finished (a
         pulse; not with ``release``): the pipe may issue its next instruction in the next cycle. The instruction stays in the scoreboard, *draining* (its last words may still be on
@@ -116,7 +117,8 @@ class Dispatcher(wiring.Component):
             nrel = Signal(range(self._released + 1), name=f"released{k}")
             rel_slot = [Signal(range(n), name=f"released{k}_slot{i}") for i in range(self._released)]
             released = nrel != 0
-            ready = q.r_rdy & ~running & ~sb.blocked.bit_select(head.slot, 1)
+            # (a pipe whose running instruction is released now offers its next one in the same cycle)
+            ready = q.r_rdy & (~running | self.release[k]) & ~sb.blocked.bit_select(head.slot, 1)
             out = self.issue[k]
             m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready)]
             with m.If(ready & out.ready):

@@ -213,9 +213,12 @@ class PipeFrontEnd(wiring.Component):
             rel_ended = Signal(range(D + 1), name=f"pipe{k}_rel_ended")
             rel_owes = Signal(name=f"pipe{k}_rel_owes")          # a released one's ``done`` has not come yet
             m.d.comb += rel_owes.eq(rel_ended < nrel[k])
+            # the one released now (``rel``, below): the next one is taken in the same cycle
+            rel = Signal(name=f"pipe{k}_release")
+            rels.append(rel)
             # the response queue has room for the next instruction's response and the released ones' not yet
-            # answered
-            room = w_rdy & (level + (nrel[k] - rel_ended) < self.RESPONSE_DEPTH)
+            # answered (the one released now included)
+            room = w_rdy & (level + (nrel[k] - rel_ended) + rel < self.RESPONSE_DEPTH)
             # while one is released, the next goes to the same engine (its ``sel``: the read ports it shares)
             same = []               # (and of the opcodes the engine takes while one is released)
             for e in mine:
@@ -224,8 +227,8 @@ class PipeFrontEnd(wiring.Component):
             for e in mine:
                 sels[e] = Signal(name=f"sel_{self._classes[e].name}")
             same_engine = Cat(sels[e] & c for e, c in zip(mine, same)).any()
-            m.d.comb += [issue.ready.eq(~running[k] & room & allowed[k] & (~any_rel | same_engine)),
-                         take.eq(issue.valid & issue.ready), self.early[k].eq(take & rel_owes)]
+            m.d.comb += [issue.ready.eq((~running[k] | rel) & room & allowed[k] & (~(any_rel | rel) | same_engine)),
+                         take.eq(issue.valid & issue.ready), self.early[k].eq(take & (rel_owes | rel))]
             with m.If(take):
                 m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
                              queued.eq(now + START_REGISTER_CYCLES - issue.payload.stamp),
@@ -283,8 +286,6 @@ class PipeFrontEnd(wiring.Component):
                          w_data.queued.eq(Mux(rel_owes, Array(rel_queued)[rel_ended], queued))]
             # release: the running instruction, checked and in the scoreboard, neither done nor answered, while
             # fewer than ``RELEASED`` are
-            rel = Signal(name=f"pipe{k}_release")
-            rels.append(rel)
             m.d.comb += rel.eq(releasing & running[k] & checked & inserted & ~ended & ~finish & (nrel[k] < D))
             # free the pipe: done seen (now or before), answered, in the scoreboard (and the pipe's previous
             # instruction drained, or draining now: one drains at a time); the instruction retires then (no
@@ -309,7 +310,9 @@ class PipeFrontEnd(wiring.Component):
             oldest_first(m, rel_stamp, nrel[k], rel, pop, stamp)
             oldest_first(m, rel_queued, nrel[k], rel, pop, queued)
             with m.If((free[k] & ~any_rel) | aborted | rel):
-                m.d.sync += [ended.eq(0), answered.eq(0), running[k].eq(0)]
+                m.d.sync += [ended.eq(0), answered.eq(0)]
+                with m.If(~take):           # (the next one taken in the cycle of a release runs from now)
+                    m.d.sync += running[k].eq(0)
             with m.Else():
                 with m.If(finish & ~rel_owes):
                     m.d.sync += [ended.eq(1), ended_status.eq(status)]
