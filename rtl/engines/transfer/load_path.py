@@ -113,10 +113,11 @@ def ub_write(m, cfg, engine, s, index, rbuf, pop, realign, err, t=None):
     passes through in the cycle it is formed (a 2:1 multiplexer), so a port that is always ready sees the
     words exactly as without the queue. Its ``room`` (a register) gates every start of a word: the
     placer's fire (and so the index queue's pop and the beat buffer's pop) and the realigner's
-    ``enable`` (its takes, zero and flush words). With TLOADs back to back (``t``) a word is gated by its
-    own instruction's error flag (:func:`rtl.engines.transfer.load_overlap.word_error`). Returns
-    ``load_done``: the port takes the last word of a TLOAD / MGATHER now."""
-    W = cfg.axi_data_bytes
+    ``enable`` (its takes, zero and flush words). With instructions back to back (``t``) the placer and the
+    index queue's pop follow the line side's instruction, the word's select the word side's
+    (:func:`_overlap_fire`), and a word is gated by its own instruction's error flag
+    (:func:`rtl.engines.transfer.load_overlap.word_error`). Returns ``load_done``: the port takes the last
+    word of a TLOAD / MGATHER now."""
     m.submodules.placer = placer = ElementPlacer(cfg)
     Word = data.StructLayout({"addr": len(engine.ub_wr.addr), "data": len(engine.ub_wr.data),
                               "be": len(engine.ub_wr.be), "last": 1})
