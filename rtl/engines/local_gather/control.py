@@ -135,12 +135,20 @@ def slot_issue(m, eng, sz, geo, c, pl, wq):
     (marked ``last`` in the write queue ``wq``); an empty command is done from ``EMPTY``. Drives
     ``idle``, ``done`` and ``status``.
 
+    With the engine's ``overlap`` (:mod:`rtl.engines.local_gather.overlap`) the issue returns to ``IDLE``
+    in the cycle after the instruction's last slot (``DRAIN`` only flushes the last row's spilled word,
+    when it spills, and is left when that flush goes), an empty command never leaves ``IDLE``, and
+    ``done``, ``status`` and ``release`` are driven by ``overlap.release_and_done`` (no ``EMPTY`` state).
+    Returns the namespace of ``idle`` (the state machine in ``IDLE``) and ``last_taken`` (the port takes
+    an instruction's last word in this cycle).
+
     The write queue's ``room`` (a register) gates the slots that may write: ``RUN`` (a piece slot or a
     flush) and the flushes of ``INDEX`` and ``DRAIN`` wait for it, holding their state (a cycle without
     a slot, a bubble, as in ``WAIT``); ``stall`` stays set until its flush goes. Index reads write
     nothing and go on."""
     W, sh = sz.W, sz.sh
     cmd = eng.cmd
+    overlap = eng._overlap
     d = pl.d
     room = wq.room
     # the instruction's last word, taken by the port in this cycle
@@ -181,12 +189,18 @@ def slot_issue(m, eng, sz, geo, c, pl, wq):
     with m.FSM(name="local_gather") as fsm:
         with m.State("IDLE"):
             with m.If(eng.start):
-                # (an empty gather is done a cycle later, from the state register: ``done`` from
-                # the command's decode drove the front end's state logic, a 10.6 ns path)
-                with m.If(geo.empty):
-                    m.next = "EMPTY"
-                with m.Else():
-                    m.next = "INDEX"
+                if overlap:
+                    # (an empty gather issues nothing: its ``done`` waits for the older ones',
+                    # ``overlap.release_and_done``)
+                    with m.If(~geo.empty):
+                        m.next = "INDEX"
+                else:
+                    # (an empty gather is done a cycle later, from the state register: ``done`` from
+                    # the command's decode drove the front end's state logic, a 10.6 ns path)
+                    with m.If(geo.empty):
+                        m.next = "EMPTY"
+                    with m.Else():
+                        m.next = "INDEX"
             # the first block's state, from the command; its first index read(s) go in the start cycle
             dst, src, idx = cmd.dst, cmd.src0, cmd.src1
             nv = cmd.num_valid
@@ -201,9 +215,10 @@ def slot_issue(m, eng, sz, geo, c, pl, wq):
             begin_block(src.base, dst.base, idx.base + (idx.cols << (INDEX_BYTES_LOG2 + c.rstep_log2)),
                         Mux(big, GROUP, nv[:K_BITS]), Mux(big, GROUP - 1, (nv - 1)[:K_INDEX_BITS]), first=1)
 
-        with m.State("EMPTY"):   # nothing to gather: done
-            m.d.comb += [eng.done.eq(1), eng.status.eq(Status.OK)]
-            m.next = "IDLE"
+        if not overlap:
+            with m.State("EMPTY"):   # nothing to gather: done
+                m.d.comb += [eng.done.eq(1), eng.status.eq(Status.OK)]
+                m.next = "IDLE"
 
         with m.State("INDEX"):   # read the block's indices (index k at idx row 16 g + k, column kb)
             # a pending word spilled by the previous block's last row is flushed beside the reads (with
@@ -233,20 +248,30 @@ def slot_issue(m, eng, sz, geo, c, pl, wq):
         with m.State("RUN"):
             _run(m, sz, geo, c, pl, room, SimpleNamespace(
                 pair=pair, lo=lo, lane_end=lane_end, spill=spill, final=final,
-                emit_flush=emit_flush, begin_block=begin_block, begin_row=begin_row))
+                emit_flush=emit_flush, begin_block=begin_block, begin_row=begin_row), overlap=overlap)
 
-        with m.State("DRAIN"):   # until the port takes the last word (the last piece's, or the flush's)
-            with m.If(c.stall):
-                emit_flush(1)
-            with m.If(last_taken):
-                m.d.comb += [eng.done.eq(1), eng.status.eq(Status.OK)]
-                m.next = "IDLE"
+        if not overlap:
+            with m.State("DRAIN"):   # until the port takes the last word (the last piece's, or the flush's)
+                with m.If(c.stall):
+                    emit_flush(1)
+                with m.If(last_taken):
+                    m.d.comb += [eng.done.eq(1), eng.status.eq(Status.OK)]
+                    m.next = "IDLE"
+        else:
+            # entered only when the last row spills: its flush is the instruction's last slot; once it is
+            # issued nothing behind the issue reads the setup, and ``done`` is the marked word's
+            with m.State("DRAIN"):
+                with m.If(c.stall):
+                    emit_flush(1)
+                with m.If(~c.stall | room):
+                    m.next = "IDLE"
     with m.If(c.stall & room):     # its flush went (INDEX, RUN or DRAIN: the states stall is set in)
         m.d.sync += c.stall.eq(0)
     m.d.comb += geo.idle.eq(fsm.ongoing("IDLE"))
+    return SimpleNamespace(idle=fsm.ongoing("IDLE"), last_taken=last_taken)
 
 
-def _run(m, sz, geo, c, pl, room, slot):
+def _run(m, sz, geo, c, pl, room, slot, overlap=False):
     """The ``RUN`` state: a piece slot (or a flush), the row's block's running offsets, and at the end of
     a row's block the next row, the next block or the next group (back to ``INDEX``), or ``DRAIN``.
     ``slot``: the piece slot's values and :func:`slot_issue`'s actions. Without the write queue's
@@ -296,4 +321,12 @@ def _run(m, sz, geo, c, pl, room, slot):
                 begin_block(ns, nd, ni, c.nk_grp, c.nk_grp_m1)
                 m.next = "INDEX"
             with m.Else():
-                m.next = "DRAIN"
+                if overlap:
+                    # the instruction's last slot: the issue is free for the next one, unless the
+                    # last row's spilled word is still to be flushed (DRAIN)
+                    with m.If(spill):
+                        m.next = "DRAIN"
+                    with m.Else():
+                        m.next = "IDLE"
+                else:
+                    m.next = "DRAIN"

@@ -11,6 +11,7 @@ from rtl.engines.base import Engine, tile_lines, words_of
 from rtl.engines.local_gather.control import control_registers, slot_issue, slot_registers
 from rtl.engines.local_gather.geometry import GROUP, GROUP_LOG2, MAX_INDICES, MAX_NEPI_LOG2, Sizes, geometry_registers, \
     piece_geometry
+from rtl.engines.local_gather.overlap import release_and_done, slot_geometry
 from rtl.engines.local_gather.placement import pack, place, write_queue
 from rtl.engines.local_gather.reads import input_registers, read_addresses
 from rtl.lib.output_queue import OutputQueue
@@ -33,11 +34,22 @@ class LocalGatherEngine(Engine):
     ----------
     config : :class:`rtl.config.Config`
         Uses ``ub_word_bytes`` (``W``), ``ub_bytes`` and ``ub_read_ports``.
+    overlap : bool
+        Build with ``release`` (:class:`rtl.engines.base.EngineSignature`, the concurrent unit): the engine
+        takes its next instruction ``RELEASE_CYCLES`` = 1 cycle after the running one's last slot is
+        issued (its last row's flush, when that spills), while that one's last slots are still in the
+        pipeline and the write queue; up to ``IN_FLIGHT`` = 3 instructions, ``done`` once per instruction
+        in start order (an empty destination's waits for the older ones'). What travels with each slot
+        and what is per instruction: :mod:`rtl.engines.local_gather.overlap`. Without it the netlist is the
+        serial one.
 
     Ports
     -----
     cmd, start, go, done, status
         As :class:`rtl.engines.base.EngineSignature`.
+    release : (``overlap=True`` only) high while the issue is idle (the last slot of every instruction
+        started so far has been issued), no empty destination waits for its ``done`` and fewer than
+        ``IN_FLIGHT`` instructions with words are in flight; low in a ``start`` cycle.
     ub_rd : ``min(MAX_READ_PORTS, config.ub_read_ports)`` UB read ports
         Index reads, then piece reads (one piece, or index read, per port and cycle).
     ub_wr : the UB write port, with its handshake (``valid`` / ``ready``)
@@ -125,6 +137,12 @@ class LocalGatherEngine(Engine):
     A port that refuses words delays the words behind them in the queue and, once ``room`` falls, the
     issue: :meth:`cycles` is then a lower bound.
 
+    With ``overlap``, a stream of independent instructions each started at ``release`` (with a port that
+    is always ready) costs the first one's :meth:`cycles` plus, for each later one, its :meth:`cycles`
+    ``- PIPELINE + RELEASE_CYCLES`` (7 fewer than alone: the pipeline behind its last slot is hidden
+    behind the next one's slots; ``tests/rtl/test_rtl_local_gather_overlap.py``). Each instruction's
+    first block still pays its index reads after the previous one's last slot.
+
     Throughput
     ----------
     Per block of ``K`` chunks and 16 rows: ``max(INDEX_MIN_CYCLES, ceil(K / 2))`` cycles of index reads
@@ -143,6 +161,16 @@ class LocalGatherEngine(Engine):
     opcodes = (Opcode.LOCAL_GATHER,)
     UB_READ_PORTS = 1           # MAX_READ_PORTS where the configuration has them (:meth:`read_ports`)
     UB_WRITE = True
+    OVERLAP = True              # rtl/engines/local_gather/overlap.py
+    #: (overlap) Instructions the engine holds at most (started, not done): the running one and two
+    #: released ones, as the front end holds (``rtl.frontend.pipe_front.PipeFrontEnd.RELEASED`` = 2 per
+    #: pipe). (The write queue's room already keeps it below: an instruction writes at least ``GROUP``
+    #: words, and the words issued and not yet taken are at most ``WRITE_QUEUE_DEPTH`` = 16, so the one
+    #: before the running one has had its last word taken when the running one issues its last slot.)
+    IN_FLIGHT = 3
+    #: (overlap) Cycles from the issue of an instruction's last slot (its last row's flush, when it spills)
+    #: to ``release``: the issue state machine's register (``IDLE`` in the next cycle).
+    RELEASE_CYCLES = 1
 
     #: Read ports the engine uses where the configuration has them (two pieces, or two index reads, per
     #: cycle).
@@ -254,9 +282,9 @@ class LocalGatherEngine(Engine):
                     issued += slots + (spill and (p < GROUP - 1 or final))
         return issued - 1 + cls.PIPELINE
 
-    def __init__(self, config):
+    def __init__(self, config, *, overlap=False):
         self._ports = self.read_ports(config)
-        super().__init__(config)
+        super().__init__(config, overlap=overlap)
 
     @staticmethod
     def add_checks(m, config, cmd, fail):
@@ -288,9 +316,12 @@ class LocalGatherEngine(Engine):
         ctl = control_registers(m, self, sz, geo)
         pl = slot_registers(m, self, sz)
         wq = write_queue(self, sz)              # (added to the module by pack)
-        slot_issue(m, self, sz, geo, ctl, pl, wq)
+        issue = slot_issue(m, self, sz, geo, ctl, pl, wq)
         rd = read_addresses(m, self, sz, geo, pl)
         win = input_registers(m, self, sz, pl, rd)
-        placed = place(m, self, sz, geo, pl, win)
+        # (with overlap the placement reads the slot's own P, not the setup's: overlap.slot_geometry)
+        placed = place(m, self, sz, slot_geometry(m, self, geo) if self._overlap else geo, pl, win)
         pack(m, self, sz, pl, placed, wq)
+        if self._overlap:
+            release_and_done(m, self, geo, issue.idle, issue.last_taken)
         return m
