@@ -11,6 +11,8 @@ import random
 
 import numpy as np
 import pytest
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
 
 from golden.check import check
 from golden.machine import Machine
@@ -19,6 +21,7 @@ from rtl.config import preset
 from rtl.engines.local_gather.engine import LocalGatherEngine
 from rtl.isa import Command, DType, DTYPE_BYTES, Opcode, Status, UB_ALIGN, decode, encode
 
+import rtl_engine_bench
 from rtl_engine_bench import EngineBench
 
 E = LocalGatherEngine
@@ -145,11 +148,35 @@ def random_stream(config, rng, n, ub0, regions=3, *, empty=0.1, same_region=0.1,
     return cmds
 
 
-def run_stream(config, cmds, ub0, *, write_stalls=False, in_flight=None):
+class _ScarceTop(rtl_engine_bench._Top):
+    """The bench's engine and UB, with a write port that takes a word in a pseudo-random quarter of the cycles
+    only (the bench's ``write_stalls`` refuses a quarter): the write queue stays nearly full, so the issue
+    waits for its ``room`` most of the time, a last row's flush among them."""
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.engine, m.submodules.ub = self.engine, self.ub
+        wr = self.engine.ub_wr
+        lfsr = Signal(16, init=0xACE1)
+        m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
+        ready = self.write_ready
+        m.d.comb += [ready.eq(~self.write_stalls | (lfsr[:2] == 0)), wr.ready.eq(ready),
+                     self.ub.wr.addr.eq(wr.addr), self.ub.wr.data.eq(wr.data),
+                     self.ub.wr.be.eq(Mux(wr.valid & ready, wr.be, 0))]
+        for port, ub_port in zip(self.engine.ub_rd, self.ub.rd):
+            wiring.connect(m, port, ub_port)
+        return m
+
+
+def run_stream(config, cmds, ub0, *, write_stalls=False, in_flight=None, scarce=False):
     """Run ``cmds`` [(cmd, idx)] back to back on ``LocalGatherEngine(config, overlap=True)`` from the UB
     ``ub0`` (every index array written first); returns ``(cycles, overlapped, trace)``. Also holds the engine
-    to ``IN_FLIGHT``: never more commands started and not done."""
-    bench = EngineBench(config, E(config, overlap=True), timeout=100_000, write_stalls=write_stalls)
+    to ``IN_FLIGHT``: never more commands started and not done. ``scarce``: the write port takes a word in a
+    quarter of the cycles (:class:`_ScarceTop`)."""
+    bench = EngineBench(config, E(config, overlap=True), timeout=100_000, write_stalls=write_stalls or scarce)
+    if scarce:
+        bench._top._MustUse__silence = True          # (the bench's own, replaced before it is elaborated)
+        bench._top = _ScarceTop(bench.engine, bench._ub)
     bench.ub_write(0, ub0)
     out, trace = {}, []
 
@@ -208,6 +235,19 @@ def test_overlap_random_stream(name, changes, stalls, seed, regions):
     assert any(is_empty(c) for c, _ in cmds)
     assert any((c["dst"]["cols"] * DTYPE_BYTES[DType(c["dst"]["dtype"])]) % W for c, _ in cmds)
     _, overlapped, _ = run_stream(config, cmds, ub0, write_stalls=stalls)
+    assert overlapped >= len(cmds) // 2, (overlapped, len(cmds))
+
+
+@pytest.mark.parametrize("name, seed", [("small", 6), ("default", 7)])
+def test_overlap_scarce_write_port(name, seed):
+    """A random stream on a write port that takes a word in a quarter of the cycles only: the write queue
+    stays nearly full and the issue (a last row's flush included) waits for its ``room`` most of the time,
+    dones come long after the last slots. Bit-exact, dones in order, at most ``IN_FLIGHT`` in the engine."""
+    config = preset(name, ub_write_queues=True)
+    rng = random.Random(seed)
+    ub0 = rng.randbytes(config.ub_bytes)
+    cmds = random_stream(config, rng, 24, ub0, 3)
+    _, overlapped, _ = run_stream(config, cmds, ub0, scarce=True)
     assert overlapped >= len(cmds) // 2, (overlapped, len(cmds))
 
 

@@ -162,11 +162,13 @@ class LocalGatherEngine(Engine):
     UB_READ_PORTS = 1           # MAX_READ_PORTS where the configuration has them (:meth:`read_ports`)
     UB_WRITE = True
     OVERLAP = True              # rtl/engines/local_gather/overlap.py
-    #: (overlap) Instructions the engine holds at most (started, not done): the running one and two
-    #: released ones, as the front end holds (``rtl.frontend.pipe_front.PipeFrontEnd.RELEASED`` = 2 per
-    #: pipe). (The write queue's room already keeps it below: an instruction writes at least ``GROUP``
-    #: words, and the words issued and not yet taken are at most ``WRITE_QUEUE_DEPTH`` = 16, so the one
-    #: before the running one has had its last word taken when the running one issues its last slot.)
+    #: (overlap) Instructions with words the engine holds at most (started, last word not yet taken): the
+    #: running one and two released ones, as the front end holds (``rtl.frontend.pipe_front.PipeFrontEnd.
+    #: RELEASED`` = 2 per pipe). The write queue's ``room`` keeps the engine below it: an instruction writes
+    #: at least ``GROUP`` words, and the words issued and not yet taken are at most ``WRITE_QUEUE_DEPTH`` =
+    #: 16, so an instruction's last slot is issued only after the previous one's last word was taken; with
+    #: an empty destination's ``done`` waiting, two instructions are in the engine at most, and a release
+    #: that ignores this bound passes every test (tests/rtl/test_rtl_local_gather_overlap.py).
     IN_FLIGHT = 3
     #: (overlap) Cycles from the issue of an instruction's last slot (its last row's flush, when it spills)
     #: to ``release``: the issue state machine's register (``IDLE`` in the next cycle).
