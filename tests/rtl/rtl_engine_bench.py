@@ -92,10 +92,11 @@ class _BenchUb(UnifiedBuffer):
 class _Top(Elaboratable):
     """The engine wired to the UB. The engine's write handshake: ``ready`` is high unless
     ``write_stalls`` is set; then it is low in a pseudo-random quarter of the cycles (a 16-bit LFSR), the
-    way a write port shared with other pipes refuses words."""
+    way a write port shared with other pipes refuses words, or with ``scarce`` high in a quarter only (the
+    engine's write queue stays nearly full)."""
 
-    def __init__(self, engine, ub):
-        self.engine, self.ub = engine, ub
+    def __init__(self, engine, ub, scarce=False):
+        self.engine, self.ub, self.scarce = engine, ub, scarce
         self.write_stalls = Signal()
         self.write_ready = Signal()
 
@@ -108,7 +109,8 @@ class _Top(Elaboratable):
             lfsr = Signal(16, init=0xACE1)
             m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
             ready = self.write_ready
-            m.d.comb += [ready.eq(~self.write_stalls | (lfsr[:2] != 0)), wr.ready.eq(ready),
+            takes = (lfsr[:2] == 0) if self.scarce else (lfsr[:2] != 0)
+            m.d.comb += [ready.eq(~self.write_stalls | takes), wr.ready.eq(ready),
                          self.ub.wr.addr.eq(wr.addr), self.ub.wr.data.eq(wr.data),
                          self.ub.wr.be.eq(Mux(wr.valid & ready, wr.be, 0))]
         if "ub_rd" in members:
@@ -147,8 +149,9 @@ class EngineBench:
         transfer (``rtl.engines.base.EngineSignature``, "Speculative start")
     gm_windows : [(address, bytes)] of GM compared with the golden machine after every command
     on_undefined : ``"raise"`` or ``"mask"``, passed to ``Machine.execute`` (see the module docstring)
-    write_stalls : the UB write port refuses words in a pseudo-random quarter of the cycles (``_Top``); the
-        bench then also asserts, every cycle, that a refused word stays offered unchanged
+    write_stalls : the UB write port refuses words in a pseudo-random quarter of the cycles (``_Top``), or
+        with ``"scarce"`` takes them in a quarter only (an engine instance's bench); the bench then also
+        asserts, every cycle, that a refused word stays offered unchanged
 
     Attributes: ``engine``, ``golden`` (the machine), ``axi`` (the slave model or None; ``axi.mem``
     is GM, ``axi.ar``/``axi.aw`` log every burst), ``results`` (a :class:`Result` per command so far).
@@ -174,7 +177,8 @@ class EngineBench:
         self.go_delay = go_delay
         self.results = []
         self._ub = self._design.ub if self._design else _BenchUb(config)
-        self._top = self._design.top if self._design else _Top(self.engine, self._ub)
+        assert write_stalls != "scarce" or not self._design, "write_stalls='scarce' needs an engine instance"
+        self._top = self._design.top if self._design else _Top(self.engine, self._ub, scarce=write_stalls == "scarce")
         self._stimulus = ()
         self._ctx = None        # the testbench context while the simulation runs
         self._whole = None      # all UB words as one value (built once: the banks exist after elaboration)
@@ -428,7 +432,7 @@ class EngineBench:
         self._ctx = ctx
         try:
             self._whole = self._ub.rows(0, self.config.ub_words)
-            ctx.set(self._top.write_stalls, self.write_stalls)
+            ctx.set(self._top.write_stalls, bool(self.write_stalls))
             self._store(0, self.config.ub_words)
             if callable(self._stimulus):
                 await self._stimulus(self)

@@ -11,8 +11,6 @@ import random
 
 import numpy as np
 import pytest
-from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import wiring
 
 from golden.check import check
 from golden.machine import Machine
@@ -21,7 +19,6 @@ from rtl.config import preset
 from rtl.engines.local_gather.engine import LocalGatherEngine
 from rtl.isa import Command, DType, DTYPE_BYTES, Opcode, Status, UB_ALIGN, decode, encode
 
-import rtl_engine_bench
 from rtl_engine_bench import EngineBench
 
 E = LocalGatherEngine
@@ -148,35 +145,14 @@ def random_stream(config, rng, n, ub0, regions=3, *, empty=0.1, same_region=0.1,
     return cmds
 
 
-class _ScarceTop(rtl_engine_bench._Top):
-    """The bench's engine and UB, with a write port that takes a word in a pseudo-random quarter of the cycles
-    only (the bench's ``write_stalls`` refuses a quarter): the write queue stays nearly full, so the issue
-    waits for its ``room`` most of the time, a last row's flush among them."""
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.engine, m.submodules.ub = self.engine, self.ub
-        wr = self.engine.ub_wr
-        lfsr = Signal(16, init=0xACE1)
-        m.d.sync += lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5]))
-        ready = self.write_ready
-        m.d.comb += [ready.eq(~self.write_stalls | (lfsr[:2] == 0)), wr.ready.eq(ready),
-                     self.ub.wr.addr.eq(wr.addr), self.ub.wr.data.eq(wr.data),
-                     self.ub.wr.be.eq(Mux(wr.valid & ready, wr.be, 0))]
-        for port, ub_port in zip(self.engine.ub_rd, self.ub.rd):
-            wiring.connect(m, port, ub_port)
-        return m
-
-
 def run_stream(config, cmds, ub0, *, write_stalls=False, in_flight=None, scarce=False):
     """Run ``cmds`` [(cmd, idx)] back to back on ``LocalGatherEngine(config, overlap=True)`` from the UB
     ``ub0`` (every index array written first); returns ``(cycles, overlapped, trace)``. Also holds the engine
     to ``IN_FLIGHT``: never more commands started and not done. ``scarce``: the write port takes a word in a
-    quarter of the cycles (:class:`_ScarceTop`)."""
-    bench = EngineBench(config, E(config, overlap=True), timeout=100_000, write_stalls=write_stalls or scarce)
-    if scarce:
-        bench._top._MustUse__silence = True          # (the bench's own, replaced before it is elaborated)
-        bench._top = _ScarceTop(bench.engine, bench._ub)
+    quarter of the cycles (``EngineBench(write_stalls="scarce")``: the write queue stays nearly full, so the
+    issue waits for its ``room`` most of the time, a last row's flush among them)."""
+    bench = EngineBench(config, E(config, overlap=True), timeout=100_000,
+                        write_stalls="scarce" if scarce else write_stalls)
     bench.ub_write(0, ub0)
     out, trace = {}, []
 
