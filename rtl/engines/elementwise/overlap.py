@@ -8,6 +8,7 @@ from types import SimpleNamespace
 from amaranth import *
 from amaranth.lib import data
 
+from rtl.engines.done_order import empty_done_in_order
 from rtl.engines.elementwise.lanes import LaneOp
 from rtl.isa import DType
 from rtl.lib.tile import ESZ_BITS
@@ -69,15 +70,8 @@ def release_and_empty(m, engine, d, s, ctx, last_taken, empty_done, max_in_fligh
     words carry their instruction's parity, :func:`overlap_context`). ``engine``: its ``start`` and ``release`` ports; ``d``: the decodes
     (``empty``); ``s``: the setup (its state machine, ``pending``); ``ctx``: :func:`overlap_context`'s."""
     start = engine.start
-    outstanding = Signal(range(max_in_flight + 1), name="outstanding")
-    waiting = Signal(name="empty_waiting")
-    m.d.sync += outstanding.eq(outstanding + (start & ~d.empty) - last_taken)
-    clear = outstanding == 0
-    m.d.sync += empty_done.eq(((start & d.empty) | waiting) & clear)
-    with m.If(start & d.empty & ~clear):
-        m.d.sync += waiting.eq(1)
-    with m.Elif(clear):
-        m.d.sync += waiting.eq(0)
+    order = empty_done_in_order(m, start, d.empty, last_taken, empty_done, max_in_flight)
+    outstanding, waiting = order.outstanding, order.waiting
     setup_free = s.fsm.ongoing("IDLE") | (s.fsm.ongoing("RUN") & ~s.pending)
     m.d.comb += engine.release.eq(setup_free & ~start & ~ctx.full & ~waiting & (outstanding < max_in_flight))
 

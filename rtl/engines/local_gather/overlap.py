@@ -37,6 +37,7 @@ from types import SimpleNamespace
 
 from amaranth import *
 
+from rtl.engines.done_order import empty_done_in_order
 from rtl.engines.local_gather.geometry import GEOMETRY_WIDTHS, PLOG2_COPIES
 from rtl.isa import Status
 from rtl.lib.contract import require
@@ -87,16 +88,9 @@ def release_and_done(m, eng, geo, issue_idle, last_taken):
 
     Returns the namespace of ``outstanding``, ``waiting`` and ``empty_done``."""
     start = eng.start
-    outstanding = Signal(range(eng.IN_FLIGHT + 1), name="outstanding")
-    waiting = Signal(name="empty_waiting")
     empty_done = Signal(name="empty_done")
-    m.d.sync += outstanding.eq(outstanding + (start & ~geo.empty) - last_taken)
-    clear = outstanding == 0
-    m.d.sync += empty_done.eq(((start & geo.empty) | waiting) & clear)
-    with m.If(start & geo.empty & ~clear):
-        m.d.sync += waiting.eq(1)
-    with m.Elif(clear):
-        m.d.sync += waiting.eq(0)
+    order = empty_done_in_order(m, start, geo.empty, last_taken, empty_done, eng.IN_FLIGHT)
+    outstanding, waiting = order.outstanding, order.waiting
     m.d.comb += [eng.done.eq(last_taken | empty_done), eng.status.eq(Status.OK),
                  eng.release.eq(issue_idle & ~start & ~waiting & (outstanding < eng.IN_FLIGHT))]
     return SimpleNamespace(outstanding=outstanding, waiting=waiting, empty_done=empty_done)
