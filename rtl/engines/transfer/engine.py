@@ -266,7 +266,7 @@ class TransferEngine(Engine):
         index = self._gather_lines(m) if self._gathers else None
         err = Signal()              # an AXI error response came: no more UB writes, an error status
         # GM -> UB instructions back to back: whose lines, beats, words and errors are whose
-        t = load_overlap.load_tracking(m, cfg, s) if self._overlap and self._loads else None
+        t = load_overlap.load_tracking(m, s) if self._overlap and self._loads else None
         # address side: lines -> bursts -> the AR / AW register
         a = address_side(m, cfg, self, s, walk_addr, index, t)
         load_done, store_done, aw_all, load_ready = C(0), C(0), Signal(), None

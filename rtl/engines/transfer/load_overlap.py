@@ -47,7 +47,7 @@ from rtl.isa import Status
 __all__ = ["load_tracking", "side_setup", "track_side", "overlap_completion"]
 
 
-def load_tracking(m, cfg, s):
+def load_tracking(m, s):
     """The registers that tell two instructions in the engine apart (all from reset): the older one's
     ``old_valid`` and ``old_par``, and its setup (``old``: ``gath``, ``elem``, ``esz``, ``row_bytes``, copies
     of :func:`rtl.engines.transfer.setup.setup`'s); the running instruction's parity ``par``; the sides'
@@ -88,12 +88,12 @@ def word_error(t):
     return Mux(t.wpar, t.err[1], t.err[0])
 
 
-def burst_parities(m, cfg, engine, a, t):
+def burst_parities(m, engine, a, t):
     """The parities of the read bursts in flight, oldest first: a ring of ``max_outstanding_reads`` bits
     (the address side never has more in flight), pushed with the burst's ``tag`` at its AR handshake,
     popped at its last R beat; ``t.beat_par`` is the oldest one's."""
     axi = engine.axi
-    n = cfg.max_outstanding_reads
+    n = engine._config.max_outstanding_reads
     ring = Signal(n, name="burst_par")
     wp, rp = Signal(range(n), name="burst_par_wp"), Signal(range(n), name="burst_par_rp")
     ar_fire = axi.arvalid & axi.arready
@@ -124,7 +124,7 @@ def overlap_completion(m, engine, s, walk_addr, walk_data, a, load_done, t, inde
       ``done``, a cycle after its ``start``, waits for the older one's.
 
     ``a`` is :func:`rtl.engines.transfer.address_side.address_side`'s namespace."""
-    burst_parities(m, engine._config, engine, a, t)
+    burst_parities(m, engine, a, t)
     empty_wait = Signal(name="empty_wait")      # an empty region's ``done`` waits for the older one's
     empty_go = Signal(name="load_empty_done")
     old_done, cur_done = Signal(name="load_old_done"), Signal(name="load_cur_done")
