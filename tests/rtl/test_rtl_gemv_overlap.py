@@ -100,6 +100,25 @@ def test_overlap_kinds_alternate():
     assert overlapped == len(cmds) - 1
 
 
+@pytest.mark.parametrize("P", [8, 2])
+def test_overlap_kinds_alternate_at_the_fire_gap(P):
+    """fp32 and int8 -> int32 TGEMVs alternating with K = 32 (at least ``keep_up``), so that each one's first
+    product fires ``FIRE_GAP`` cycles after the previous one's last: one empty step between them in the MAC
+    array. The ring's identity for a block's first product must be the type of the step entering next (P = 8:
+    the ring longer than its adder), or the identity in front of the adder that of the step entering now
+    (P = 2); choosing it by the step entering now with P = 8 (the empty step, still the previous kind) fails
+    here, and in no stream whose gaps are longer. The stream takes :func:`stream_cycles`, exactly."""
+    config = preset("small", ub_write_queues=True, gemv_partial_sums=P)
+    rng = random.Random(3)
+    size = config.ub_bytes // 4
+    seq = [(FP32, FP32, FP32), (DType.INT32, DType.INT8, DType.INT8)] * 3
+    cmds = [gemv_command(rng, config, Opcode.TGEMV, t, 32, 4, region=(k % 4 * size, size)) for k, t in enumerate(seq)]
+    assert None not in cmds and GemvEngine.steps(config, 32) >= GemvEngine.keep_up(config)
+    cycles, overlapped, trace = _stream(config, cmds, 3)
+    assert overlapped == len(cmds) - 1
+    assert cycles == stream_cycles(config, cmds), (cycles, stream_cycles(config, cmds), trace)
+
+
 def decoded(cmd):
     """``cmd`` as the cycle model takes it: the nested dict ``rtl.isa.decode`` gives for its word."""
     return decode(Command, encode(Command, cmd))
@@ -108,11 +127,12 @@ def decoded(cmd):
 def stream_cycles(config, cmds):
     """The model of a stream of independent GEMVs each started at ``release`` (reducer keeping up,
     ``steps(K) >= keep_up``, one-word C lines): the first one's :meth:`GemvEngine.cycles`; every later one
-    starts ``RELEASE_CYCLES`` after the previous one's last product and its first product comes
-    ``FIRST_STEP`` after its start, so it adds its blocks' steps and ``RELEASE_CYCLES + FIRST_STEP - 1``
-    (the previous one's latency behind its last product is hidden); the last one's ``done`` comes its
+    is started once the walker has pushed the previous one's last line, so its first A element and B word
+    are there when the previous one's last product fires, and its first product comes ``FIRE_GAP`` after
+    that: it adds its blocks' steps and ``FIRE_GAP - 1`` (the previous one's latency behind its last product
+    and its own way from ``start`` to its first product are hidden); the last one's ``done`` comes its
     ``latency`` after its last product, as alone."""
-    gap = ovl.RELEASE_CYCLES + GemvEngine.FIRST_STEP - 1
+    gap = ovl.FIRE_GAP - 1
     total = GemvEngine.cycles(config, decoded(cmds[0]))
     for c in cmds[1:]:
         b = c["src1"]
@@ -149,5 +169,4 @@ def test_overlap_stream_cycles(name):
     assert overlapped == len(cmds) - 1
     assert cycles == stream_cycles(config, cmds), (cycles, stream_cycles(config, cmds), trace)
     alone = sum(GemvEngine.cycles(config, decoded(c)) for c in cmds)
-    assert alone - cycles == (len(cmds) - 1) * (GemvEngine.latency(config) - ovl.RELEASE_CYCLES
-                                                - GemvEngine.FIRST_STEP + 1)
+    assert alone - cycles == (len(cmds) - 1) * (GemvEngine.latency(config) - ovl.FIRE_GAP + 1)

@@ -35,10 +35,12 @@ class GemvEngine(Engine):
         (:meth:`available`).
     overlap : bool
         Build with ``release`` (:class:`rtl.engines.base.EngineSignature`, the concurrent unit): the engine
-        takes its next instruction ``overlap.RELEASE_CYCLES`` after the running one's last product has fired,
-        while that one's last blocks are still in the MAC array, the reducer and the C writer; up to
-        ``overlap.IN_FLIGHT`` instructions, ``done`` in start order. What travels with each step, block and
-        instruction: :mod:`rtl.engines.gemv.overlap`. Without it the netlist is the serial one.
+        takes its next instruction once its walker has pushed the running one's last line and the fire side
+        has taken that one, and fires the next one's first product ``overlap.FIRE_GAP`` cycles after the
+        running one's last, while that one's last blocks are still in the MAC array, the reducer and the C
+        writer; up to ``overlap.IN_FLIGHT`` instructions, ``done`` in start order. The walker's and the fire
+        side's setup copies, and what travels with each line, step, block and instruction:
+        :mod:`rtl.engines.gemv.overlap`. Without it the netlist is the serial one.
 
     Ports
     -----
@@ -79,8 +81,9 @@ class GemvEngine(Engine):
     16), the reducer (``Reducer.CYCLES``, 32 for P = 8): 60 for P = 8; plus the last C line's words
     beyond its first (a C line of more than one word: ``lanes * 4 > W``).
     With ``overlap``, a stream of independent instructions started at ``release`` costs the first one's
-    cycles plus, for each later one, its blocks' steps and ``RELEASE_CYCLES + FIRST_STEP - 1`` (its
-    ``latency`` hidden behind the next one's products; ``tests/rtl/test_rtl_gemv_overlap.py``).
+    cycles plus, for each later one, its blocks' steps and ``FIRE_GAP - 1`` = 1 (its ``latency`` hidden
+    behind the next one's products, its way to its first product behind the previous one's), when its
+    first operands are there by then (``steps(K) >= keep_up``; ``tests/rtl/test_rtl_gemv_overlap.py``).
 
     Throughput
     ----------
@@ -207,18 +210,21 @@ class GemvEngine(Engine):
         m = Module()
         parts = self._parts(m)
         setup = setup_params(m, self, parts)
+        # the fire side's setup: the walker's (``setup``) or, with overlap, its own copy, loaded when the fire
+        # side begins an instruction (rtl/engines/gemv/overlap.py)
+        fset = ovl.fire_setup(m, self, parts, setup) if self._overlap else setup
         walk = self._walker(m, parts, setup)
-        port1 = port1_dispatch(m, parts, setup, walk)
+        port1 = port1_dispatch(m, parts, fset, walk)
         ipend = init_assembler(m, parts, port1, self.INIT_QUEUE_DEPTH)
         # the A serializer's byte groups: at most COPIES, of at least 4 bytes
-        ser = a_serializer(m, parts, setup, port1, ipend, min(self._config.ub_word_bytes // 4, self.COPIES))
+        ser = a_serializer(m, parts, fset, port1, ipend, min(self._config.ub_word_bytes // 4, self.COPIES))
         fire = fire_logic(m, self, parts, ser)
-        advance_a(m, parts, setup, port1, ser, fire)
-        count(m, parts, setup, ser, fire)
+        advance_a(m, parts, fset, port1, ser, fire)
+        count(m, parts, fset, ser, fire)
         issue(m, parts, ser, fire)
         wc = self._c_words(m, parts, setup, ser)
         if self._overlap:
-            ovl.control(m, self, parts, setup, walk, ser, fire, wc, self._nblk(m, parts, setup))
+            ovl.control(m, self, parts, setup, fset, walk, ser, fire, wc, self._nblk(m, parts, setup))
         else:
             self._control(m, parts, setup, walk, port1, ser, fire, wc)
         return m
@@ -252,7 +258,9 @@ class GemvEngine(Engine):
         prm = setup.prm
         UB_ADDR = TileDesc["base"].shape
         q_b = fifo.SyncFIFO(width=rd_b.LineLayout.size, depth=self.B_QUEUE_DEPTH)
-        Pair = data.StructLayout({"a": rd_a.LineLayout, "i": rd_a.LineLayout})
+        # (with overlap a pair carries its instruction's ``has_init``: port 1 may take the next one's pairs
+        # while the fire side is still on the previous one)
+        Pair = data.StructLayout({"a": rd_a.LineLayout, "i": rd_a.LineLayout, **({"h": 1} if self._overlap else {})})
         q_p = fifo.SyncFIFO(width=Pair.size, depth=self.PAIR_QUEUE_DEPTH)
         q_c = fifo.SyncFIFO(width=wr.LineLayout.size, depth=self.C_QUEUE_DEPTH)
         m.submodules += [q_b, q_p, q_c]
@@ -285,6 +293,8 @@ class GemvEngine(Engine):
             q_b.w_data.eq(b_line), q_p.w_data.eq(pair), q_c.w_data.eq(c_line),
             q_b.w_en.eq(push), q_p.w_en.eq(push & blk0), q_c.w_en.eq(push & blk0),
         ]
+        if self._overlap:
+            m.d.comb += pair.h.eq(prm.has_init)
         left = None
         if not self._overlap:               # (with overlap: overlap.dones, a count per instruction)
             left = Signal(COUNT_BITS)       # blocks not yet written (ceil(N / lc), from start)
@@ -364,14 +374,25 @@ class GemvEngine(Engine):
         return nblk
 
     def _start_loads(self, m, parts, setup, walk, ser, fire, nblk):
-        """What a ``start`` loads, serial or overlapped (called in the ``start`` cycle's ``If``): the walker and
-        the fire counters from the command (``nblk``: its blocks)."""
-        P, R = parts.cfg.gemv_partial_sums, ring_length(parts.cfg)
-        K, w, f, b = setup.K, walk, fire, self.cmd.src1
+        """What a serial ``start`` loads (called in the ``start`` cycle's ``If``): the walker and the fire
+        counters from the command (``nblk``: its blocks)."""
+        self._walker_loads(m, setup, walk, nblk)
+        self.fire_loads(m, parts, setup.K, ser, fire)
+
+    def _walker_loads(self, m, setup, walk, nblk):
+        """The walker's state from the command at its ``start`` (``nblk``: its blocks)."""
+        K, w, b = setup.K, walk, self.cmd.src1
         m.d.sync += [w.walking.eq(1), w.wk.eq(0), w.blk0.eq(1), w.wk_last.eq(K == 1),
                      w.b_ptr.eq(b.base), w.blk_ptr.eq(b.base), w.ic_off.eq(0),
-                     w.wblk.eq(nblk), w.last_blk.eq(nblk == 1),
-                     f.k.eq(0), f.k0.eq(1), f.first.eq(1), f.final.eq(K <= P)]
+                     w.wblk.eq(nblk), w.last_blk.eq(nblk == 1)]
+
+    @staticmethod
+    def fire_loads(m, parts, K, ser, fire):
+        """The fire counters for an instruction of ``K`` rows whose products begin (serial: at its ``start``;
+        with overlap: when the fire side takes it, ``overlap.fire_side``); raises ``ser.starting``."""
+        P, R = parts.cfg.gemv_partial_sums, ring_length(parts.cfg)
+        f = fire
+        m.d.sync += [f.k.eq(0), f.k0.eq(1), f.first.eq(1), f.final.eq(K <= P)]
         m.d.comb += ser.starting.eq(1)
         if R > P:
             m.d.sync += [f.gpos.eq(0), f.in_dummy.eq(0)]

@@ -10,9 +10,16 @@ from amaranth.lib import fifo
 
 from rtl.engines.gemv.mac import SUM_BITS
 from rtl.engines.gemv.operands import ESZ_MAX
+from rtl.lib.contract import require
 from rtl.lib.fanout import variant_copies
 
-__all__ = ["port1_dispatch", "init_assembler", "a_serializer", "advance_a"]
+__all__ = ["port1_dispatch", "init_assembler", "a_serializer", "advance_a", "PORT1_LINES"]
+
+#: With overlap: port 1's lines issued whose last word has not come yet, at most (the FIFO that says what
+#: follows each; a line waits for room there). Port 1's reader has at most its buffer's depth of words read
+#: and not taken (its credits), each line at least one, beside the line it walks and the one it holds next,
+#: so a FIFO of its depth + 2 never holds a line back.
+PORT1_LINES = 16
 
 
 def port1_dispatch(m, parts, setup, walk):
@@ -24,16 +31,33 @@ def port1_dispatch(m, parts, setup, walk):
     # port 1: A line then (ACC / BIAS) the init line of each pair; words dispatched in the same order
     head = Signal(walk.Pair)
     m.d.comb += head.eq(q_p.r_data)
+    per_line = "h" in walk.Pair.members         # overlap: each pair carries its instruction's ``has_init``
+    has_init = head.h if per_line else prm.has_init
     in_i = Signal()                     # the next line to issue is the pair's init line
-    m.d.comb += [rd_a.lines.valid.eq(q_p.r_rdy), rd_a.lines.payload.eq(Mux(in_i, head.i, head.a))]
+    issue_ok = q_p.r_rdy
+    if per_line:
+        # what follows each line issued, in issue order: its pair's init line (an A line with an init) or
+        # not; taken at the line's last word, when ``prm`` may already be a later instruction's
+        require(PORT1_LINES >= rd_a._depth + 2,
+                f"GemvEngine: PORT1_LINES ({PORT1_LINES}) covers port 1's lines in flight (its reader's depth "
+                f"{rd_a._depth} + 2), else the FIFO of what follows each line holds lines back")
+        q_f = fifo.SyncFIFO(width=1, depth=PORT1_LINES)
+        m.submodules.q_follow = q_f
+        issue_ok = q_p.r_rdy & q_f.w_rdy
+        m.d.comb += [q_f.w_data.eq(~in_i & has_init), q_f.w_en.eq(rd_a.lines.valid & rd_a.lines.ready)]
+    m.d.comb += [rd_a.lines.valid.eq(issue_ok), rd_a.lines.payload.eq(Mux(in_i, head.i, head.a))]
     with m.If(rd_a.lines.valid & rd_a.lines.ready):
-        m.d.comb += q_p.r_en.eq(in_i | ~prm.has_init)
-        m.d.sync += in_i.eq(~in_i & prm.has_init)
+        m.d.comb += q_p.r_en.eq(in_i | ~has_init)
+        m.d.sync += in_i.eq(~in_i & has_init)
     out_i = Signal()                    # the words on rd_a are the init line's
     a_take, i_take = Signal(), Signal()
     word = rd_a.words.payload
     with m.If(rd_a.words.valid & rd_a.words.ready & word.last):
-        m.d.sync += out_i.eq(~out_i & prm.has_init)
+        if per_line:
+            m.d.comb += q_f.r_en.eq(1)
+            m.d.sync += out_i.eq(q_f.r_data)
+        else:
+            m.d.sync += out_i.eq(~out_i & prm.has_init)
     return SimpleNamespace(in_i=in_i, out_i=out_i, a_take=a_take, i_take=i_take, word=word)
 
 
@@ -91,7 +115,9 @@ def a_serializer(m, parts, setup, port1, ipend, G):
     last_e = variant_copies(m, "last_e", last_e_n, G)      # the element in ``cur``'s low bits is its last
     last_k = variant_copies(m, "last_k", last_k_n, G)      # k == K - 1 (below)
     ok = variant_copies(m, "ok", ok_n, G)                  # a product may fire (below)
-    esz_g = variant_copies(m, "esz", prm.esz, G)           # constant during the instruction
+    # constant during the instruction; registered copies, so with overlap from the value ``prm.esz`` takes
+    # next (the fire side's copy changes between instructions and the first product may come a cycle later)
+    esz_g = variant_copies(m, "esz", getattr(setup, "esz_next", prm.esz), G)
     e = Signal(range(W), reset_less=True)           # elements of ``cur`` used
     # the reader's ready comes from registers only (a wide buffer hangs on it)
     a_room = Signal()

@@ -89,7 +89,9 @@ def count(m, parts, setup, ser, fire):
             m.d.comb += f.in_dummy_n.eq(f.in_dummy)
         m.d.sync += f.in_dummy.eq(f.in_dummy_n)
     m.d.sync += [f.k0.eq(f.k0_n), f.credits.eq(f.credits_n)]
-    m.d.comb += ser.ok_n.eq(Mux(ser.starting, f.credits_n != 0, (~f.k0_n | (f.credits_n != 0)) & ~f.in_dummy_n))
+    going = (~f.k0_n | (f.credits_n != 0)) & ~f.in_dummy_n
+    hold = getattr(setup, "hold", None)     # (with overlap: the fire side has no instruction next cycle)
+    m.d.comb += ser.ok_n.eq(Mux(ser.starting, f.credits_n != 0, going if hold is None else going & ~hold))
 
 
 def issue(m, parts, ser, fire):

@@ -70,9 +70,11 @@ def setup_params(m, eng, parts):
     # the MAC array's own copy of ``acc_int`` (a cycle late: its first step is a UB read after
     # ``start``): it selects every lane's 32-bit sum, which the reducer's LUT RAM stores; one register
     # for both was the worst path of `small` at seeds 1 and 2 (9.4-10.0 ns, docs/synthesis.md)
-    acc_int_mac = Signal(reset_less=True)
-    m.d.sync += acc_int_mac.eq(prm.acc_int)
-    m.d.comb += [mac.a_kind.eq(a_kind), mac.b_kind.eq(b_kind), mac.acc_int.eq(acc_int_mac)]
-    if not eng._overlap:        # (with overlap the reducer takes them per block: overlap.block_contexts)
+    if not eng._overlap:
+        # (with overlap the MAC array takes the fire side's copies, loaded when its products begin, and the
+        # reducer its contexts per block: overlap.fire_setup, overlap.block_contexts)
+        acc_int_mac = Signal(reset_less=True)
+        m.d.sync += acc_int_mac.eq(prm.acc_int)
+        m.d.comb += [mac.a_kind.eq(a_kind), mac.b_kind.eq(b_kind), mac.acc_int.eq(acc_int_mac)]
         m.d.comb += [red.acc_int.eq(prm.acc_int), red.has_init.eq(prm.has_init), red.present.eq(prm.present)]
-    return SimpleNamespace(prm=prm, esz=esz, K=K)
+    return SimpleNamespace(prm=prm, esz=esz, K=K, a_kind=a_kind, b_kind=b_kind)
