@@ -8,6 +8,7 @@ import random
 import pytest
 
 from rtl.config import preset
+from rtl.engines.transfer import store_overlap
 from rtl.engines.transfer.engine import TransferEngine
 from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
 from rtl.isa import DType, DTYPE_BYTES, Opcode, Status
@@ -97,7 +98,7 @@ def _stores(rng, cfg, n, empty=0.0):
     return random_stream(rng, cfg, Opcode.TSTORE, n, OUT, empty)
 
 
-def _store_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
+def _store_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None, b_stall=None):
     """``cmds`` back to back on ``UbToGmEngine(overlap=True)`` (``EngineBench.execute_overlapped``: each
     started at ``release`` unless its GM region overlaps one in flight; dones in order with the golden status,
     each TSTORE's GM bytes in place at its ``done``, GM and the UB equal to the commands run one at a time at
@@ -108,7 +109,7 @@ def _store_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
     bench = ProtocolBench(cfg, UbToGmEngine(cfg, overlap=True), seed=seed, stall=stall,
                           gm_windows=[(OUT, GM_BYTES - OUT)])
     bench.axi.write_faults = list(faults)
-    bench.axi.b_stall = stall       # (B responses late too: a ``done`` must wait for them)
+    bench.axi.b_stall = stall if b_stall is None else b_stall   # (B responses late too: a ``done`` waits)
     bench.golden.faults = GmFaults(write=tuple(faults))
     bench.ub_write(0, rng.randbytes(cfg.ub_bytes))
     bench.gm_write(0, rng.randbytes(GM_BYTES))
@@ -117,7 +118,18 @@ def _store_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None):
     async def stimulus(b):
         out["cycles"], out["overlapped"] = await b.execute_overlapped(cmds, trace=trace, in_flight=in_flight)
     bench.run(stimulus)
+    assert _most_in_flight(trace) <= store_overlap.OLDER + 1, trace
     return out["cycles"], out["overlapped"], trace
+
+
+def _most_in_flight(trace):
+    """The most commands started and not yet done at once in a ``trace`` of ``execute_overlapped`` (a start
+    and a done in one cycle: the start is listed first and counts beside the one done)."""
+    most = level = 0
+    for event, _, _ in trace:
+        level += 1 if event == "start" else -1
+        most = max(most, level)
+    return most
 
 
 @pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
@@ -154,3 +166,46 @@ def test_tstore_overlap_keeps_w_busy():
     cycles, overlapped, _ = _store_stream(cfg, cmds, 5, stall=0)
     assert overlapped == n - 1
     assert cycles == one + (n - 1) * beats, (cycles, one, beats)
+
+
+def test_tstore_overlap_three_in_flight():
+    """Independent 4 x 8 fp32 TSTOREs (128 bytes: 4 beats on ``default``'s 32-byte bus) with a slave that never
+    stalls: shorter on the bus than the way from a ``start`` to the release, so each next one starts as soon as
+    the walkers are done with the previous one, while the two before it still wait for their B responses
+    (``OLDER`` = 2 behind the running one; with one, each third start waited for the first one's ``done``).
+    The starts are evenly spaced, three are in flight at once, and the last one is done as many cycles after
+    its start as one alone. (On ``small``'s 16-byte bus the same tiles take 8 beats: W, not the release,
+    spaces them, as in :func:`test_tstore_overlap_keeps_w_busy`.)"""
+    cfg = preset("default")
+    n = 8
+    cmds = [{"opcode": Opcode.TSTORE,
+             "src0": {"base": 512 * k, "rows": 4, "cols": 8, "valid_rows": 4, "valid_cols": 8, "dtype": DType.FP32,
+                      "layout": 0},
+             "gm": {"base": OUT + 4096 * k, "rows": 4, "cols": 8, "row_stride": 32, "dtype": DType.FP32}}
+            for k in range(n)]
+    one, _, _ = _store_stream(cfg, cmds[:1], 7, stall=0)
+    cycles, overlapped, trace = _store_stream(cfg, cmds, 7, stall=0)
+    starts = [cy for ev, _, cy in trace if ev == "start"]
+    spacing = starts[1] - starts[0]
+    assert overlapped == n - 1 and _most_in_flight(trace) == store_overlap.OLDER + 1, trace
+    assert all(b - a == spacing for a, b in zip(starts, starts[1:])), trace
+    assert cycles == (n - 1) * spacing + one, (cycles, spacing, one, trace)
+
+
+def test_tstore_overlap_errors_with_late_b():
+    """The stream of :func:`test_tstore_overlap_three_in_flight` with B responses held back (each waits another
+    cycle with probability 0.8), so that the two older TSTOREs are both owed responses while the running one
+    sends its bursts, and write faults on the last line of the 2nd TSTORE and the first line of the 5th: a B
+    response goes to the oldest TSTORE owed one, so exactly those two answer AXI_WRITE_ERROR (the bench
+    compares every status with the golden machine's), at most three in flight."""
+    cfg = preset("default")
+    n = 8
+    cmds = [{"opcode": Opcode.TSTORE,
+             "src0": {"base": 512 * k, "rows": 4, "cols": 8, "valid_rows": 4, "valid_cols": 8, "dtype": DType.FP32,
+                      "layout": 0},
+             "gm": {"base": OUT + 4096 * k, "rows": 4, "cols": 8, "row_stride": 64, "dtype": DType.FP32}}
+            for k in range(n)]
+    last, first = cmds[1]["gm"]["base"] + 3 * 64, cmds[4]["gm"]["base"]
+    _, overlapped, trace = _store_stream(cfg, cmds, 8, stall=0, b_stall=0.8,
+                                         faults=[(last, last + 1), (first, first + 1)])
+    assert overlapped == n - 1 and _most_in_flight(trace) == store_overlap.OLDER + 1, trace
