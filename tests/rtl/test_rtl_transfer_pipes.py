@@ -168,6 +168,16 @@ def test_tstore_overlap_keeps_w_busy():
     assert cycles == one + (n - 1) * beats, (cycles, one, beats)
 
 
+def _tile_stores(n, row_stride):
+    """``n`` independent TSTOREs of 4 x 8 fp32 tiles (128 bytes: 4 beats on ``default``), tile ``k`` at UB
+    ``512 k`` and GM ``OUT + 4096 k``, its 32-byte rows ``row_stride`` apart."""
+    return [{"opcode": Opcode.TSTORE,
+             "src0": {"base": 512 * k, "rows": 4, "cols": 8, "valid_rows": 4, "valid_cols": 8, "dtype": DType.FP32,
+                      "layout": 0},
+             "gm": {"base": OUT + 4096 * k, "rows": 4, "cols": 8, "row_stride": row_stride, "dtype": DType.FP32}}
+            for k in range(n)]
+
+
 def test_tstore_overlap_three_in_flight():
     """Independent 4 x 8 fp32 TSTOREs (128 bytes: 4 beats on ``default``'s 32-byte bus) with a slave that never
     stalls: shorter on the bus than the way from a ``start`` to the release, so each next one starts as soon as
@@ -178,11 +188,7 @@ def test_tstore_overlap_three_in_flight():
     spaces them, as in :func:`test_tstore_overlap_keeps_w_busy`.)"""
     cfg = preset("default")
     n = 8
-    cmds = [{"opcode": Opcode.TSTORE,
-             "src0": {"base": 512 * k, "rows": 4, "cols": 8, "valid_rows": 4, "valid_cols": 8, "dtype": DType.FP32,
-                      "layout": 0},
-             "gm": {"base": OUT + 4096 * k, "rows": 4, "cols": 8, "row_stride": 32, "dtype": DType.FP32}}
-            for k in range(n)]
+    cmds = _tile_stores(n, 32)
     one, _, _ = _store_stream(cfg, cmds[:1], 7, stall=0)
     cycles, overlapped, trace = _store_stream(cfg, cmds, 7, stall=0)
     starts = [cy for ev, _, cy in trace if ev == "start"]
@@ -200,11 +206,7 @@ def test_tstore_overlap_errors_with_late_b():
     compares every status with the golden machine's), at most three in flight."""
     cfg = preset("default")
     n = 8
-    cmds = [{"opcode": Opcode.TSTORE,
-             "src0": {"base": 512 * k, "rows": 4, "cols": 8, "valid_rows": 4, "valid_cols": 8, "dtype": DType.FP32,
-                      "layout": 0},
-             "gm": {"base": OUT + 4096 * k, "rows": 4, "cols": 8, "row_stride": 64, "dtype": DType.FP32}}
-            for k in range(n)]
+    cmds = _tile_stores(n, 64)
     last, first = cmds[1]["gm"]["base"] + 3 * 64, cmds[4]["gm"]["base"]
     _, overlapped, trace = _store_stream(cfg, cmds, 8, stall=0, b_stall=0.8,
                                          faults=[(last, last + 1), (first, first + 1)])
