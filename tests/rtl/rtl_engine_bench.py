@@ -120,6 +120,17 @@ class _Top(Elaboratable):
         return m
 
 
+def most_in_flight(trace):
+    """The most commands started and not yet done at once in a ``trace`` of
+    :meth:`EngineBench.execute_overlapped` (a start and a done in one cycle: the start is listed first and
+    counts beside the one done)."""
+    most = level = 0
+    for event, _, _ in trace:
+        level += 1 if event == "start" else -1
+        most = max(most, level)
+    return most
+
+
 def _first_difference(what, got, want, care, word, base=0):
     """None if ``got == want`` wherever ``care``; else a message naming the first differing address
     (``base`` + offset) with both sides' bytes of the word around it."""

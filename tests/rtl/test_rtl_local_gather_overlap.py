@@ -19,7 +19,7 @@ from rtl.config import preset
 from rtl.engines.local_gather.engine import LocalGatherEngine
 from rtl.isa import Command, DType, DTYPE_BYTES, Opcode, Status, UB_ALIGN, decode, encode
 
-from rtl_engine_bench import EngineBench
+from rtl_engine_bench import EngineBench, most_in_flight
 
 E = LocalGatherEngine
 
@@ -162,10 +162,7 @@ def run_stream(config, cmds, ub0, *, write_stalls=False, in_flight=None, scarce=
         out["cycles"], out["overlapped"] = await b.execute_overlapped([c for c, _ in cmds], trace=trace,
                                                                       in_flight=in_flight)
     bench.run(stimulus)
-    most = level = 0
-    for event, _, _ in trace:
-        level += 1 if event == "start" else -1
-        most = max(most, level)
+    most = most_in_flight(trace)
     assert most <= E.IN_FLIGHT, (most, trace)
     return out["cycles"], out["overlapped"], trace
 

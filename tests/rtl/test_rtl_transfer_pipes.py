@@ -15,6 +15,7 @@ from rtl.isa import DType, DTYPE_BYTES, Opcode, Status
 
 from test_rtl_mgather import OUT, _case, _load_and_gather
 from test_rtl_transfer import ProtocolBench, random_stream, random_transfer, wide_stream
+from rtl_engine_bench import most_in_flight
 
 GM_BYTES = 1 << 20
 
@@ -118,18 +119,8 @@ def _store_stream(cfg, cmds, seed, *, stall=0.3, faults=(), in_flight=None, b_st
     async def stimulus(b):
         out["cycles"], out["overlapped"] = await b.execute_overlapped(cmds, trace=trace, in_flight=in_flight)
     bench.run(stimulus)
-    assert _most_in_flight(trace) <= store_overlap.OLDER + 1, trace
+    assert most_in_flight(trace) <= store_overlap.OLDER + 1, trace
     return out["cycles"], out["overlapped"], trace
-
-
-def _most_in_flight(trace):
-    """The most commands started and not yet done at once in a ``trace`` of ``execute_overlapped`` (a start
-    and a done in one cycle: the start is listed first and counts beside the one done)."""
-    most = level = 0
-    for event, _, _ in trace:
-        level += 1 if event == "start" else -1
-        most = max(most, level)
-    return most
 
 
 @pytest.mark.parametrize("seed", [0, 1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
@@ -193,7 +184,7 @@ def test_tstore_overlap_three_in_flight():
     cycles, overlapped, trace = _store_stream(cfg, cmds, 7, stall=0)
     starts = [cy for ev, _, cy in trace if ev == "start"]
     spacing = starts[1] - starts[0]
-    assert overlapped == n - 1 and _most_in_flight(trace) == store_overlap.OLDER + 1, trace
+    assert overlapped == n - 1 and most_in_flight(trace) == store_overlap.OLDER + 1, trace
     assert all(b - a == spacing for a, b in zip(starts, starts[1:])), trace
     assert cycles == (n - 1) * spacing + one, (cycles, spacing, one, trace)
 
@@ -210,4 +201,4 @@ def test_tstore_overlap_errors_with_late_b():
     last, first = cmds[1]["gm"]["base"] + 3 * 64, cmds[4]["gm"]["base"]
     _, overlapped, trace = _store_stream(cfg, cmds, 8, stall=0, b_stall=0.8,
                                          faults=[(last, last + 1), (first, first + 1)])
-    assert overlapped == n - 1 and _most_in_flight(trace) == store_overlap.OLDER + 1, trace
+    assert overlapped == n - 1 and most_in_flight(trace) == store_overlap.OLDER + 1, trace

@@ -117,7 +117,7 @@ def a_serializer(m, parts, setup, port1, ipend, G):
     ok = variant_copies(m, "ok", ok_n, G)                  # a product may fire (below)
     # constant during the instruction; registered copies, so with overlap from the value ``prm.esz`` takes
     # next (the fire side's copy changes between instructions and the first product may come a cycle later)
-    esz_g = variant_copies(m, "esz", getattr(setup, "esz_next", prm.esz), G)
+    esz_g = variant_copies(m, "esz", setup.esz_next, G)
     e = Signal(range(W), reset_less=True)           # elements of ``cur`` used
     # the reader's ready comes from registers only (a wide buffer hangs on it)
     a_room = Signal()

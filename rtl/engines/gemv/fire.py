@@ -90,7 +90,7 @@ def count(m, parts, setup, ser, fire):
         m.d.sync += f.in_dummy.eq(f.in_dummy_n)
     m.d.sync += [f.k0.eq(f.k0_n), f.credits.eq(f.credits_n)]
     going = (~f.k0_n | (f.credits_n != 0)) & ~f.in_dummy_n
-    hold = getattr(setup, "hold", None)     # (with overlap: the fire side has no instruction next cycle)
+    hold = setup.hold           # (None, or with overlap: the fire side has no instruction next cycle)
     m.d.comb += ser.ok_n.eq(Mux(ser.starting, f.credits_n != 0, going if hold is None else going & ~hold))
 
 

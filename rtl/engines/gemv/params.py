@@ -27,8 +27,8 @@ SUM_LOG2 = SUM_BYTES.bit_length() - 1
 def setup_params(m, eng, parts):
     """Section 1, setup: everything derived from the command (geometry, the constants the counters
     compare with, the operand kinds), registered at ``start`` into ``prm``; the MAC array's and the
-    reducer's per-instruction inputs. Returns ``prm``, ``esz`` (combinational, for the start cycle)
-    and ``K``."""
+    reducer's per-instruction inputs. Returns ``prm``, ``esz`` (combinational, for the start cycle),
+    ``K``, the kinds, and the fields the fire side reads beside ``prm`` (``esz_next``, ``hold``)."""
     cfg, mac, red = parts.cfg, parts.mac, parts.red
     W, HL, P = cfg.ub_word_bytes, cfg.gemv_lanes, cfg.gemv_partial_sums
     cmd = eng.cmd
@@ -77,4 +77,6 @@ def setup_params(m, eng, parts):
         m.d.sync += acc_int_mac.eq(prm.acc_int)
         m.d.comb += [mac.a_kind.eq(a_kind), mac.b_kind.eq(b_kind), mac.acc_int.eq(acc_int_mac)]
         m.d.comb += [red.acc_int.eq(prm.acc_int), red.has_init.eq(prm.has_init), red.present.eq(prm.present)]
-    return SimpleNamespace(prm=prm, esz=esz, K=K, a_kind=a_kind, b_kind=b_kind)
+    # (the fire side's fields, as ``overlap.fire_setup`` gives them: the serial engine fires from ``prm``
+    # itself, whose element size is constant from ``start``, and never holds the fire logic back)
+    return SimpleNamespace(prm=prm, esz=esz, K=K, a_kind=a_kind, b_kind=b_kind, esz_next=prm.esz, hold=None)

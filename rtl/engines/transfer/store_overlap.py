@@ -105,19 +105,19 @@ def overlap_completion(m, engine, s, walk_addr, walk_data, a, st, old, err):
     # the queue: the oldest leaves when done; a start queues the running TSTORE behind the rest (the queue has
     # room: ``release``). Its own bursts in flight: all of them less the older ones'.
     left = nxt[1:] + [SimpleNamespace(valid=C(0, 1), aw_all=C(0, 1), owed=C(0, 1), err=C(0, 1))]
-    q = [Mux(old_done, left[k].valid, nxt[k].valid) for k in range(OLDER)]
+    fields = ("valid", "aw_all", "owed", "err")
+    kept = [[Mux(old_done, getattr(left[k], f), getattr(nxt[k], f)) for f in fields] for k in range(OLDER)]
     run = SimpleNamespace(
         valid=C(1, 1), aw_all=st.aw_all | (a.aw_fire & st.burst_last & ~old.aw_old),
         owed=a.wr_out - sum(x.owed for x in e) + (a.aw_fire & ~old.aw_old) - (a.b_fire & ~old.b_old),
         err=err | (b_err & ~old.b_old))
     push = engine.start & s.running & ~cur_taken
     for k, x in enumerate(e):
-        kept = [Mux(old_done, getattr(left[k], f), getattr(nxt[k], f)) for f in ("valid", "aw_all", "owed", "err")]
         # the first free entry after the pop takes the running one
-        free_here = ~q[k] & (C(1, 1) if k == 0 else q[k - 1])
+        free_here = ~kept[k][0] & (C(1, 1) if k == 0 else kept[k - 1][0])
         with m.If(push & free_here):
-            m.d.sync += [x.valid.eq(1), x.aw_all.eq(run.aw_all), x.owed.eq(run.owed), x.err.eq(run.err)]
+            m.d.sync += [getattr(x, f).eq(getattr(run, f)) for f in fields]
         with m.Else():
-            m.d.sync += [x.valid.eq(kept[0]), x.aw_all.eq(kept[1]), x.owed.eq(kept[2]), x.err.eq(kept[3])]
+            m.d.sync += [getattr(x, f).eq(v) for f, v in zip(fields, kept[k])]
     with m.If(engine.start):
         m.d.sync += [err.eq(0), st.aw_all.eq(0)]
