@@ -276,9 +276,9 @@ def test_mgather_overlap_random_stream(config, seed):
 def test_overlap_read_faults_under_write_stalls(config, seed):
     """Read faults while the UB write port refuses a quarter of the cycles (``write_stalls``: the port shared
     with the other pipes in the concurrent unit): the stream of :func:`test_mgather_overlap_random_stream`
-    with faults in the tables and on TLOAD lines (the same seeds' streams: TLOADs and MGATHERs that fail). A word held in the write queue, or behind it in the
-    realigner or the placer, when its own or the other instruction's error beat comes must still be written
-    or dropped by its own instruction's flag: UB bytes (nothing outside a destination, every byte of a
+    with faults in the tables and on TLOAD lines (the same seeds' streams: TLOADs and MGATHERs that fail). A
+    word held in the write queue, or behind it in the realigner or the placer, when its own or the other
+    instruction's error beat comes must still be written or dropped by its own instruction's flag: UB bytes (nothing outside a destination, every byte of a
     command that succeeds), statuses and order equal one at a time; some commands fail, and MGATHERs overlap
     their neighbours."""
     from rtl.isa import Status
