@@ -288,3 +288,23 @@ def test_overlap_empty_waits():
     (cmd, idx), = [cmds[1]]
     single, _, trace1 = run_stream(config, [(cmd, idx)], ub0)
     assert single == E.EMPTY_CYCLES, trace1
+
+
+@pytest.mark.parametrize("limit", [1, None])
+def test_overlap_in_flight_gate(monkeypatch, limit):
+    """The ``IN_FLIGHT`` gate of ``release``: 16 short gathers (no empty destination: an empty one is not
+    counted, its ``done`` waits instead) on a write port that takes a word in a quarter of the cycles, so
+    that words wait in the write queue behind every last slot. With ``IN_FLIGHT`` = 1 the engine never
+    holds two, nothing overlaps, and the stream is still bit-exact; as built (3), the write queue's room
+    keeps it at two (``LocalGatherEngine.IN_FLIGHT``'s comment), which the stream reaches."""
+    if limit is not None:
+        monkeypatch.setattr(E, "IN_FLIGHT", limit)
+    config = preset("small", ub_write_queues=True)
+    rng = random.Random(8)
+    ub0 = rng.randbytes(config.ub_bytes)
+    cmds = random_stream(config, rng, 16, ub0, 4, empty=0, same_region=0, kinds=("short", "half"))
+    _, overlapped, trace = run_stream(config, cmds, ub0, scarce=True)
+    if limit == 1:
+        assert most_in_flight(trace) == 1 and overlapped == 0, trace
+    else:
+        assert most_in_flight(trace) == 2 and overlapped == len(cmds) - 1, trace

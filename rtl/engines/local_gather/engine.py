@@ -167,8 +167,9 @@ class LocalGatherEngine(Engine):
     #: RELEASED`` = 2 per pipe). The write queue's ``room`` keeps the engine below it: an instruction writes
     #: at least ``GROUP`` words, and the words issued and not yet taken are at most ``WRITE_QUEUE_DEPTH`` =
     #: 16, so an instruction's last slot is issued only after the previous one's last word was taken; with
-    #: an empty destination's ``done`` waiting, two instructions are in the engine at most, and a release
-    #: that ignores this bound passes every test (tests/rtl/test_rtl_local_gather_overlap.py).
+    #: an empty destination's ``done`` waiting, two instructions are in the engine at most. The gate binds
+    #: when ``IN_FLIGHT`` is made smaller (``test_overlap_in_flight_gate``: with 1, no instruction starts
+    #: before the previous one is done, and a release without the gate fails it).
     IN_FLIGHT = 3
     #: (overlap) Cycles from the issue of an instruction's last slot (its last row's flush, when it spills)
     #: to ``release``: the issue state machine's register (``IDLE`` in the next cycle).
