@@ -73,14 +73,24 @@ def _gemv(args):
 
 
 def _frontend(args):
-    """The concurrency parts of the front end (rtl/frontend): the footprint, the scoreboard, or the
-    dispatcher (queues and scoreboard, an engine's payload the command)."""
+    """The concurrency parts of the front end (rtl/frontend): the footprint, the scoreboard, the
+    dispatcher (queues and scoreboard, an engine's payload the command), or the whole front end
+    (:class:`rtl.frontend.pipe_front.PipeFrontEnd`, its engine ports the block's ports)."""
     from rtl.frontend.dispatch import Dispatcher
     from rtl.frontend.footprint import Footprint
     from rtl.frontend.scoreboard import Scoreboard
+    from rtl.frontend.pipe_front import PipeFrontEnd
     from rtl.isa import Command
     config, overrides = config_from(args.config, args.set)
+
+    def whole():
+        # (as the concurrent unit builds it, rtl/concurrent.py: its engines' classes, its exclusive pipes)
+        from rtl.concurrent import EXCLUSIVE, concurrent_engines
+        from rtl.top import engines_for
+        return PipeFrontEnd(config, concurrent_engines(engines_for(config)), exclusive=EXCLUSIVE, depth=args.depth,
+                            entries=args.entries)
     top = {"footprint": lambda: Footprint(config),
+           "front": whole,
            "scoreboard": lambda: Scoreboard(config, args.entries),
            "dispatch": lambda: Dispatcher(config, Command, depth=args.depth, entries=args.entries)}[args.what]()
     return top, "_".join([args.what, args.config, f"e{args.entries}", f"d{args.depth}"] +
@@ -116,7 +126,9 @@ def main(argv=None):
     front = blocks.add_parser("frontend", help="the footprint, the hazard scoreboard, the per-pipe dispatcher")
     front.add_argument("--config", default="default")
     front.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
-    front.add_argument("--what", default="dispatch", choices=("footprint", "scoreboard", "dispatch"))
+    front.add_argument("--what", default="dispatch", choices=("footprint", "scoreboard", "dispatch", "front"),
+                       help="front: the whole front end of the concurrent unit (checker, footprint, dispatcher, "
+                            "response queues, the pipes' start and release logic)")
     front.add_argument("--entries", type=int, default=8, help="scoreboard entries (default: %(default)s)")
     front.add_argument("--depth", type=int, default=4, help="each pipe's queue (default: %(default)s)")
     front.set_defaults(build=_frontend, out="build/frontend/pnr")
