@@ -28,7 +28,9 @@ GO_DELAY = Checker.LATENCY + GO_REGISTER_CYCLES
 class EngineSignature(wiring.Signature):
     """What every engine exposes, as seen from the engine.
 
-    ``cmd`` is the accepted instruction, held stable from ``start`` until ``done``. ``start`` is a
+    ``cmd`` is the accepted instruction, held stable from ``start`` until ``done`` (or, with overlap, until
+    ``release``); between instructions it may change in any cycle (the concurrent unit's front end lets
+    it follow its queue's head), so an engine reads it only from a ``start`` on. ``start`` is a
     one-cycle pulse; the engine answers with a one-cycle ``done`` pulse and ``status`` valid in that
     cycle. ``ub_rd``/``ub_wr`` and ``axi`` reach the shared resources, which the front end hands to one
     engine at a time, from the ``start`` cycle on (so a UB read may be issued with ``start``); an

@@ -253,9 +253,20 @@ class PipeFrontEnd(wiring.Component):
                 m.d.comb += [port.cmd.eq(ecmd), port.start.eq(start), port.go.eq(go), self.owner[e].eq(sel)]
                 m.d.sync += start.eq(for_me | spec_me)
                 with m.If(for_me):
-                    m.d.sync += [ecmd.eq(issue.payload.cmd), sel.eq(1), go.eq(1)]
+                    m.d.sync += [sel.eq(1), go.eq(1)]
                 with m.If(spec_me):
-                    m.d.sync += [ecmd.eq(offered), sel.eq(1), go.eq(0)]
+                    m.d.sync += [sel.eq(1), go.eq(0)]
+                # The command follows the pipe's head in every cycle the pipe runs nothing, or its running
+                # instruction is released now (the engine has finished with its command), so that it holds the
+                # taken command from the edge of the take on; while nothing is in the check stage or the
+                # dispatcher (no head: the only cycles a speculative start can come in, and no pipe runs
+                # then) it follows the offered command instead. (Loaded at the take or the speculative start,
+                # its ~600 enables and selects hung on the end of the hazard, exclusion and queue logic or on
+                # the offered command's decode: 6.8-7.1 ns of fan-out on the front end's worst paths,
+                # docs/architecture.md "The concurrent unit"; an engine reads ``cmd`` only from its ``start``
+                # to its ``done`` or ``release``.)
+                with m.If(~running[k] | rel):
+                    m.d.sync += ecmd.eq(Mux(stage.quiet, offered, issue.payload.cmd))
                 with m.If(passed & sel):
                     m.d.sync += go.eq(1)
                 with m.If(aborted & sel):
