@@ -79,16 +79,14 @@ def _frontend(args):
     from rtl.frontend.dispatch import Dispatcher
     from rtl.frontend.footprint import Footprint
     from rtl.frontend.scoreboard import Scoreboard
-    from rtl.frontend.pipe_front import PipeFrontEnd
     from rtl.isa import Command
     config, overrides = config_from(args.config, args.set)
 
     def whole():
-        # (as the concurrent unit builds it, rtl/concurrent.py: its engines' classes, its exclusive pipes)
-        from rtl.concurrent import EXCLUSIVE, concurrent_engines
+        # (as the concurrent unit builds it; its queues and entries are the configuration's)
+        from rtl.concurrent import concurrent_engines, front_end
         from rtl.top import engines_for
-        return PipeFrontEnd(config, concurrent_engines(engines_for(config)), exclusive=EXCLUSIVE, depth=args.depth,
-                            entries=args.entries)
+        return front_end(config, concurrent_engines(engines_for(config)))
     top = {"footprint": lambda: Footprint(config),
            "front": whole,
            "scoreboard": lambda: Scoreboard(config, args.entries),
@@ -128,7 +126,8 @@ def main(argv=None):
     front.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     front.add_argument("--what", default="dispatch", choices=("footprint", "scoreboard", "dispatch", "front"),
                        help="front: the whole front end of the concurrent unit (checker, footprint, dispatcher, "
-                            "response queues, the pipes' start and release logic)")
+                            "response queues, the pipes' start and release logic; its entries and queue depth are "
+                            "the configuration's, --set pipe_entries=N / pipe_queue_depth=N)")
     front.add_argument("--entries", type=int, default=8, help="scoreboard entries (default: %(default)s)")
     front.add_argument("--depth", type=int, default=4, help="each pipe's queue (default: %(default)s)")
     front.set_defaults(build=_frontend, out="build/frontend/pnr")

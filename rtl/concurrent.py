@@ -21,7 +21,7 @@ from rtl.ub.buffer import UnifiedBuffer
 from rtl.ub.debug import debug_port
 from rtl.ub.write_arbiter import UbWriteArbiter
 
-__all__ = ["concurrent_engines", "elaborate_concurrent", "READ_PORTS", "EXCLUSIVE"]
+__all__ = ["concurrent_engines", "front_end", "elaborate_concurrent", "READ_PORTS", "EXCLUSIVE"]
 
 #: UB read ports of the concurrent unit: GM -> UB's (MGATHER's index reads; the UB debug port while the unit
 #: is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share.
@@ -39,6 +39,13 @@ def concurrent_engines(classes):
     for cls in classes:
         out += [GmToUbEngine, UbToGmEngine] if cls.name == "transfer" else [cls]
     return tuple(out)
+
+
+def front_end(cfg, classes):
+    """The front end of a concurrent unit of ``cfg`` whose engines are ``classes`` (``concurrent_engines``):
+    what :func:`elaborate_concurrent` builds, and what ``python -m flow.blocks frontend --what front``
+    synthesises alone."""
+    return PipeFrontEnd(cfg, classes, exclusive=EXCLUSIVE, disable=cfg.scoreboard_disable)
 
 
 def _pipe(cls):
@@ -64,7 +71,7 @@ def elaborate_concurrent(unit, classes, platform):
     unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
     if unknown:
         raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")
-    m.submodules.front = front = PipeFrontEnd(cfg, classes, exclusive=EXCLUSIVE, disable=cfg.scoreboard_disable)
+    m.submodules.front = front = front_end(cfg, classes)
     for k, (e, cls) in enumerate(zip(engines, classes)):
         # each engine in a clock domain of its own: the front end resets it when it started speculatively
         # on a command the checker rejects

@@ -278,9 +278,9 @@ def test_overlap_read_faults_under_write_stalls(config, seed):
     with the other pipes in the concurrent unit): the stream of :func:`test_mgather_overlap_random_stream`
     with faults in the tables and on TLOAD lines (the same seeds' streams: TLOADs and MGATHERs that fail). A
     word held in the write queue, or behind it in the realigner or the placer, when its own or the other
-    instruction's error beat comes must still be written or dropped by its own instruction's flag: UB bytes (nothing outside a destination, every byte of a
-    command that succeeds), statuses and order equal one at a time; some commands fail, and MGATHERs overlap
-    their neighbours."""
+    instruction's error beat comes must still be written or dropped by its own instruction's flag: UB bytes
+    (nothing outside a destination, every byte of a command that succeeds), statuses and order equal one at a
+    time; some commands fail, and MGATHERs overlap their neighbours."""
     from rtl.isa import Status
     cfg = preset(config, ub_write_queues=True)
     rng = random.Random(300 + seed)
