@@ -26,7 +26,7 @@ from rtl.frontend.engine_domain import ABORT_RESET_CYCLES
 from rtl.frontend.footprint import Footprint
 from rtl.isa import FRONT_END_OPCODES, Command, Status
 from rtl.lib.delay import delay
-from rtl.lib.fifo import LutFifo
+from rtl.lib.fifo import LutFifo, pointer_groups
 
 __all__ = ["CHECK_DEPTH", "VERDICT_AT", "FOOTPRINT_AT", "check_stage"]
 
@@ -53,9 +53,10 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     footprint_at = FOOTPRINT_AT if footprint_at is None else footprint_at
     w_en, w_data, w_rdy = rsp
     Entry = data.StructLayout({"cmd": Command, "stamp": 32, "started": 1})
-    cq = m.submodules.check_cmds = LutFifo(Entry.size, CHECK_DEPTH)
+    cq = m.submodules.check_cmds = LutFifo(Entry.size, CHECK_DEPTH, groups=pointer_groups(Entry.size))
     sq = m.submodules.check_verdicts = LutFifo(Status.as_shape().width, CHECK_DEPTH)
-    fq = m.submodules.check_footprints = LutFifo(footprint.footprint.shape().size, CHECK_DEPTH)
+    fq = m.submodules.check_footprints = LutFifo(footprint.footprint.shape().size, CHECK_DEPTH,
+                                                  groups=pointer_groups(footprint.footprint.shape().size))
     held = Signal(Command, reset_less=True)       # the footprint's input: the command of the last acceptance
     accept = Signal()
     spec = _speculate(m, front, dispatch, queues, classes, accept, ~cq.r_rdy)

@@ -11,7 +11,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.frontend.counters import PIPES
 from rtl.frontend.footprint import FootprintLayout
 from rtl.frontend.scoreboard import Scoreboard
-from rtl.lib.fifo import LutFifo, oldest_first
+from rtl.lib.fifo import LutFifo, oldest_first, pointer_groups
 
 __all__ = ["DispatchLayout", "Dispatcher"]
 
@@ -65,6 +65,10 @@ class Dispatcher(wiring.Component):
         scoreboard's ``hazard``, with ``same_pipe``: the older one of its own pipe may be draining; not the
         cycle of its own comparison): the stalled-on-hazard cycles, none for an instruction that conflicts
         with nothing.
+    older : Out(len(PIPES) * len(PIPES))
+        Bit ``k * len(PIPES) + j``: pipe ``k``'s oldest queued instruction was pushed before pipe ``j``'s
+        (meaningful while both queues hold one): the scoreboard's ages of the two heads' entries
+        (``Scoreboard.older``), so that the front end orders two pipes' heads without comparing stamps.
     empty : Out(1)
         No instruction queued or running.
 
@@ -89,6 +93,7 @@ class Dispatcher(wiring.Component):
             "busy": Out(len(PIPES)),
             "draining": Out(len(PIPES)),
             "stalled": Out(len(PIPES)),
+            "older": Out(len(PIPES) * len(PIPES)),
             "empty": Out(1),
         })
 
@@ -106,11 +111,13 @@ class Dispatcher(wiring.Component):
         m.d.comb += [sb.insert.valid.eq(fire), sb.insert.payload.pipe.eq(push.payload.pipe),
                      sb.insert.payload.footprint.eq(push.payload.footprint)]
         retire = []
+        heads = []
         for k in range(len(PIPES)):
-            q = m.submodules[f"queue{k}"] = LutFifo(entry.size, self._depth)
+            q = m.submodules[f"queue{k}"] = LutFifo(entry.size, self._depth, groups=pointer_groups(entry.size))
             m.d.comb += [room[k].eq(q.w_rdy), q.w_en.eq(fire & push.payload.pipe[k] & ~started),
                          q.w_data.eq(Cat(push.payload.payload, sb.slot))]
             head = entry(q.r_data)
+            heads.append(head.slot)
             running = Signal(name=f"running{k}")
             slot = Signal(range(n), name=f"running_slot{k}")
             # the released instructions, oldest first
@@ -145,6 +152,12 @@ class Dispatcher(wiring.Component):
             m.d.comb += [self.busy[k].eq(running | released), self.draining[k].eq(draining),
                          self.stalled[k].eq(q.r_rdy & ~running & sb.hazard.bit_select(head.slot, 1))]
         m.d.comb += sb.retire.eq(functools.reduce(operator.or_, retire))
+        P = len(PIPES)
+        for k in range(P):
+            for j in range(P):
+                if j != k:
+                    # (entry ``heads[k]`` is older than ``heads[j]``: bit ``heads[k]`` of row ``heads[j]``)
+                    m.d.comb += self.older[k * P + j].eq(sb.older.bit_select(heads[j] * n + heads[k], 1))
         m.d.comb += self.empty.eq(sb.empty)
         return m
 

@@ -7,7 +7,18 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first"]
+__all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first", "pointer_groups"]
+
+
+#: Bits of a wide LUT-RAM queue's entry behind one pair of pointers (:func:`pointer_groups`): 32 RAM cells
+#: of 4 bits, so that a pointer bit drives a net of a few dozen loads.
+GROUP_BITS = 128
+
+
+def pointer_groups(width):
+    """The ``groups`` of a :class:`LutFifo` (or :class:`RegFifo`) of ``width``-bit entries whose pointers
+    should each drive at most :data:`GROUP_BITS` bits of its memory."""
+    return max(1, -(-width // GROUP_BITS))
 
 
 def lut_ring(m, width, depth):
@@ -138,12 +149,19 @@ class LutFifo(wiring.Component):
     to reload). ``r_rdy`` ("not empty") and ``w_rdy`` ("not full") are registers. An entry written in
     cycle ``t`` can be read from ``t + 1``.
 
+    For the clock a wide entry can be split into ``groups`` slices of bits, each in its own memory with its
+    own write and read pointers (counters of their own value, so synthesis keeps them apart): a pointer bit
+    then drives the address of one slice's RAM cells, not of the whole entry's (an entry of ~650 bits is
+    ~160 LUT-RAM cells, and one pointer net to all of them was the concurrent front end's worst path,
+    docs/synthesis.md "Concurrency control"). ``groups=1`` is one memory and one pair of pointers.
+
     Ports: ``w_data``, ``w_en``, ``w_rdy``; ``r_data``, ``r_rdy``, ``r_en``; ``level``.
     """
 
-    def __init__(self, width, depth):
+    def __init__(self, width, depth, groups=1):
         assert depth >= 2
         self.width, self.depth = width, depth
+        self.groups = max(1, min(groups, width))
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
@@ -153,7 +171,14 @@ class LutFifo(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.depth
-        wp, rp, produce, consume, count = lut_ring(m, self.width, n)
+        bounds = [self.width * g // self.groups for g in range(self.groups + 1)]
+        rings = []
+        for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            sub = m if self.groups == 1 else Module()
+            rings.append(lut_ring(sub, hi - lo, n))
+            if self.groups > 1:
+                m.submodules[f"ring{g}"] = sub
+        count = rings[0][4]
         nonempty, full = Signal(), Signal()
 
         def incr(x):
@@ -161,14 +186,14 @@ class LutFifo(wiring.Component):
 
         write = self.w_en & ~full
         read = self.r_en & nonempty
-        m.d.comb += [
-            self.w_rdy.eq(~full), self.r_rdy.eq(nonempty), self.r_data.eq(rp.data), self.level.eq(count),
-            wp.data.eq(self.w_data), wp.en.eq(~full),     # (as RegFifo)
-        ]
-        with m.If(write):
-            m.d.sync += produce.eq(incr(produce))
-        with m.If(read):
-            m.d.sync += consume.eq(incr(consume))
+        m.d.comb += [self.w_rdy.eq(~full), self.r_rdy.eq(nonempty),
+                     self.r_data.eq(Cat(rp.data for _, rp, _, _, _ in rings)), self.level.eq(count)]
+        for (wp, rp, produce, consume, _), lo, hi in zip(rings, bounds, bounds[1:]):
+            m.d.comb += [wp.data.eq(self.w_data[lo:hi]), wp.en.eq(~full)]     # (as RegFifo)
+            with m.If(write):
+                m.d.sync += produce.eq(incr(produce))
+            with m.If(read):
+                m.d.sync += consume.eq(incr(consume))
         count_flags(m, count, nonempty, full, write, read, n)
         return m
 

@@ -1,0 +1,57 @@
+"""LutFifo (rtl/lib/fifo.py) in Amaranth's simulator against a list model: random writes and reads, checking
+``w_rdy``, ``r_rdy``, ``level`` and ``r_data`` (the oldest entry) in every cycle; with the entry split into
+``groups`` slices of its own pointers (``pointer_groups``), the slices must stay in step."""
+
+import random
+
+import pytest
+from amaranth.sim import Simulator
+
+from rtl.lib.fifo import GROUP_BITS, LutFifo, pointer_groups
+
+
+def test_pointer_groups():
+    assert pointer_groups(1) == 1
+    assert pointer_groups(GROUP_BITS) == 1
+    assert pointer_groups(GROUP_BITS + 1) == 2
+    assert pointer_groups(675) == 6         # a dispatcher queue's entry: command, stamp and slot
+
+
+@pytest.mark.parametrize("width,depth,groups,p_write,p_read", [
+    (17, 4, 1, 0.7, 0.6),       # one memory (the serial unit's queues)
+    (675, 4, 6, 0.7, 0.6),      # a dispatcher queue's shape: fills up
+    (675, 6, 6, 0.5, 0.9),      # the check stage's depth (not a power of two): runs empty
+    (40, 5, 3, 1.0, 1.0),       # a write and a read in every cycle they are allowed, uneven slices
+])
+def test_lut_fifo_against_model(width, depth, groups, p_write, p_read):
+    dut = LutFifo(width, depth, groups=groups)
+    rng = random.Random(f"{width}-{depth}-{groups}-{p_write}-{p_read}")
+
+    async def bench(ctx):
+        queue = []
+        reads = 0
+        for cycle in range(2000):
+            w_rdy, r_rdy = ctx.get(dut.w_rdy), ctx.get(dut.r_rdy)
+            assert w_rdy == (len(queue) < depth), cycle
+            assert r_rdy == (len(queue) > 0), cycle
+            assert ctx.get(dut.level) == len(queue), cycle
+            if queue:
+                assert ctx.get(dut.r_data) == queue[0], cycle
+            write = rng.random() < p_write
+            read = rng.random() < p_read
+            data = rng.getrandbits(width)
+            ctx.set(dut.w_en, write)
+            ctx.set(dut.w_data, data)
+            ctx.set(dut.r_en, read)
+            await ctx.tick()
+            if read and r_rdy:
+                queue.pop(0)
+                reads += 1
+            if write and w_rdy:
+                queue.append(data)
+        assert reads > 500
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
