@@ -336,16 +336,14 @@ class PipeFrontEnd(wiring.Component):
     def _exclusion(self, m, dispatch, running):
         """Per pipe, whether it may take an instruction now as far as ``exclusive`` goes: no other pipe of its
         groups runs, and of the heads offered in this cycle in a group its command is the oldest (the
-        smallest acceptance stamp, compared modulo 2**32)."""
+        scoreboard's ages of the two heads, ``Dispatcher.older``: a select of registers by the heads' slots,
+        where a compare of their 32-bit stamps was a carry chain on the take's path)."""
+        P = len(PIPES)
         allowed = [C(1) for _ in PIPES]
         for group in self._exclusive:
             for k in group:
                 others = [j for j in group if j != k]
-                older = []
-                for j in others:
-                    d = (dispatch.issue[k].payload.stamp - dispatch.issue[j].payload.stamp).as_signed()
-                    # (stamps differ: one command is accepted per cycle at most; ties go to the lower pipe)
-                    older.append(~dispatch.issue[j].valid | ((d < 0) if j > k else (d <= 0)))
+                older = [~dispatch.issue[j].valid | dispatch.older[k * P + j] for j in others]
                 a = Signal(name=f"pipe{k}_allowed")
                 m.d.comb += a.eq(allowed[k] & ~Cat(running[j] for j in others).any() & Cat(older).all())
                 allowed[k] = a

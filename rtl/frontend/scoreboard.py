@@ -80,6 +80,10 @@ class Scoreboard(wiring.Component):
     hazard : Out(entries)
         Entry ``k`` waits on an older entry (``blocked`` without the cycle of its own comparison): what a
         stalled-on-hazard counter counts, zero for an instruction that conflicts with nothing.
+    older : Out(entries * entries)
+        Bit ``k * entries + j``: entry ``j`` entered before entry ``k`` (meaningful while both are in
+        flight; a register, exact from the cycle after the edge that inserts the younger). The age of two
+        entries without a stamp compare: what the front end's exclusion asks of two pipes' heads.
     empty : Out(1)
         No entry in flight (what a barrier waits for).
 
@@ -111,6 +115,7 @@ class Scoreboard(wiring.Component):
             "busy": Out(entries),
             "blocked": Out(entries),
             "hazard": Out(entries),
+            "older": Out(entries * entries),
             "empty": Out(1),
         })
 
@@ -167,6 +172,16 @@ class Scoreboard(wiring.Component):
             # and its own row is empty until written (``hazard`` is zero in the cycle of its comparison)
             with m.If(taking[k]):
                 m.d.sync += deps[k].eq(0)
+        # (3) ages: the entry taken at an edge is younger than every entry in flight then (its row) and
+        # older than none (its column, in every row: a bit left by an entry that has left is cleared when
+        # its slot is taken again)
+        older = [Signal(n, name=f"older{k}") for k in range(n)]
+        for k in range(n):
+            with m.If(taking[k]):
+                m.d.sync += older[k].eq(valid)
+            with m.Else():
+                m.d.sync += older[k].eq(older[k] & ~taking)
+        m.d.comb += self.older.eq(Cat(older))
         m.d.sync += [valid.eq((valid | taking) & ~retiring),
                      pending.eq((pending & ~Mux(row_en, 1 << row, 0)) | taking)]
 

@@ -7,6 +7,8 @@ equal) as fast as entries are free; random entries that are not blocked leave. E
 flight must be blocked exactly when an older entry still in flight, of another pipe (or of any pipe with
 ``same_pipe``), has a hazard with it (``golden.access.hazards``), once ``INSERT_LATENCY`` cycles have
 passed since it entered (blocked before); ``hazard`` is the same without that first cycle (zero then).
+``older`` must order every two entries in flight as their commands are ordered, from the cycle after the
+younger entered.
 """
 
 import random
@@ -30,7 +32,7 @@ def test_scoreboard_matches_golden_hazards(config_name, entries, same_pipe):
     pipes = [INSTRUCTIONS[c["opcode"]].pipe for c in cmds]
     dut = Scoreboard(preset(config_name), entries, same_pipe=same_pipe)
     rng = random.Random(entries)
-    seen = {"blocked": 0, "free": 0, "checked": 0}
+    seen = {"blocked": 0, "free": 0, "checked": 0, "ordered": 0}
     mismatches = []
 
     async def bench(ctx):
@@ -38,7 +40,7 @@ def test_scoreboard_matches_golden_hazards(config_name, entries, same_pipe):
         nxt, cycle = 0, 0
         while nxt < len(cmds) or flight:
             # what the scoreboard says now, against the reference
-            blocked, hazard = ctx.get(dut.blocked), ctx.get(dut.hazard)
+            blocked, hazard, older = ctx.get(dut.blocked), ctx.get(dut.hazard), ctx.get(dut.older)
             assert ctx.get(dut.busy) == sum(1 << s for s in flight)
             assert ctx.get(dut.empty) == (not flight)
             for s, (i, t) in flight.items():
@@ -55,6 +57,13 @@ def test_scoreboard_matches_golden_hazards(config_name, entries, same_pipe):
                 # ``hazard``: the same without the comparison's cycle (then zero: nothing is known yet)
                 if bool(hazard >> s & 1) != (want and cycle - t >= Scoreboard.INSERT_LATENCY):
                     mismatches.append((cycle, s, i, "hazard", bool(hazard >> s & 1)))
+            # ``older``: bit ``k * entries + j`` when entry ``j``'s command comes first
+            for k, (i, t) in flight.items():
+                for j, (i2, t2) in flight.items():
+                    if j != k and cycle > max(t, t2):
+                        seen["ordered"] += 1
+                        if bool(older >> (k * entries + j) & 1) != (i2 < i):
+                            mismatches.append((cycle, k, j, "older", i2 < i))
             # offer the next command (sometimes not); retire an unblocked entry (sometimes)
             insert = nxt < len(cmds) and rng.random() < 0.7
             ctx.set(dut.insert.valid, insert)
@@ -83,3 +92,4 @@ def test_scoreboard_matches_golden_hazards(config_name, entries, same_pipe):
     assert not mismatches, f"{len(mismatches)} mismatches; first (cycle, slot, command, got, want): {mismatches[:5]}"
     # the test means something only if both answers were common
     assert seen["blocked"] > seen["checked"] // 10 and seen["free"] > seen["checked"] // 10, seen
+    assert seen["ordered"] > 1000, seen
