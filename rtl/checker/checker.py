@@ -45,6 +45,10 @@ class Checker(wiring.Component):
     that mixes depths, and every condition is delayed to the range sums' depth before the last register.
     Without it (the one-instruction-at-a-time unit) the command is held while it is checked, so a condition
     may mix depths and a plain one reaches its register sooner; its netlist is unchanged by the option.
+    Pipelined, ``ok`` is a register of its own (the NOR of every condition, beside the per-status ones):
+    in the concurrent front end it heads the speculative instruction's answer and release logic, where
+    the NOR after the status registers was two LUT levels and a long wire more (docs/synthesis.md,
+    "Concurrency control").
 
     Latency: ``LATENCY`` = 3. ``status`` and ``ok`` are valid from the third clock edge after the
     edge that took the command (and stay valid while ``load`` is low). Stage 1 is the edge that takes
@@ -99,6 +103,7 @@ class Checker(wiring.Component):
         # so its logic and the OR over the conditions are separate stages; a condition reading the
         # checker's registers (a range sum's carry chain) goes straight into the last stage.
         failing = {}
+        every = []                             # (pipelined) every condition at the last stage's input
         for status in CHECK_ORDER:
             if fail[status]:
                 if self._pipelined:
@@ -115,6 +120,7 @@ class Checker(wiring.Component):
                         conds.append(c)
                     failing[status] = Signal(name=f"fail_{status.name.lower()}", reset_less=True)
                     m.d.sync += failing[status].eq(Cat(conds).any())
+                    every += conds
                     continue
                 plain = [c for c in fail[status] if not uses_stage(Value.cast(c))]
                 late = [c for c in fail[status] if uses_stage(Value.cast(c))]
@@ -126,7 +132,12 @@ class Checker(wiring.Component):
             if status in failing:
                 with m.If(failing[status]):
                     m.d.comb += self.status.eq(status)
-        m.d.comb += self.ok.eq(~Cat(failing.values()).any())
+        if self._pipelined:
+            ok = Signal(name="pass_all", reset_less=True)
+            m.d.sync += ok.eq(~Cat(every).any())
+            m.d.comb += self.ok.eq(ok)
+        else:
+            m.d.comb += self.ok.eq(~Cat(failing.values()).any())
         return m
 
     def _common_checks(self, m, cmd, is_op, fail):
