@@ -46,7 +46,7 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     check stage's response queue, ``queues`` every response queue (0: the stage's, ``1 + k``: pipe ``k``'s),
     ``classes`` the engine classes. ``footprint_at`` (default :data:`FOOTPRINT_AT`): for a test that shows
     the wait is needed. Returns the stage's flags for the pipes (a namespace): ``idle`` (no command in the
-    stage), ``quiet`` (nor in the dispatcher: a speculative start's precondition), ``spec`` (the command
+    stage), ``spec`` (the command
     accepted at this edge starts its engine at once: :func:`_speculate`), ``verdict`` (the checker's
     verdict on a speculatively started command, one cycle) and ``ok`` (the checker passes it), ``pushed``
     (the speculative command enters the dispatcher at this edge)."""
@@ -108,11 +108,7 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
                          pushed.eq(dispatch.push.ready & head.started)]
     # the verdict on a speculatively started command (it is alone in the stage: see _speculate)
     spec_verdict = delay(m, spec, VERDICT_AT + 1, "spec_verdict_at", reset_less=False)
-    # (nothing in the stage or the dispatcher: no pipe runs and none has a head; from registers)
-    quiet = Signal(name="front_quiet")
-    m.d.comb += quiet.eq(~cq.r_rdy & dispatch.empty)
-    return SimpleNamespace(idle=~cq.r_rdy, spec=spec, verdict=spec_verdict, ok=checker.ok, pushed=pushed,
-                           quiet=quiet)
+    return SimpleNamespace(idle=~cq.r_rdy, spec=spec, verdict=spec_verdict, ok=checker.ok, pushed=pushed)
 
 
 def _speculate(m, front, dispatch, queues, classes, accept, empty):

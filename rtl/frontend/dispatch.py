@@ -65,6 +65,9 @@ class Dispatcher(wiring.Component):
         scoreboard's ``hazard``, with ``same_pipe``: the older one of its own pipe may be draining; not the
         cycle of its own comparison): the stalled-on-hazard cycles, none for an instruction that conflicts
         with nothing.
+    queued : Out(len(PIPES))
+        Pipe ``k``'s queue holds an instruction (a register: the queue's "not empty"); ``issue[k].valid``
+        only while it is high.
     older : Out(len(PIPES) * len(PIPES))
         Bit ``k * len(PIPES) + j``: pipe ``k``'s oldest queued instruction was pushed before pipe ``j``'s
         (meaningful while both queues hold one): the scoreboard's ages of the two heads' entries
@@ -93,6 +96,7 @@ class Dispatcher(wiring.Component):
             "busy": Out(len(PIPES)),
             "draining": Out(len(PIPES)),
             "stalled": Out(len(PIPES)),
+            "queued": Out(len(PIPES)),
             "older": Out(len(PIPES) * len(PIPES)),
             "empty": Out(1),
         })
@@ -127,7 +131,8 @@ class Dispatcher(wiring.Component):
             # (a pipe whose running instruction is released now offers its next one in the same cycle)
             ready = q.r_rdy & (~running | self.release[k]) & ~sb.blocked.bit_select(head.slot, 1)
             out = self.issue[k]
-            m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready)]
+            m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready),
+                         self.queued[k].eq(q.r_rdy)]
             with m.If(ready & out.ready):
                 m.d.sync += [running.eq(1), slot.eq(head.slot)]
             with m.Elif(fire & started & push.payload.pipe[k]):      # (the pipe runs nothing: ``empty``)

@@ -258,15 +258,16 @@ class PipeFrontEnd(wiring.Component):
                     m.d.sync += [sel.eq(1), go.eq(0)]
                 # The command follows the pipe's head in every cycle the pipe runs nothing, or its running
                 # instruction is released now (the engine has finished with its command), so that it holds the
-                # taken command from the edge of the take on; while nothing is in the check stage or the
-                # dispatcher (no head: the only cycles a speculative start can come in, and no pipe runs
-                # then) it follows the offered command instead. (Loaded at the take or the speculative start,
-                # its ~600 enables and selects hung on the end of the hazard, exclusion and queue logic or on
-                # the offered command's decode: 6.8-7.1 ns of fan-out on the front end's worst paths,
-                # docs/architecture.md "The concurrent unit"; an engine reads ``cmd`` only from its ``start``
-                # to its ``done`` or ``release``.)
+                # taken command from the edge of the take on; while the pipe's queue is empty (no head: a take
+                # needs one, and a speculative start comes only while every queue is empty) it follows the
+                # offered command instead. (Loaded at the take or the speculative start, its ~600 enables and
+                # selects hung on the end of the hazard, exclusion and queue logic or on the offered
+                # command's decode: 6.8-7.1 ns of fan-out on the front end's worst paths; selected by "nothing
+                # in the check stage or the dispatcher", 8 ns: the select is now the queue's own register,
+                # docs/synthesis.md "Concurrency control"; an engine reads ``cmd`` only from its ``start`` to
+                # its ``done`` or ``release``.)
                 with m.If(~running[k] | rel):
-                    m.d.sync += ecmd.eq(Mux(stage.quiet, offered, issue.payload.cmd))
+                    m.d.sync += ecmd.eq(Mux(dispatch.queued[k], issue.payload.cmd, offered))
                 with m.If(passed & sel):
                     m.d.sync += go.eq(1)
                 with m.If(aborted & sel):
