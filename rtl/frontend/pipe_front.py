@@ -256,8 +256,9 @@ class PipeFrontEnd(wiring.Component):
                     m.d.sync += [sel.eq(1), go.eq(1)]
                 with m.If(spec_me):
                     m.d.sync += [sel.eq(1), go.eq(0)]
-                # The command follows the pipe's head in every cycle the pipe runs nothing, or its running
-                # instruction is released now (the engine has finished with its command), so that it holds the
+                # The command follows the pipe's head in every cycle the pipe runs nothing, or its engine has
+                # finished with its command (``release``, a level, low in a ``start`` cycle: whether the pipe
+                # releases the instruction now or not, no later take needs more), so that it holds the
                 # taken command from the edge of the take on; while the pipe's queue is empty (no head: a take
                 # needs one, and a speculative start comes only while every queue is empty) it follows the
                 # offered command instead. (Loaded at the take or the speculative start, its ~600 enables and
@@ -266,7 +267,7 @@ class PipeFrontEnd(wiring.Component):
                 # in the check stage or the dispatcher", 8 ns: the select is now the queue's own register,
                 # docs/synthesis.md "Concurrency control"; an engine reads ``cmd`` only from its ``start`` to
                 # its ``done`` or ``release``.)
-                with m.If(~running[k] | rel):
+                with m.If(~running[k] | releasing):
                     m.d.sync += ecmd.eq(Mux(dispatch.queued[k], issue.payload.cmd, offered))
                 with m.If(passed & sel):
                     m.d.sync += go.eq(1)
