@@ -21,7 +21,7 @@ from amaranth import *
 from amaranth.lib import data
 
 from rtl.checker.checker import Checker
-from rtl.frontend.counters import pipe_select
+from rtl.frontend.counters import PIPES, pipe_select
 from rtl.frontend.engine_domain import ABORT_RESET_CYCLES
 from rtl.frontend.footprint import Footprint
 from rtl.isa import FRONT_END_OPCODES, Command, Status
@@ -52,17 +52,23 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     (the speculative command enters the dispatcher at this edge)."""
     footprint_at = FOOTPRINT_AT if footprint_at is None else footprint_at
     w_en, w_data, w_rdy = rsp
-    Entry = data.StructLayout({"cmd": Command, "stamp": 32, "started": 1})
+    # (the command's pipe and whether the front end answers it, decoded at the acceptance: at the head they
+    # come straight from the queue, on the way from the head to the dispatcher's ``push``)
+    Entry = data.StructLayout({"cmd": Command, "stamp": 32, "started": 1, "pipe": len(PIPES), "sync": 1})
     cq = m.submodules.check_cmds = LutFifo(Entry.size, CHECK_DEPTH, groups=pointer_groups(Entry.size))
-    sq = m.submodules.check_verdicts = LutFifo(Status.as_shape().width, CHECK_DEPTH)
+    # (each verdict with its "rejected" bit: the checker's ``ok``, a register of its own)
+    Verdict = data.StructLayout({"status": Status, "rejected": 1})
+    sq = m.submodules.check_verdicts = LutFifo(Verdict.size, CHECK_DEPTH)
     fq = m.submodules.check_footprints = LutFifo(footprint.footprint.shape().size, CHECK_DEPTH,
                                                   groups=pointer_groups(footprint.footprint.shape().size))
     held = Signal(Command, reset_less=True)       # the footprint's input: the command of the last acceptance
     accept = Signal()
-    spec = _speculate(m, front, dispatch, queues, classes, accept, ~cq.r_rdy)
+    offered_pipe = pipe_select(m, front.cmd.payload.opcode, "offered_pipe")
+    offered_sync = Cat(front.cmd.payload.opcode == op for op in FRONT_END_OPCODES).any()
+    spec = _speculate(m, front, dispatch, queues, classes, accept, ~cq.r_rdy, offered_pipe)
     m.d.comb += [front.cmd.ready.eq(cq.w_rdy), accept.eq(front.cmd.valid & cq.w_rdy),
                  checker.cmd.eq(front.cmd.payload), checker.load.eq(accept), footprint.cmd.eq(held),
-                 cq.w_en.eq(accept), cq.w_data.eq(Cat(front.cmd.payload, now, spec))]
+                 cq.w_en.eq(accept), cq.w_data.eq(Cat(front.cmd.payload, now, spec, offered_pipe, offered_sync))]
     with m.If(accept):
         m.d.sync += held.eq(front.cmd.payload)
     # (each high in the cycle after edge ``t + edges`` for an acceptance at edge ``t``)
@@ -77,15 +83,17 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     fp_head = footprint_now & (drop == 0)         # the arriving footprint is the head's if its queue is empty
     has_verdict = sq.r_rdy | verdict_now
     has_footprint = fq.r_rdy | fp_head
-    status = Signal(Status)
-    m.d.comb += [status.eq(Mux(sq.r_rdy, sq.r_data, checker.status)),
-                 sq.w_en.eq(verdict_now & ~(~sq.r_rdy & take)), sq.w_data.eq(checker.status),
+    status, rejected = Signal(Status), Signal()
+    queued_verdict = Verdict(sq.r_data)
+    m.d.comb += [status.eq(Mux(sq.r_rdy, queued_verdict.status, checker.status)),
+                 rejected.eq(Mux(sq.r_rdy, queued_verdict.rejected, ~checker.ok)),
+                 sq.w_en.eq(verdict_now & ~(~sq.r_rdy & take)), sq.w_data.eq(Cat(checker.status, ~checker.ok)),
                  sq.r_en.eq(take & sq.r_rdy),
                  fq.w_en.eq(fp_head & ~(~fq.r_rdy & take)), fq.w_data.eq(footprint.footprint),
                  fq.r_en.eq(take & fq.r_rdy), cq.r_en.eq(take)]
     m.d.sync += drop.eq(drop + (take & ~has_footprint) - (footprint_now & (drop != 0)))
 
-    sync = Cat(head.cmd.opcode == op for op in FRONT_END_OPCODES).any()
+    sync = head.sync
     # TSYNC waits until every command before it has finished and been answered (its own queue is in order:
     # earlier rejections are ahead of it)
     settled = dispatch.empty & ~Cat(q.r_rdy for q in queues[1:]).any()
@@ -93,13 +101,13 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     # (no engine runs a rejected command or TSYNC: all of its cycles were spent waiting)
     waited = now - head.stamp
     m.d.comb += [w_data.tag.eq(head.cmd.tag), w_data.cycles.eq(waited), w_data.queued.eq(waited)]
-    m.d.comb += [dispatch.push.payload.pipe.eq(pipe_select(m, head.cmd.opcode, "head_pipe")),
+    m.d.comb += [dispatch.push.payload.pipe.eq(head.pipe),
                  dispatch.push.payload.footprint.eq(Mux(fq.r_rdy, fq.r_data, footprint.footprint.as_value())),
                  dispatch.push.payload.payload.cmd.eq(head.cmd),
                  dispatch.push.payload.payload.stamp.eq(head.stamp),
                  dispatch.push.payload.started.eq(head.started)]
     with m.If(cq.r_rdy & has_verdict):
-        with m.If(status != Status.OK):
+        with m.If(rejected):
             m.d.comb += [w_data.status.eq(status), w_en.eq(w_rdy), take.eq(w_rdy)]
         with m.Elif(sync):
             m.d.comb += [w_data.status.eq(Status.OK), w_en.eq(w_rdy & settled), take.eq(w_rdy & settled)]
@@ -111,17 +119,16 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     return SimpleNamespace(idle=~cq.r_rdy, spec=spec, verdict=spec_verdict, ok=checker.ok, pushed=pushed)
 
 
-def _speculate(m, front, dispatch, queues, classes, accept, empty):
+def _speculate(m, front, dispatch, queues, classes, accept, empty, pipe):
     """Whether the command offered on ``front.cmd`` starts its engine at the edge that accepts it, before the
     checker's verdict (the one-instruction-at-a-time unit's speculative start, so that an instruction alone
     does not pay the check): when nothing is in flight (the check stage is ``empty`` and the scoreboard too,
     so nothing older can conflict and no pipe runs), its pipe's response queue has room, no engine is being
     reset, and an engine of the unit runs its opcode. Until the verdict its engine may read the UB but not
     write or use the AXI master (no ``go``: the engine contract); a rejected command's engine is reset
-    (``abort``)."""
+    (``abort``). ``pipe``: the offered command's (one-hot)."""
     opcode = front.cmd.payload.opcode
     mine = Cat(opcode == op for cls in classes for op in cls.opcodes).any()
-    pipe = pipe_select(m, opcode, "offered_pipe")
     room = (pipe & Cat(q.w_rdy for q in queues[1:])).any()
     # an aborted engine is in reset ABORT_RESET_CYCLES cycles after its ``abort`` (rtl.frontend.
     # engine_domain): a start given in a cycle before that would reach it while it is being reset
