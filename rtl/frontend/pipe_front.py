@@ -16,6 +16,7 @@ from rtl.frontend.check_stage import FOOTPRINT_AT, check_stage
 from rtl.frontend.footprint import Footprint
 from rtl.isa import INSTRUCTIONS, Command, Response, Status
 from rtl.lib.fifo import LutFifo, oldest_first
+from rtl.lib.mux import and_or
 
 __all__ = ["PipeFrontEnd"]
 
@@ -353,20 +354,22 @@ class PipeFrontEnd(wiring.Component):
 
     def _merge(self, m, queues):
         """The response queues into ``rsp``, round robin: after a queue has sent, the next queue in order
-        has the first turn."""
+        has the first turn. (One-hot: ``turn`` a one-hot register, the pick one-hot from it and the queues'
+        ``r_rdy`` registers, the payload an AND-OR of the picked queue's; a binary pick's priority chain and
+        multiplexer were the front end's worst routed path, docs/synthesis.md "Concurrency control".)"""
         n = len(queues)
-        turn = Signal(range(n))
-        pick = Signal(range(n))
-        found = Signal()
-        # the first queue with a response at or after ``turn`` (a fixed loop: later assignments win, so
-        # walk the candidates from the last to the first)
-        for step in reversed(range(n)):
-            for j in range(n):
-                with m.If((turn == j) & queues[(j + step) % n].r_rdy):
-                    m.d.comb += [pick.eq((j + step) % n), found.eq(1)]
+        turn = Signal(n, init=1)
+        rdy = Cat(q.r_rdy for q in queues)
+        pick = Signal(n)
+        for j in range(n):
+            # queue ``j`` is the first ready one at or after the turn ``t``: none of ``t .. j - 1`` is ready
+            first = [turn[t] & ~Cat(rdy[(t + i) % n] for i in range((j - t) % n)).any() for t in range(n)]
+            m.d.comb += pick[j].eq(rdy[j] & Cat(first).any())
+        found = rdy.any()
         m.d.comb += [self.rsp.valid.eq(found),
-                     self.rsp.payload.eq(Array(q.r_data for q in queues)[pick])]
+                     self.rsp.payload.eq(and_or([(pick[j], q.r_data) for j, q in enumerate(queues)],
+                                                Response.size))]
         for j, q in enumerate(queues):
-            m.d.comb += q.r_en.eq(found & self.rsp.ready & (pick == j))
+            m.d.comb += q.r_en.eq(pick[j] & self.rsp.ready)
         with m.If(found & self.rsp.ready):
-            m.d.sync += turn.eq(Mux(pick == n - 1, 0, pick + 1))
+            m.d.sync += turn.eq(pick.rotate_left(1))
