@@ -8,7 +8,9 @@ run and writes its write ranges at a later one (``golden.access``: UB and GM), t
 Memory holds, per byte, which instruction wrote it last. Passing means: every read saw the writer that
 program order gives, the memory ends as program order leaves it, each pipe ran its instructions in
 program order, a pipe counted a stall only while an older instruction in flight had a hazard with its next
-one, and the pipes overlapped (the run is not serial by accident).
+one, and the pipes overlapped (the run is not serial by accident); in every cycle ``queued`` says which pipes
+hold an instruction not yet started and ``older`` orders every two such pipes' oldest ones as the program
+does (what the front end's exclusion asks).
 
 ``test_each_rule_is_needed`` is the mutation check: with one hazard rule of the scoreboard disabled the
 same runs must fail (``gm_waw`` only orders TSTOREs, one pipe, which runs in order anyway: disabling it
@@ -63,7 +65,8 @@ def run_mock(cmds, config_name, seed, *, disable=(), depth=3, entries=6):
     dut = Dispatcher(preset(config_name), range(len(cmds)), depth=depth, entries=entries, disable=disable)
     rng = random.Random(seed)
     out = {"bad_reads": [], "bad_stalls": [], "order": {p: [] for p in PIPES}, "overlap": 0, "busy": 0,
-           "stalled": 0}
+           "stalled": 0, "bad_heads": [], "ordered": 0}
+    P = len(PIPES)
     finished = set()
 
     async def bench(ctx):
@@ -108,6 +111,18 @@ def run_mock(cmds, config_name, seed, *, disable=(), depth=3, entries=6):
                     if not any(pipes[j] != pipes[head] and hazards(acc[j], acc[head])
                                for j in range(head) if j not in finished):
                         out["bad_stalls"].append((cycle, head))
+            # each pipe's oldest instruction pushed and not started; ``older`` orders every two of them
+            heads = {k: next((i for i in range(nxt) if pipes[i] == PIPES[k] and i not in out["order"][PIPES[k]]),
+                             None) for k in range(P)}
+            queued, older = ctx.get(dut.queued), ctx.get(dut.older)
+            for k in range(P):
+                if bool(queued >> k & 1) != (heads[k] is not None):
+                    out["bad_heads"].append((cycle, k, "queued"))
+                for j in range(P):
+                    if j != k and heads[k] is not None and heads[j] is not None:
+                        out["ordered"] += 1
+                        if bool(older >> (k * P + j) & 1) != (heads[k] < heads[j]):
+                            out["bad_heads"].append((cycle, k, j, "older"))
             busy = ctx.get(dut.busy)
             out["overlap"] += bin(busy).count("1") > 1
             out["busy"] += busy != 0
@@ -148,6 +163,8 @@ def test_programs_equal_sequential_execution(config_name):
         assert r["end_ok"], "the memory ends differently from program order"
         assert r["in_order"], "a pipe ran its instructions out of program order"
         assert not r["bad_stalls"], f"stalls without a hazard (cycle, instruction): {r['bad_stalls'][:5]}"
+        assert not r["bad_heads"], f"queued / older wrong (cycle, pipes): {r['bad_heads'][:5]}"
+        assert r["ordered"] > 100, r["ordered"]
         # the check means something only if pipes ran at once and hazards held instructions back
         assert r["overlap"] > r["busy"] // 8, r
         assert r["stalled"] > 0, r
