@@ -46,10 +46,9 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     check stage's response queue, ``queues`` every response queue (0: the stage's, ``1 + k``: pipe ``k``'s),
     ``classes`` the engine classes. ``footprint_at`` (default :data:`FOOTPRINT_AT`): for a test that shows
     the wait is needed. Returns the stage's flags for the pipes (a namespace): ``idle`` (no command in the
-    stage), ``spec`` (the command
-    accepted at this edge starts its engine at once: :func:`_speculate`), ``verdict`` (the checker's
-    verdict on a speculatively started command, one cycle) and ``ok`` (the checker passes it), ``pushed``
-    (the speculative command enters the dispatcher at this edge)."""
+    stage), ``spec`` (the command accepted at this edge starts its engine at once: :func:`_speculate`),
+    ``verdict`` (the checker's verdict on a speculatively started command, one cycle) and ``ok`` (the
+    checker passes it), ``pushed`` (the speculative command enters the dispatcher at this edge)."""
     footprint_at = FOOTPRINT_AT if footprint_at is None else footprint_at
     w_en, w_data, w_rdy = rsp
     # (the command's pipe and whether the front end answers it, decoded at the acceptance: at the head they
