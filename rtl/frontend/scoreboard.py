@@ -157,30 +157,36 @@ class Scoreboard(wiring.Component):
         row = Signal(range(n), name="row")      # the entry whose row is written next
         row_en = Signal(name="row_en")
         m.d.sync += [hit_r.eq(hit), row.eq(slot), row_en.eq(fire)]
+        # A free entry follows the incoming instruction in every cycle, so it holds it from the edge that
+        # takes it; its bits in every row (its column) and its own rows stay clear while it is free. So the
+        # entries' and rows' enables are the ``valid`` registers, not ``taking`` (the end of the front end's
+        # push logic, ~150 enables per entry: the concurrent front end's worst routed path, docs/synthesis.md
+        # "Concurrency control"); what a free entry holds is never read (``hit``, ``hazard`` and ``older``
+        # are read for entries in flight).
         for k in range(n):
-            with m.If(taking[k]):
+            with m.If(~valid[k]):
                 m.d.sync += entry[k].eq(new)
         # (2) the row of dependencies. A bit of an entry that has left meanwhile is harmless: ``blocked``
-        # reads ``deps & valid``, and an entry taken by a new instruction is cleared from every row (its
-        # column) at the edge that takes it, after this write.
+        # reads ``deps & valid``, and an entry's column is cleared in every row while it is free, after
+        # this write (so also at the edge that takes it).
         for k in range(n):
             with m.If(row_en & (row == k)):
                 m.d.sync += deps[k].eq(hit_r)
             for j in range(n):
-                with m.If(taking[j]):
+                with m.If(~valid[j]):
                     m.d.sync += deps[k][j].eq(0)
             # and its own row is empty until written (``hazard`` is zero in the cycle of its comparison)
-            with m.If(taking[k]):
+            with m.If(~valid[k]):
                 m.d.sync += deps[k].eq(0)
-        # (3) ages: the entry taken at an edge is younger than every entry in flight then (its row) and
-        # older than none (its column, in every row: a bit left by an entry that has left is cleared when
-        # its slot is taken again)
+        # (3) ages: the entry taken at an edge is younger than every entry in flight then (its row, which
+        # follows ``valid`` while it is free) and older than none (its column, cleared in every row while
+        # it is free)
         older = [Signal(n, name=f"older{k}") for k in range(n)]
         for k in range(n):
-            with m.If(taking[k]):
+            with m.If(~valid[k]):
                 m.d.sync += older[k].eq(valid)
             with m.Else():
-                m.d.sync += older[k].eq(older[k] & ~taking)
+                m.d.sync += older[k].eq(older[k] & valid)
         m.d.comb += self.older.eq(Cat(older))
         m.d.sync += [valid.eq((valid | taking) & ~retiring),
                      pending.eq((pending & ~Mux(row_en, 1 << row, 0)) | taking)]
