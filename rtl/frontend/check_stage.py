@@ -26,7 +26,7 @@ from rtl.frontend.engine_domain import ABORT_RESET_CYCLES
 from rtl.frontend.footprint import Footprint
 from rtl.isa import FRONT_END_OPCODES, Command, Status
 from rtl.lib.delay import delay
-from rtl.lib.fifo import LutFifo, RegFifo, pointer_groups
+from rtl.lib.fifo import LutFifo, pointer_groups
 
 __all__ = ["CHECK_DEPTH", "VERDICT_AT", "FOOTPRINT_AT", "check_stage"]
 
@@ -58,9 +58,8 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     # (each verdict with its "rejected" bit: the checker's ``ok``, a register of its own)
     Verdict = data.StructLayout({"status": Status, "rejected": 1})
     sq = m.submodules.check_verdicts = LutFifo(Verdict.size, CHECK_DEPTH)
-    # (the footprints' head a register: from it the scoreboard's comparators and their carry chains follow,
-    # where a LUT-RAM read before them was the front end's worst routed path, docs/synthesis.md)
-    fq = m.submodules.check_footprints = RegFifo(footprint.footprint.shape().size, CHECK_DEPTH)
+    fq = m.submodules.check_footprints = LutFifo(footprint.footprint.shape().size, CHECK_DEPTH,
+                                                  groups=pointer_groups(footprint.footprint.shape().size))
     held = Signal(Command, reset_less=True)       # the footprint's input: the command of the last acceptance
     accept = Signal()
     offered_pipe = pipe_select(m, front.cmd.payload.opcode, "offered_pipe")
