@@ -310,6 +310,26 @@ def test_failing_program_is_written_and_replays(tmp_path, monkeypatch):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_replay_lines():
+    """What a failing stream prints to replay: back to back, the batch from its first seed as far as the
+    failing program (the programs before it ran in the same simulation: the failure of a planted ordering
+    bug at seed 210044 came back only that way); with faults, the seed; else the written program."""
+    from argparse import Namespace
+    from pathlib import Path
+    from sim.programs.fuzz import replay_line
+    a = Namespace(instrs=8, sim="verilator", config="small_concurrent", faults=True, dense=True, balanced=False,
+                  ops=None, back_to_back=True, batch=800)
+    assert replay_line(a, 210044, None, (210000, 360)) == (
+        " -> replay: python -m sim fuzz --seed 210000 --instructions 360 --batch 800 --back-to-back --instrs 8"
+        " --sim verilator --config small_concurrent --faults --dense")
+    a.back_to_back = False
+    assert replay_line(a, 210044, None, (210000, 360)) == (
+        " -> replay: python -m sim fuzz --seed 210044 --count 1 --instrs 8 --sim verilator"
+        " --config small_concurrent --faults --dense")
+    a.faults = False
+    assert replay_line(a, 7, Path("out/fuzz_7.pto")) == " -> replay: python -m sim run out/fuzz_7.pto --data out/fuzz_7.npz"
+
+
 def test_dependencies():
     """The dependencies the fuzzer reports: every ordered pair of legal commands, by pipe and hazard kind
     (golden.access), TSYNC and rejected commands left out."""

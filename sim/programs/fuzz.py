@@ -9,7 +9,9 @@ results.
 ``python -m sim run DIR/fuzz_<seed>.pto --data DIR/fuzz_<seed>.npz`` replays. Exits non-zero when any failed.
 ``--faults``: GM windows that answer AXI errors in 2 of 3 programs (:func:`place_faults`; the golden predicts the
 statuses and what they leave undefined); such a program replays as ``python -m sim fuzz --seed S --count 1
---faults`` with the same other options.
+--faults`` with the same other options. A program that fails in a ``--back-to-back`` stream replays as the
+batch it ran in, from the batch's first seed as far as that program (the line a failure prints: what ran
+before it in the same simulation is part of the failure).
 """
 
 import argparse
@@ -515,6 +517,9 @@ class StreamResult:
     early: dict = field(default_factory=dict)
     #: instructions that answered an AXI error (``faults``: a GM window placed by :func:`place_faults`)
     faulted: int = 0
+    #: per failing seed of a simulator batch: (the batch's first seed, the batch's commands up to and with the
+    #: failing program's), what re-runs that batch as far as the failure (:func:`replay_line`)
+    batches: dict = field(default_factory=dict)
 
     @property
     def ok(self):
@@ -569,7 +574,9 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
             name = config if isinstance(config, str) else "small"
             reports, result = run_images([x[3] for x in pending], cfg, name, sim,
                                          label=f"pto_fuzz_stream_{pending[0][0]}", back_to_back=back_to_back)
+            through = 0
             for (s, text, inputs, image), rep in zip(pending, reports):
+                through += len(image.commands)
                 res.programs += 1
                 res.instructions += sum(r.status != "-" for r in rep.rows)
                 res.faulted += sum(r.status in _AXI_ERRORS for r in rep.rows)
@@ -580,6 +587,7 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
                     res.early[pipe] = res.early.get(pipe, 0) + n
                 if not rep.ok:
                     res.failures.append((s, rep.problems, _write_failure(out_dir, s, text, inputs) if out_dir else None))
+                    res.batches[s] = (pending[0][0], through)
             if not reports:
                 res.failures.append((pending[0][0], [f"the simulation ran nothing: {result.summary()}"], None))
         if log:
@@ -587,6 +595,24 @@ def stream(instructions, seed=0, config="small", sim="verilator", ops=None, n_in
                 f"{time.monotonic() - t0:.0f} s")
     res.seconds = time.monotonic() - t0
     return res
+
+
+def replay_line(a, s, path, batch=None):
+    """The command that replays seed ``s``'s failure in a stream run with the options ``a``: back to back, the
+    batch it failed in from its first seed as far as the failing program (``batch``:
+    ``StreamResult.batches``), since what ran before it in the same simulation is part of what failed (a
+    program alone does not always fail again); with ``faults`` the seed alone (the faults are drawn from
+    it: the .pto does not have them); else the written program."""
+    flags = (f" --instrs {a.instrs} --sim {a.sim} --config {a.config}" + (" --faults" if a.faults else "")
+             + (" --dense" if a.dense else "") + (" --balanced" if a.balanced else "")
+             + (f" --ops {a.ops}" if a.ops else ""))
+    if a.back_to_back and batch is not None:
+        first, through = batch
+        return (f" -> replay: python -m sim fuzz --seed {first} --instructions {through} --batch {a.batch}"
+                f" --back-to-back" + flags)
+    if a.faults:
+        return f" -> replay: python -m sim fuzz --seed {s} --count 1" + flags
+    return f" -> replay: python -m sim run {path} --data {path.with_suffix('.npz')}" if path else ""
 
 
 @user_errors
@@ -635,14 +661,7 @@ def main(argv=None):
                      log=lambda m: print(m, flush=True), dense=a.dense, back_to_back=a.back_to_back,
                      faults=a.faults, balanced=a.balanced)
         for s, problems, path in res.failures:
-            if a.faults:            # the faults are drawn from the seed: the .pto alone does not have them
-                replay = (f" -> replay: python -m sim fuzz --seed {s} --count 1 --faults --instrs {a.instrs} "
-                          f"--sim {a.sim} --config {a.config}" + (" --dense" if a.dense else "")
-                          + (" --balanced" if a.balanced else "")
-                          + (f" --ops {a.ops}" if a.ops else ""))
-            else:
-                replay = f" -> replay: python -m sim run {path} --data {path.with_suffix('.npz')}" if path else ""
-            print(f"seed {s}: FAIL: {'; '.join(problems)}" + replay)
+            print(f"seed {s}: FAIL: {'; '.join(problems)}" + replay_line(a, s, path, res.batches.get(s)))
         print(f"{res.instructions} instructions in {res.programs} programs (seeds {a.seed}..{res.next_seed - 1}, "
               f"{res.skipped} skipped: no draw fits the UB) on {a.sim}/{a.config}: {len(res.failures)} mismatches, "
               f"{res.seconds:.0f} s wall")
