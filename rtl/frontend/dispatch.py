@@ -1,5 +1,6 @@
 """Per-pipe queues and issue: checked instructions wait in their pipe's queue and start when the scoreboard
-lets them (issue #33's pipes; not yet in ``VectorUnit``, which runs one instruction at a time)."""
+lets them (issue #33's pipes: the concurrent unit's, :class:`rtl.frontend.pipe_front.PipeFrontEnd`; the serial
+``VectorUnit`` runs one instruction at a time without it)."""
 
 import functools
 import operator
