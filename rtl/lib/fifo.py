@@ -15,6 +15,13 @@ __all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first", "poi
 GROUP_BITS = 128
 
 
+def _slices(width, groups):
+    """The ``(lo, hi)`` bit ranges of ``width`` bits cut into ``groups`` slices of (nearly) equal size: the
+    slices of :class:`RegFifo`, :class:`LutFifo` and :class:`BeatBuffer` with pointers of their own."""
+    bounds = [width * g // groups for g in range(groups + 1)]
+    return list(zip(bounds, bounds[1:]))
+
+
 def pointer_groups(width):
     """The ``groups`` of a :class:`LutFifo` (or :class:`RegFifo`) of ``width``-bit entries whose pointers
     should each drive at most :data:`GROUP_BITS` bits of its memory."""
@@ -121,8 +128,7 @@ class RegFifo(wiring.Component):
         # The slot at ``produce`` is free unless full: written in every such cycle, an entry only moves
         # the pointer, so the writer's valid drives no write enable.
         data = Signal(self.width)
-        bounds = [self.width * g // self._groups for g in range(self._groups + 1)]
-        for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        for g, (lo, hi) in enumerate(_slices(self.width, self._groups)):
             mem = memory.Memory(shape=hi - lo, depth=1 << (inner - 1).bit_length(), init=[])
             m.submodules[f"mem{g}" if self._groups > 1 else "mem"] = mem
             wp, rp = mem.write_port(), mem.read_port(domain="comb")
@@ -171,9 +177,9 @@ class LutFifo(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.depth
-        bounds = [self.width * g // self.groups for g in range(self.groups + 1)]
+        slices = _slices(self.width, self.groups)
         rings = []
-        for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        for g, (lo, hi) in enumerate(slices):
             sub = m if self.groups == 1 else Module()
             rings.append(lut_ring(sub, hi - lo, n))
             if self.groups > 1:
@@ -188,7 +194,7 @@ class LutFifo(wiring.Component):
         read = self.r_en & nonempty
         m.d.comb += [self.w_rdy.eq(~full), self.r_rdy.eq(nonempty),
                      self.r_data.eq(Cat(rp.data for _, rp, _, _, _ in rings)), self.level.eq(count)]
-        for (wp, rp, produce, consume, _), lo, hi in zip(rings, bounds, bounds[1:]):
+        for (wp, rp, produce, consume, _), (lo, hi) in zip(rings, slices):
             m.d.comb += [wp.data.eq(self.w_data[lo:hi]), wp.en.eq(~full)]     # (as RegFifo)
             with m.If(write):
                 m.d.sync += produce.eq(incr(produce))
@@ -242,13 +248,13 @@ class BeatBuffer(wiring.Component):
         ab = n.bit_length() - 1
         write = Signal()
         m.d.comb += write.eq(self.w_en & self.w_rdy)
-        bounds = [self.width * g // self.groups for g in range(self.groups + 1)]
+        slices = _slices(self.width, self.groups)
         # The pointers do not reset (many flip-flops on the reset net): ``clean``, which does, sets them in
         # the cycle after a reset, when nothing is written or popped (``room`` and ``avail`` are low).
         clean = Signal()
         m.d.sync += clean.eq(1)
         last = Signal(self.width, reset_less=True)
-        for g, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        for g, (lo, hi) in enumerate(slices):
             # entry e is at address e + 1, so ``head`` (the oldest entry's address) is one past the slot
             # of the entry popped last
             head = Signal(ab, name=f"head{g}", init=1, reset_less=True)
