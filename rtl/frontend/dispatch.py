@@ -69,6 +69,10 @@ class Dispatcher(wiring.Component):
     queued : Out(len(PIPES))
         Pipe ``k``'s queue holds an instruction (a register: the queue's "not empty"); ``issue[k].valid``
         only while it is high.
+    queued_copies : Out(len(PIPES) * copies)
+        Bit ``k * copies + g``: ``queued[k]`` again, one register per slice of the queue
+        (``LutFifo.r_rdy_slices``; ``copies``, an attribute, is the queue's ``pointer_groups``), for a
+        reader that selects the head's ~700 bits by it in ``copies`` parts.
     older : Out(len(PIPES) * len(PIPES))
         Bit ``k * len(PIPES) + j``: pipe ``k``'s oldest queued instruction was pushed before pipe ``j``'s
         (meaningful while both queues hold one): the scoreboard's ages of the two heads' entries
@@ -88,6 +92,9 @@ class Dispatcher(wiring.Component):
         self._config, self._payload, self._depth, self._entries = config, payload, depth, entries
         self._released = released
         self._disable = disable
+        self._entry = data.StructLayout({"payload": payload, "slot": range(entries)})
+        #: copies of each pipe's ``queued`` (``queued_copies``): the queue's slices
+        self.copies = pointer_groups(self._entry.size)
         super().__init__({
             "push": In(stream.Signature(DispatchLayout(config, payload))),
             "issue": Out(stream.Signature(payload)).array(len(PIPES)),
@@ -97,7 +104,7 @@ class Dispatcher(wiring.Component):
             "busy": Out(len(PIPES)),
             "draining": Out(len(PIPES)),
             "stalled": Out(len(PIPES)),
-            "queued": Out(len(PIPES)),
+            "queued": Out(len(PIPES)), "queued_copies": Out(len(PIPES) * self.copies),
             "older": Out(len(PIPES) * len(PIPES)),
             "empty": Out(1),
         })
@@ -107,7 +114,7 @@ class Dispatcher(wiring.Component):
         n = self._entries
         # (same_pipe: a pipe's next instruction may start while the previous one drains, ``retire``)
         m.submodules.scoreboard = sb = Scoreboard(self._config, n, same_pipe=True, disable=self._disable)
-        entry = data.StructLayout({"payload": self._payload, "slot": range(n)})
+        entry = self._entry
         push = self.push
         room = Signal(len(PIPES))
         started = push.payload.started
@@ -118,7 +125,7 @@ class Dispatcher(wiring.Component):
         retire = []
         heads = []
         for k in range(len(PIPES)):
-            q = m.submodules[f"queue{k}"] = LutFifo(entry.size, self._depth, groups=pointer_groups(entry.size))
+            q = m.submodules[f"queue{k}"] = LutFifo(entry.size, self._depth, groups=self.copies)
             m.d.comb += [room[k].eq(q.w_rdy), q.w_en.eq(fire & push.payload.pipe[k] & ~started),
                          q.w_data.eq(Cat(push.payload.payload, sb.slot))]
             head = entry(q.r_data)
@@ -133,7 +140,8 @@ class Dispatcher(wiring.Component):
             ready = q.r_rdy & (~running | self.release[k]) & ~sb.blocked.bit_select(head.slot, 1)
             out = self.issue[k]
             m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready),
-                         self.queued[k].eq(q.r_rdy)]
+                         self.queued[k].eq(q.r_rdy),
+                         self.queued_copies[k * self.copies:(k + 1) * self.copies].eq(q.r_rdy_slices)]
             with m.If(ready & out.ready):
                 m.d.sync += [running.eq(1), slot.eq(head.slot)]
             with m.Elif(fire & started & push.payload.pipe[k]):      # (the pipe runs nothing: ``empty``)

@@ -15,7 +15,7 @@ from rtl.frontend.dispatch import Dispatcher
 from rtl.frontend.check_stage import FOOTPRINT_AT, check_stage
 from rtl.frontend.footprint import Footprint
 from rtl.isa import INSTRUCTIONS, Command, Response, Status
-from rtl.lib.fifo import LutFifo, oldest_first
+from rtl.lib.fifo import LutFifo, bit_slices, oldest_first
 from rtl.lib.mux import and_or
 
 __all__ = ["PipeFrontEnd"]
@@ -232,12 +232,20 @@ class PipeFrontEnd(wiring.Component):
             m.d.comb += [issue.ready.eq((~running[k] | rel) & room & allowed[k] & (~(any_rel | rel) | same_engine)),
                          take.eq(issue.valid & issue.ready), self.early[k].eq(take & (rel_owes | rel))]
             with m.If(take):
-                m.d.sync += [running[k].eq(1), stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
-                             queued.eq(now + START_REGISTER_CYCLES - issue.payload.stamp),
-                             checked.eq(1), inserted.eq(1)]
+                m.d.sync += [running[k].eq(1), checked.eq(1), inserted.eq(1)]
             with m.If(spec):
-                m.d.sync += [running[k].eq(1), stamp.eq(now), tag.eq(offered.tag), queued.eq(START_REGISTER_CYCLES),
-                             checked.eq(0), inserted.eq(0)]
+                m.d.sync += [running[k].eq(1), checked.eq(0), inserted.eq(0)]
+            # The running instruction's stamp, tag and ``queued`` follow the pipe's head (or, while nothing
+            # is queued, the offered command, which a speculative start takes) in every cycle the pipe
+            # could take one, so they hold the taken one's from the edge of the take on: their enables are
+            # not the end of the take's hazard, exclusion and room logic (the front end's worst routed path
+            # at a placement seed, docs/synthesis.md "Concurrency control").
+            with m.If(~running[k] | rel):
+                with m.If(dispatch.queued[k]):
+                    m.d.sync += [stamp.eq(issue.payload.stamp), tag.eq(issue.payload.cmd.tag),
+                                 queued.eq(now + START_REGISTER_CYCLES - issue.payload.stamp)]
+                with m.Else():
+                    m.d.sync += [stamp.eq(now), tag.eq(offered.tag), queued.eq(START_REGISTER_CYCLES)]
             with m.If(passed):
                 m.d.sync += checked.eq(1)
             with m.If(stage.pushed & running[k] & ~inserted):
@@ -268,8 +276,14 @@ class PipeFrontEnd(wiring.Component):
                 # in the check stage or the dispatcher", 8 ns: the select is now the queue's own register,
                 # docs/synthesis.md "Concurrency control"; an engine reads ``cmd`` only from its ``start`` to
                 # its ``done`` or ``release``.)
+                # (In parts, each selected by its own copy of the queue's "not empty" register: one copy
+                # to all ~640 selects was 11.8 ns of fan-out at a placement seed, docs/synthesis.md.)
+                G = dispatch.copies
+                copies = dispatch.queued_copies[k * G:(k + 1) * G]
                 with m.If(~running[k] | releasing):
-                    m.d.sync += ecmd.eq(Mux(dispatch.queued[k], issue.payload.cmd, offered))
+                    for g, (lo, hi) in enumerate(bit_slices(Command.size, G)):
+                        m.d.sync += ecmd.as_value()[lo:hi].eq(Mux(copies[g], issue.payload.cmd.as_value()[lo:hi],
+                                                                  offered.as_value()[lo:hi]))
                 with m.If(passed & sel):
                     m.d.sync += go.eq(1)
                 with m.If(aborted & sel):

@@ -7,7 +7,7 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first", "pointer_groups"]
+__all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first", "pointer_groups", "bit_slices"]
 
 
 #: Bits of a wide LUT-RAM queue's entry behind one pair of pointers (:func:`pointer_groups`): 32 RAM cells
@@ -15,9 +15,10 @@ __all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first", "poi
 GROUP_BITS = 128
 
 
-def _slices(width, groups):
+def bit_slices(width, groups):
     """The ``(lo, hi)`` bit ranges of ``width`` bits cut into ``groups`` slices of (nearly) equal size: the
-    slices of :class:`RegFifo`, :class:`LutFifo` and :class:`BeatBuffer` with pointers of their own."""
+    slices of :class:`RegFifo`, :class:`LutFifo` and :class:`BeatBuffer` with pointers of their own, and the
+    parts of a wide register selected by a copy each (the concurrent front end's command registers)."""
     bounds = [width * g // groups for g in range(groups + 1)]
     return list(zip(bounds, bounds[1:]))
 
@@ -128,7 +129,7 @@ class RegFifo(wiring.Component):
         # The slot at ``produce`` is free unless full: written in every such cycle, an entry only moves
         # the pointer, so the writer's valid drives no write enable.
         data = Signal(self.width)
-        for g, (lo, hi) in enumerate(_slices(self.width, self._groups)):
+        for g, (lo, hi) in enumerate(bit_slices(self.width, self._groups)):
             mem = memory.Memory(shape=hi - lo, depth=1 << (inner - 1).bit_length(), init=[])
             m.submodules[f"mem{g}" if self._groups > 1 else "mem"] = mem
             wp, rp = mem.write_port(), mem.read_port(domain="comb")
@@ -161,7 +162,10 @@ class LutFifo(wiring.Component):
     ~160 LUT-RAM cells, and one pointer net to all of them was the concurrent front end's worst path,
     docs/synthesis.md "Concurrency control"). ``groups=1`` is one memory and one pair of pointers.
 
-    Ports: ``w_data``, ``w_en``, ``w_rdy``; ``r_data``, ``r_rdy``, ``r_en``; ``level``.
+    Ports: ``w_data``, ``w_en``, ``w_rdy``; ``r_data``, ``r_rdy``, ``r_en``; ``level``; ``r_rdy_slices``
+    (``Out(groups)``): ``r_rdy`` once per slice, each a register kept from that slice's own count (so
+    synthesis keeps them apart), for a reader that selects the head's bits by ``r_rdy``: copy ``g`` drives
+    the selects of slice ``g``'s share, not all of them (the concurrent front end's command registers).
     """
 
     def __init__(self, width, depth, groups=1):
@@ -171,13 +175,13 @@ class LutFifo(wiring.Component):
         super().__init__({
             "w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
             "r_data": Out(width), "r_rdy": Out(1), "r_en": In(1),
-            "level": Out(range(depth + 1)),
+            "level": Out(range(depth + 1)), "r_rdy_slices": Out(self.groups),
         })
 
     def elaborate(self, platform):
         m = Module()
         n = self.depth
-        slices = _slices(self.width, self.groups)
+        slices = bit_slices(self.width, self.groups)
         rings = []
         for g, (lo, hi) in enumerate(slices):
             sub = m if self.groups == 1 else Module()
@@ -194,12 +198,17 @@ class LutFifo(wiring.Component):
         read = self.r_en & nonempty
         m.d.comb += [self.w_rdy.eq(~full), self.r_rdy.eq(nonempty),
                      self.r_data.eq(Cat(rp.data for _, rp, _, _, _ in rings)), self.level.eq(count)]
-        for (wp, rp, produce, consume, _), (lo, hi) in zip(rings, slices):
+        for g, ((wp, rp, produce, consume, own), (lo, hi)) in enumerate(zip(rings, slices)):
             m.d.comb += [wp.data.eq(self.w_data[lo:hi]), wp.en.eq(~full)]     # (as RegFifo)
             with m.If(write):
                 m.d.sync += produce.eq(incr(produce))
             with m.If(read):
                 m.d.sync += consume.eq(incr(consume))
+            if g:       # slice g's copy of "not empty", from its own count (its "full" is left unused)
+                own_nonempty = Signal(name=f"nonempty{g}")
+                count_flags(m, own, own_nonempty, Signal(name=f"full{g}"), write, read, n)
+                m.d.comb += self.r_rdy_slices[g].eq(own_nonempty)
+        m.d.comb += self.r_rdy_slices[0].eq(nonempty)
         count_flags(m, count, nonempty, full, write, read, n)
         return m
 
@@ -248,7 +257,7 @@ class BeatBuffer(wiring.Component):
         ab = n.bit_length() - 1
         write = Signal()
         m.d.comb += write.eq(self.w_en & self.w_rdy)
-        slices = _slices(self.width, self.groups)
+        slices = bit_slices(self.width, self.groups)
         # The pointers do not reset (many flip-flops on the reset net): ``clean``, which does, sets them in
         # the cycle after a reset, when nothing is written or popped (``room`` and ``avail`` are low).
         clean = Signal()

@@ -9,8 +9,8 @@ Memory holds, per byte, which instruction wrote it last. Passing means: every re
 program order gives, the memory ends as program order leaves it, each pipe ran its instructions in
 program order, a pipe counted a stall only while an older instruction in flight had a hazard with its next
 one, and the pipes overlapped (the run is not serial by accident); in every cycle ``queued`` says which pipes
-hold an instruction not yet started and ``older`` orders every two such pipes' oldest ones as the program
-does (what the front end's exclusion asks).
+hold an instruction not yet started (and so does each of its ``queued_copies``) and ``older`` orders every two
+such pipes' oldest ones as the program does (what the front end's exclusion asks).
 
 ``test_each_rule_is_needed`` is the mutation check: with one hazard rule of the scoreboard disabled the
 same runs must fail (``gm_waw`` only orders TSTOREs, one pipe, which runs in order anyway: disabling it
@@ -115,9 +115,13 @@ def run_mock(cmds, config_name, seed, *, disable=(), depth=3, entries=6):
             heads = {k: next((i for i in range(nxt) if pipes[i] == PIPES[k] and i not in out["order"][PIPES[k]]),
                              None) for k in range(P)}
             queued, older = ctx.get(dut.queued), ctx.get(dut.older)
+            copies = ctx.get(dut.queued_copies)
+            G = dut.copies
             for k in range(P):
                 if bool(queued >> k & 1) != (heads[k] is not None):
                     out["bad_heads"].append((cycle, k, "queued"))
+                if (copies >> (k * G)) & ((1 << G) - 1) != ((1 << G) - 1 if heads[k] is not None else 0):
+                    out["bad_heads"].append((cycle, k, "queued_copies"))
                 for j in range(P):
                     if j != k and heads[k] is not None and heads[j] is not None:
                         out["ordered"] += 1

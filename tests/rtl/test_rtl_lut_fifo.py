@@ -1,6 +1,7 @@
 """LutFifo (rtl/lib/fifo.py) in Amaranth's simulator against a list model: random writes and reads, checking
 ``w_rdy``, ``r_rdy``, ``level`` and ``r_data`` (the oldest entry) in every cycle; with the entry split into
-``groups`` slices of its own pointers (``pointer_groups``), the slices must stay in step."""
+``groups`` slices of its own pointers (``pointer_groups``), the slices must stay in step, and so must each
+slice's copy of ``r_rdy`` (``r_rdy_slices``)."""
 
 import random
 
@@ -34,6 +35,7 @@ def test_lut_fifo_against_model(width, depth, groups, p_write, p_read):
             w_rdy, r_rdy = ctx.get(dut.w_rdy), ctx.get(dut.r_rdy)
             assert w_rdy == (len(queue) < depth), cycle
             assert r_rdy == (len(queue) > 0), cycle
+            assert ctx.get(dut.r_rdy_slices) == ((1 << groups) - 1 if queue else 0), cycle
             assert ctx.get(dut.level) == len(queue), cycle
             if queue:
                 assert ctx.get(dut.r_data) == queue[0], cycle
