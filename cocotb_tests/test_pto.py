@@ -88,10 +88,20 @@ def _delta(before, after):
 
 @cocotb.test()
 async def pto_program(dut):
+    """One image (``TILEVEC_PROGRAM``; results to ``TILEVEC_RESULTS``): its commands one at a time, the UB
+    compared after each, then again back to back for the cycles (:func:`_time_program`). ``TILEVEC_MODE`` =
+    ``back_to_back``: only back to back, compared at the end (:func:`_run_back_to_back`: ``python -m sim run
+    --back-to-back``, a failure that needs the pipes to overlap)."""
     image = Image.load(os.environ["TILEVEC_PROGRAM"])
     out_path = os.environ["TILEVEC_RESULTS"]
     results = {"commands": [], "outputs": {}, "error": None, "total_cycles": None, "schedule": None, "busy": None}
     h = await Harness.start(dut)
+    if os.environ.get("TILEVEC_MODE", "checked") == "back_to_back":
+        try:
+            await _run_back_to_back(h, image, results)
+        finally:
+            _save(out_path, results)
+        return
     try:
         await _run_image(h, image, results, save=lambda: _save(out_path, results))
         total, statuses, schedule, busy, stalled, early = await _time_program(h, image)
@@ -115,7 +125,7 @@ async def _run_back_to_back(h, image, results):
     reads an undefined byte (a source tile's span, GM it reads) makes its whole write footprint undefined
     (``golden.access``; conservative, and never cleared), and such an MGATHER may answer OK or AXI_READ_ERROR
     when the image has GM faults (its indices decide which table bytes it reads). Fills ``results`` like :func:`_run_image` plus
-    ``schedule`` and ``total_cycles``; raises AssertionError on a mismatch. The image's GM faults are set
+    ``schedule``, ``total_cycles`` and the pipes' counters over the run (``busy``, ``stalled``, ``early``); raises AssertionError on a mismatch. The image's GM faults are set
     (``Harness.set_faults``): the bytes an AXI error leaves undefined count as undefined."""
     import numpy as np
     from golden.access import access, overlap, tile_span
@@ -126,9 +136,11 @@ async def _run_back_to_back(h, image, results):
     await h.ub_load(0, image.ub)
     for addr, data in image.gm:
         h.gm_write(addr, data)
-    early_before = await h.early_counters()
+    before, stalls_before, early_before = await h.busy_counters(), await h.stall_counters(), await h.early_counters()
     responses, total = await h.driver.execute_back_to_back(image.commands)
     results["total_cycles"], results["schedule"] = total, h.driver.schedule
+    results["busy"] = _delta(before, await h.busy_counters())
+    results["stalled"] = _delta(stalls_before, await h.stall_counters())
     results["early"] = _delta(early_before, await h.early_counters())
     ub_undef = np.zeros(len(h.golden.ub), bool)
     gm_undef = []                                   # GM ranges (lo, hi) computed from undefined bytes

@@ -64,11 +64,47 @@ def test_gm_hazard_programs(name, text):
 @pytest.mark.slow
 @pytest.mark.cocotb
 @pytest.mark.parametrize("name,text,rule", [("gm_raw", GM_RAW, "gm_raw"), ("gm_war", GM_WAR, "gm_war")])
-def test_gm_hazard_rule_is_needed(name, text, rule):
-    """Mutation check (``-m slow``: a build of its own each): without the rule the program goes wrong."""
-    rep, result = _run(text, name, f"small_concurrent,scoreboard_disable={rule}")
+def test_gm_hazard_rule_is_needed(name, text, rule, tmp_path):
+    """Mutation check (``-m slow``: a build of its own each): without the rule the program goes wrong, and
+    ``python -m sim run --back-to-back`` says so where ``python -m sim run`` (one command at a time, the UB
+    compared after each: nothing overlaps) cannot."""
+    spec = f"small_concurrent,scoreboard_disable={rule}"
+    rep, result = _run(text, name, spec)
     assert rep is not None and not rep.ok, f"the unit without {rule} still computed {name} right"
     assert any("UbMismatch" in p for p in rep.problems), rep.problems      # wrong bytes, not a broken run
+    code, out = _sim_run(text, name, tmp_path, "--config", spec)
+    assert code == 0, out
+    code, out = _sim_run(text, name, tmp_path, "--config", spec, "--back-to-back")
+    assert code == 1 and "UbMismatch" in out, out
+
+
+def _sim_run(text, name, tmp_path, *args):
+    """``python -m sim run`` (``sim.programs.run.main``) on Icarus with ``text`` written to a .pto and its
+    inputs to an .npz: (exit code, what it printed)."""
+    import contextlib
+    import io
+    from sim.programs.run import main
+    pto, npz = tmp_path / f"{name}.pto", tmp_path / f"{name}.npz"
+    pto.write_text(text)
+    np.savez(npz, **_inputs(name))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        code = main([str(pto), "--data", str(npz), "--sim", "icarus", *args])
+    return code, out.getvalue()
+
+
+@pytest.mark.cocotb
+def test_sim_run_back_to_back(tmp_path):
+    """``python -m sim run --back-to-back``: the commands streamed, the pipes overlapping, compared at the end
+    (UB and outputs), with the pipes' counters and the timeline of that run; refused without a simulator."""
+    png = tmp_path / "t.png"
+    code, out = _sim_run(GM_RAW, "gm_raw", tmp_path, "--config", "small_concurrent", "--back-to-back",
+                         "--timeline", str(png))
+    assert code == 0, out
+    assert "compared at the end" in out and "stalled-on-hazard cycles per pipe" in out, out
+    assert png.stat().st_size > 0
+    code, out = _sim_run(GM_RAW, "gm_raw", tmp_path, "--sim", "none", "--back-to-back")
+    assert code == 2 and "--back-to-back streams the commands into the RTL" in out, out
 
 
 #: Three instructions in three pipes that share no byte: none may wait on another.

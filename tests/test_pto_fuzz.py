@@ -144,11 +144,11 @@ def _back_to_back_against(rtl_ub_edit, seed=101, faults=None, rtl_faults=None):
     async def ub_image():
         return rtl["ub"].tobytes()
 
-    async def early_counters():         # (a serial unit: no early-start counters)
+    async def no_counters():            # (a serial unit: no busy, stall or early-start counters)
         return None
 
     h = SimpleNamespace(golden=golden, driver=Driver(), ub_load=ub_load, ub_image=ub_image,
-                        early_counters=early_counters,
+                        early_counters=no_counters, busy_counters=no_counters, stall_counters=no_counters,
                         gm_write=lambda a, d: golden.gm.write(a, d),
                         set_faults=lambda f: setattr(golden, "faults", f))
     results = {"commands": [], "outputs": {}, "error": None}
@@ -313,7 +313,8 @@ def test_failing_program_is_written_and_replays(tmp_path, monkeypatch):
 def test_replay_lines():
     """What a failing stream prints to replay: back to back, the batch from its first seed as far as the
     failing program (the programs before it ran in the same simulation: the failure of a planted ordering
-    bug at seed 210044 came back only that way); with faults, the seed; else the written program."""
+    bug at seed 210044 came back only that way) and, without faults, the written program alone back to back;
+    with faults, the seed; else the written program."""
     from argparse import Namespace
     from pathlib import Path
     from sim.programs.fuzz import replay_line
@@ -322,7 +323,13 @@ def test_replay_lines():
     assert replay_line(a, 210044, None, (210000, 360)) == (
         " -> replay: python -m sim fuzz --seed 210000 --instructions 360 --batch 800 --back-to-back --instrs 8"
         " --sim verilator --config small_concurrent --faults --dense")
-    a.back_to_back = False
+    a.faults = False            # (without faults the written program can run alone, back to back)
+    assert replay_line(a, 210044, Path("out/fuzz_210044.pto"), (210000, 360)) == (
+        " -> replay: python -m sim fuzz --seed 210000 --instructions 360 --batch 800 --back-to-back --instrs 8"
+        " --sim verilator --config small_concurrent --dense; the program alone (it may pass): python -m sim run"
+        " out/fuzz_210044.pto --data out/fuzz_210044.npz --back-to-back --sim verilator --config small_concurrent"
+        " --waves")
+    a.faults, a.back_to_back = True, False
     assert replay_line(a, 210044, None, (210000, 360)) == (
         " -> replay: python -m sim fuzz --seed 210044 --count 1 --instrs 8 --sim verilator"
         " --config small_concurrent --faults --dense")

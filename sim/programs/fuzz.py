@@ -601,15 +601,19 @@ def replay_line(a, s, path, batch=None):
     """The command that replays seed ``s``'s failure in a stream run with the options ``a``: back to back, the
     batch it failed in from its first seed as far as the failing program (``batch``:
     ``StreamResult.batches``), since what ran before it in the same simulation is part of what failed (a
-    program alone does not always fail again); with ``faults`` the seed alone (the faults are drawn from
-    it: the .pto does not have them); else the written program."""
+    program alone does not always fail again), and, without ``faults``, the written program alone back to
+    back (``python -m sim run --back-to-back``, with waves); with ``faults`` the seed alone (the faults are
+    drawn from it: the .pto does not have them); else the written program."""
     flags = (f" --instrs {a.instrs} --sim {a.sim} --config {a.config}" + (" --faults" if a.faults else "")
              + (" --dense" if a.dense else "") + (" --balanced" if a.balanced else "")
              + (f" --ops {a.ops}" if a.ops else ""))
     if a.back_to_back and batch is not None:
         first, through = batch
+        alone = "" if a.faults or not path else (
+            f"; the program alone (it may pass): python -m sim run {path} --data {path.with_suffix('.npz')}"
+            f" --back-to-back --sim {a.sim} --config {a.config} --waves")
         return (f" -> replay: python -m sim fuzz --seed {first} --instructions {through} --batch {a.batch}"
-                f" --back-to-back" + flags)
+                f" --back-to-back" + flags + alone)
     if a.faults:
         return f" -> replay: python -m sim fuzz --seed {s} --count 1" + flags
     return f" -> replay: python -m sim run {path} --data {path.with_suffix('.npz')}" if path else ""

@@ -119,8 +119,9 @@ def run_golden(image, config, supported=None):
     return statuses, undefined, outputs
 
 
-def run_rtl(image, config_name, sim="icarus", waves=False, label=None, workdir=None):
-    """One cocotb run of ``cocotb_tests/test_pto.py`` on ``image``; returns (results dict, RunResult)."""
+def run_rtl(image, config_name, sim="icarus", waves=False, label=None, workdir=None, back_to_back=False):
+    """One cocotb run of ``cocotb_tests/test_pto.py`` on ``image`` (``back_to_back``: its commands only back to
+    back, compared at the end); returns (results dict, RunResult)."""
     from sim.runner import BUILD, run
     if config_name.split(",")[0] not in PRESETS:
         raise UsageError(f"the RTL is built for preset configurations (with overrides: NAME,field=value) only "
@@ -132,7 +133,8 @@ def run_rtl(image, config_name, sim="icarus", waves=False, label=None, workdir=N
     if results_file.exists():
         results_file.unlink()
     result = run("test_pto", "pto_program", config_name, sim, waves=waves, label=label,
-                 params={"program": str(workdir / "image"), "results": str(results_file)})
+                 params={"program": str(workdir / "image"), "results": str(results_file),
+                         "mode": "back_to_back" if back_to_back else "checked"})
     results = json.loads(results_file.read_text()) if results_file.exists() else None
     return results, result
 
@@ -149,9 +151,13 @@ def load_inputs(path):
     return read_npz(path)
 
 
-def run_program(program, inputs, *, sim="none", config=None, waves=False, label=None, faults=None):
+def run_program(program, inputs, *, sim="none", config=None, waves=False, label=None, faults=None,
+                back_to_back=False):
     """Assemble ``program`` (a Program, PTO-AS text file path, or an Assembly), bind ``inputs`` and run it.
     ``faults``: a function of the bound :class:`pto.image.Image` giving its GM faults (``Image.faults``).
+    ``back_to_back`` (RTL runs): the commands streamed without a pause, as a host sends a program (the pipes
+    of a concurrent unit overlap), and compared with the golden at the end (every status, the UB, the
+    outputs), instead of one at a time with the UB compared after each and then timed back to back.
     Raises AsmError / InputError for the program or its inputs; returns a :class:`Report`."""
     from pto.parser import parse_file
     from pto.assembly import Assembly
@@ -175,7 +181,8 @@ def run_program(program, inputs, *, sim="none", config=None, waves=False, label=
         supported = _supported(asm.config)
         config_name = spec
         golden = run_golden(image, asm.config, _supported(asm.config))
-        results, result = run_rtl(image, config_name, sim, waves, label=label or f"pto_{_stem(asm.program)}")
+        results, result = run_rtl(image, config_name, sim, waves, label=label or f"pto_{_stem(asm.program)}",
+                                  back_to_back=back_to_back)
         rep = _rtl_report(image, rows, golden, results, result, sim)
         if waves and result.waves_file.exists():
             rep.waves = str(result.waves_file)
@@ -375,6 +382,10 @@ def main(argv=None):
     p.add_argument("--out", help="write the outputs to this .npz")
     p.add_argument("--timeline", metavar="PNG", help="draw the RTL run's instructions as bars in their pipes' "
                    "lanes over cycles, with each pipe's utilization (sim/timeline.py)")
+    p.add_argument("--back-to-back", action="store_true", help="stream the commands without a pause (the pipes of "
+                   "a concurrent configuration overlap) and compare statuses, the whole UB and the outputs with "
+                   "the golden at the end, instead of one command at a time with the UB compared after each "
+                   "(what a fuzz failure back to back needs; the waves are of that run)")
     a = p.parse_args(argv)
     # everything the user named, checked before anything runs (a long simulation must not end in an unwritable
     # --out)
@@ -385,15 +396,19 @@ def main(argv=None):
         writable_file(a.timeline, "--timeline")
         if a.sim == "none":
             raise UsageError("--timeline draws an RTL run: give --sim icarus or verilator, not none")
+    if a.back_to_back and a.sim == "none":
+        raise UsageError("--back-to-back streams the commands into the RTL: give --sim icarus or verilator, not "
+                         "none (the golden model runs one instruction at a time)")
     if a.config:
         from pto.program import config_from_spec
         config_from_spec(a.config, source=f"--config {a.config!r}")
     inputs = load_inputs(a.data) if a.data else {}
-    rep = run_program(program, inputs, sim=a.sim, config=a.config, waves=a.waves)
+    rep = run_program(program, inputs, sim=a.sim, config=a.config, waves=a.waves, back_to_back=a.back_to_back)
     print(format_table(rep.rows, rep.sim))
     if rep.total_cycles is not None:
         print(f"total {rep.total_cycles} cycles, first command accepted to last response, commands back to back "
-              f"(sum of instruction cycles {rep.sum_cycles})")
+              f"(sum of instruction cycles {rep.sum_cycles}" + ("; compared at the end" if a.back_to_back else "")
+              + ")")
     if rep.busy:
         print("busy cycles per pipe (the unit's counters perf__busy__*): "
               + ", ".join(f"{pipe} {n}" for pipe, n in rep.busy.items()))
