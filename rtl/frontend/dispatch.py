@@ -4,6 +4,7 @@ lets them (issue #33's pipes: the concurrent unit's, :class:`rtl.frontend.pipe_f
 
 import functools
 import operator
+from types import SimpleNamespace
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
@@ -12,7 +13,7 @@ from amaranth.lib.wiring import In, Out
 from rtl.frontend.counters import PIPES
 from rtl.frontend.footprint import FootprintLayout
 from rtl.frontend.scoreboard import Scoreboard
-from rtl.lib.fifo import LutFifo, oldest_first, pointer_groups
+from rtl.lib.fifo import LutFifo, RegFifo, oldest_first, pointer_groups
 
 __all__ = ["DispatchLayout", "Dispatcher"]
 
@@ -92,9 +93,8 @@ class Dispatcher(wiring.Component):
         self._config, self._payload, self._depth, self._entries = config, payload, depth, entries
         self._released = released
         self._disable = disable
-        self._entry = data.StructLayout({"payload": payload, "slot": range(entries)})
         #: copies of each pipe's ``queued`` (``queued_copies``): the queue's slices
-        self.copies = pointer_groups(self._entry.size)
+        self.copies = pointer_groups(Shape.cast(payload).width)
         super().__init__({
             "push": In(stream.Signature(DispatchLayout(config, payload))),
             "issue": Out(stream.Signature(payload)).array(len(PIPES)),
@@ -114,7 +114,6 @@ class Dispatcher(wiring.Component):
         n = self._entries
         # (same_pipe: a pipe's next instruction may start while the previous one drains, ``retire``)
         m.submodules.scoreboard = sb = Scoreboard(self._config, n, same_pipe=True, disable=self._disable)
-        entry = self._entry
         push = self.push
         room = Signal(len(PIPES))
         started = push.payload.started
@@ -125,10 +124,17 @@ class Dispatcher(wiring.Component):
         retire = []
         heads = []
         for k in range(len(PIPES)):
-            q = m.submodules[f"queue{k}"] = LutFifo(entry.size, self._depth, groups=self.copies)
+            # The payloads in LUT RAM; their scoreboard slots beside them in a queue whose head is a register,
+            # written and read with it (the same capacity and timing: one entry per cycle each way, an entry
+            # at the head in the cycle after its write), so that the head's ``blocked`` and ``older`` are
+            # selected by flip-flops, not by a LUT-RAM read (a take's path began there,
+            # docs/synthesis.md "Concurrency control").
+            q = m.submodules[f"queue{k}"] = LutFifo(Shape.cast(self._payload).width, self._depth, groups=self.copies)
+            sq = m.submodules[f"slots{k}"] = RegFifo(len(sb.slot), self._depth)
             m.d.comb += [room[k].eq(q.w_rdy), q.w_en.eq(fire & push.payload.pipe[k] & ~started),
-                         q.w_data.eq(Cat(push.payload.payload, sb.slot))]
-            head = entry(q.r_data)
+                         q.w_data.eq(push.payload.payload),
+                         sq.w_en.eq(q.w_en), sq.w_data.eq(sb.slot)]
+            head = SimpleNamespace(payload=q.r_data, slot=sq.r_data)
             heads.append(head.slot)
             running = Signal(name=f"running{k}")
             slot = Signal(range(n), name=f"running_slot{k}")
@@ -140,6 +146,7 @@ class Dispatcher(wiring.Component):
             ready = q.r_rdy & (~running | self.release[k]) & ~sb.blocked.bit_select(head.slot, 1)
             out = self.issue[k]
             m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready),
+                         sq.r_en.eq(q.r_en),
                          self.queued[k].eq(q.r_rdy),
                          self.queued_copies[k * self.copies:(k + 1) * self.copies].eq(q.r_rdy_slices)]
             with m.If(ready & out.ready):

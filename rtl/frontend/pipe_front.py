@@ -224,7 +224,11 @@ class PipeFrontEnd(wiring.Component):
             # while one is released, the next goes to the same engine (its ``sel``: the read ports it shares)
             same = []               # (and of the opcodes the engine takes while one is released)
             for e in mine:
-                same.append(Cat(issue.payload.cmd.opcode == op for op in self._classes[e].overlap_opcodes()).any())
+                cls = self._classes[e]
+                if len(mine) == 1 and set(cls.overlap_opcodes()) == set(cls.opcodes):
+                    same.append(C(1))           # (every instruction of the pipe: no decode on the take's path)
+                else:
+                    same.append(Cat(issue.payload.cmd.opcode == op for op in cls.overlap_opcodes()).any())
             sels = {}
             for e in mine:
                 sels[e] = Signal(name=f"sel_{self._classes[e].name}")
@@ -257,8 +261,13 @@ class PipeFrontEnd(wiring.Component):
                 sel = sels[e]
                 ecmd = Signal(Command, name=f"{cls.name}_cmd", reset_less=True)
                 start, go = Signal(name=f"start_{cls.name}"), Signal(name=f"go_{cls.name}")
-                for_me = take & Cat(issue.payload.cmd.opcode == op for op in cls.opcodes).any()
-                spec_me = spec & Cat(offered.opcode == op for op in cls.opcodes).any()
+                # (the pipe's only engine runs every instruction in its queue: no opcode decode on the take's
+                # path from the queue's LUT RAM to the start)
+                if len(mine) == 1:
+                    for_me, spec_me = take, spec
+                else:
+                    for_me = take & Cat(issue.payload.cmd.opcode == op for op in cls.opcodes).any()
+                    spec_me = spec & Cat(offered.opcode == op for op in cls.opcodes).any()
                 m.d.comb += [port.cmd.eq(ecmd), port.start.eq(start), port.go.eq(go), self.owner[e].eq(sel)]
                 m.d.sync += start.eq(for_me | spec_me)
                 with m.If(for_me):
