@@ -87,16 +87,21 @@ class Scoreboard(wiring.Component):
     empty : Out(1)
         No entry in flight (what a barrier waits for).
 
-    Latency: an entry's ``blocked`` is exact from :attr:`INSERT_LATENCY` (1) edge after the edge it entered
-    at (high in between); a retire lowers the ``blocked`` of the entries that waited only for it in the next cycle. The
-    comparisons are between the incoming footprint and every entry's stored one, registered (one
-    comparator level and an OR tree after registers); an entry's dependencies are a row of bits
-    (``deps``) written once, one edge later, so ``blocked`` is an AND-OR of registers.
+    Latency: an entry's ``blocked`` is exact from :attr:`INSERT_LATENCY` (2) edges after the edge it entered
+    at (high in between); a retire lowers the ``blocked`` of the entries that waited only for it in the next
+    cycle. The incoming instruction is registered at the edge that takes it (``stage``, its entry's one-hot
+    ``staged``), compared in the next cycle with every older entry in flight (registers on both sides of
+    one comparator level and an OR tree), the comparisons registered (``hit_r``), and its row of
+    dependencies (``deps``) written one edge later, so ``blocked`` is an AND-OR of registers.
     """
 
-    #: Edges after the one that inserts an entry (which registers the comparisons) to the one that writes its
-    #: row of dependencies, from which its ``blocked`` is exact.
-    INSERT_LATENCY = 1
+    #: Edges after the one that inserts an entry to the one that writes its row of dependencies, from which its
+    #: ``blocked`` is exact: one registers the instruction (``stage``), one its comparisons (``hit_r``). (With
+    #: one, the comparisons read the incoming footprint, which fanned out from the check stage's queue to
+    #: every entry's comparators and registers: the front end's worst routed path at a seed,
+    #: docs/synthesis.md "Concurrency control". The cycle it costs is hidden while instructions wait in
+    #: their pipe's queue; an instruction alone starts speculatively, without the scoreboard.)
+    INSERT_LATENCY = 2
 
     def __init__(self, config, entries=8, *, same_pipe=False, disable=()):
         if entries < 1:
@@ -141,8 +146,12 @@ class Scoreboard(wiring.Component):
         m.d.comb += [taking.eq(Mux(fire, 1 << slot, 0)),
                      retiring.eq(self.retire)]
 
-        # (1) the incoming footprint against every entry in flight (older by construction), registered
-        new = self.insert.payload
+        # (1) the instruction taken at the last edge (``stage``, in entry ``staged``) against every other entry
+        # in flight (older by construction: one is taken per edge), registered
+        stage = Signal(layout, name="stage", reset_less=True)
+        staged = Signal(n, name="staged")
+        m.d.sync += [stage.eq(self.insert.payload), staged.eq(taking)]
+        new = stage
         hit = Signal(n, name="hit")
         for k in range(n):
             other = C(1, 1) if self._same_pipe else ~(entry[k].pipe & new.pipe).any()
@@ -152,25 +161,23 @@ class Scoreboard(wiring.Component):
                 if older is not None:
                     pair = entry[k].pipe[PIPES.index(older)] & new.pipe[PIPES.index(younger)]
                 rules[rule] = rules[rule] & ~pair
-            m.d.comb += hit[k].eq(valid[k] & other & Cat(rules.values()).any())
+            m.d.comb += hit[k].eq(valid[k] & ~staged[k] & other & Cat(rules.values()).any())
         hit_r = Signal(n, name="hit_r")
-        row = Signal(range(n), name="row")      # the entry whose row is written next
-        row_en = Signal(name="row_en")
-        m.d.sync += [hit_r.eq(hit), row.eq(slot), row_en.eq(fire)]
-        # A free entry follows the incoming instruction in every cycle, so it holds it from the edge that
-        # takes it; its bits in every row (its column) and its own rows stay clear while it is free. So the
-        # entries' and rows' enables are the ``valid`` registers, not ``taking`` (the end of the front end's
-        # push logic, ~150 enables per entry: the concurrent front end's worst routed path, docs/synthesis.md
-        # "Concurrency control"); what a free entry holds is never read (``hit``, ``hazard`` and ``older``
-        # are read for entries in flight).
+        row = Signal(n, name="row")             # one-hot: the entry whose row is written next
+        m.d.sync += [hit_r.eq(hit), row.eq(staged)]
+        # An entry holds its instruction from the edge after the one that takes it (``staged``, a register:
+        # its ~150 enables are not the end of the front end's push logic, docs/synthesis.md "Concurrency
+        # control"); nothing reads it before (its own comparison is the stage's); its bits in every row (its
+        # column) and its own rows stay clear while it is free, so the rows' enables are the ``valid``
+        # registers.
         for k in range(n):
-            with m.If(~valid[k]):
-                m.d.sync += entry[k].eq(new)
+            with m.If(staged[k]):
+                m.d.sync += entry[k].eq(stage)
         # (2) the row of dependencies. A bit of an entry that has left meanwhile is harmless: ``blocked``
         # reads ``deps & valid``, and an entry's column is cleared in every row while it is free, after
         # this write (so also at the edge that takes it).
         for k in range(n):
-            with m.If(row_en & (row == k)):
+            with m.If(row[k]):
                 m.d.sync += deps[k].eq(hit_r)
             for j in range(n):
                 with m.If(~valid[j]):
@@ -189,9 +196,15 @@ class Scoreboard(wiring.Component):
                 m.d.sync += older[k].eq(older[k] & valid)
         m.d.comb += self.older.eq(Cat(older))
         m.d.sync += [valid.eq((valid | taking) & ~retiring),
-                     pending.eq((pending & ~Mux(row_en, 1 << row, 0)) | taking)]
+                     pending.eq((pending & ~row) | taking)]
 
+        # ``hazard`` and ``blocked`` read a copy of ``valid`` of their own (a register of its own value:
+        # synthesis keeps it apart; it equals ``valid`` in every cycle): the take of an instruction starts
+        # there, and ``valid`` drives the ~200 loads of the comparisons, the rows and the ages besides
+        # (docs/synthesis.md "Concurrency control").
+        live = Signal(n, name="valid_for_blocked")
+        m.d.sync += live.eq((live | taking) & ~retiring)
         m.d.comb += [self.busy.eq(valid), self.empty.eq(~valid.any())]
-        m.d.comb += [self.hazard[k].eq(valid[k] & (deps[k] & valid).any()) for k in range(n)]
-        m.d.comb += self.blocked.eq(self.hazard | (valid & pending))
+        m.d.comb += [self.hazard[k].eq(live[k] & (deps[k] & live).any()) for k in range(n)]
+        m.d.comb += self.blocked.eq(self.hazard | (live & pending))
         return m
