@@ -15,7 +15,7 @@ from rtl.frontend.dispatch import Dispatcher
 from rtl.frontend.check_stage import FOOTPRINT_AT, check_stage
 from rtl.frontend.footprint import Footprint
 from rtl.isa import INSTRUCTIONS, Command, Response, Status
-from rtl.lib.fifo import LutFifo, bit_slices, oldest_first
+from rtl.lib.fifo import LutFifo, bit_slices, ring_index, ring_push
 from rtl.lib.mux import and_or
 
 __all__ = ["PipeFrontEnd"]
@@ -206,9 +206,11 @@ class PipeFrontEnd(wiring.Component):
             inserted = Signal(name=f"pipe{k}_inserted")   # ... and is in the scoreboard
             passed = stage.verdict & stage.ok & running[k] & ~checked
             aborted = stage.verdict & ~stage.ok & running[k] & ~checked
-            # the released instructions, oldest first: their tags and stamps; the first ``rel_ended`` of them
-            # are done (and answered then: the queue kept room for them; dones come in order)
+            # the released instructions, a ring from the oldest at ``rel_head``: their tags and stamps; the
+            # first ``rel_ended`` of them are done (and answered then: the queue kept room for them; dones
+            # come in order)
             any_rel = nrel[k] != 0
+            rel_head = Signal(range(D), name=f"pipe{k}_rel_head")
             rel_tag = [Signal(16, name=f"pipe{k}_rel{i}_tag") for i in range(D)]
             rel_stamp = [Signal(32, name=f"pipe{k}_rel{i}_stamp") for i in range(D)]
             rel_queued = [Signal(32, name=f"pipe{k}_rel{i}_queued") for i in range(D)]
@@ -319,12 +321,13 @@ class PipeFrontEnd(wiring.Component):
             answered = Signal(name=f"pipe{k}_answered")       # response queued
             answer = Signal(name=f"pipe{k}_answer")
             rel_answer = finish & rel_owes
+            answering = ring_index(rel_head, rel_ended, D)      # the released one a ``done`` now is for
             m.d.comb += [answer.eq(((finish & ~rel_owes) | ended) & (checked | passed) & ~aborted & ~answered),
                          w_en.eq(answer | rel_answer),
-                         w_data.tag.eq(Mux(rel_owes, Array(rel_tag)[rel_ended], tag)),
+                         w_data.tag.eq(Mux(rel_owes, Array(rel_tag)[answering], tag)),
                          w_data.status.eq(Mux(ended & ~rel_owes, ended_status, status)),
-                         w_data.cycles.eq(now - Mux(rel_owes, Array(rel_stamp)[rel_ended], stamp)),
-                         w_data.queued.eq(Mux(rel_owes, Array(rel_queued)[rel_ended], queued))]
+                         w_data.cycles.eq(now - Mux(rel_owes, Array(rel_stamp)[answering], stamp)),
+                         w_data.queued.eq(Mux(rel_owes, Array(rel_queued)[answering], queued))]
             # release: the running instruction, checked and in the scoreboard, neither done nor answered, while
             # fewer than ``RELEASED`` are
             m.d.comb += rel.eq(releasing & running[k] & checked & inserted & ~ended & ~finish & (nrel[k] < D))
@@ -347,9 +350,11 @@ class PipeFrontEnd(wiring.Component):
             # the released list: the oldest leaves when it frees the pipe, the running one joins at ``rel``
             pop = free[k] & any_rel
             m.d.sync += [nrel[k].eq(nrel[k] + rel - pop), rel_ended.eq(rel_ended + rel_answer - pop)]
-            oldest_first(m, rel_tag, nrel[k], rel, pop, tag)
-            oldest_first(m, rel_stamp, nrel[k], rel, pop, stamp)
-            oldest_first(m, rel_queued, nrel[k], rel, pop, queued)
+            with m.If(pop):
+                m.d.sync += rel_head.eq(ring_index(rel_head, 1, D))
+            ring_push(m, rel_tag, rel_head, nrel[k], rel, tag)
+            ring_push(m, rel_stamp, rel_head, nrel[k], rel, stamp)
+            ring_push(m, rel_queued, rel_head, nrel[k], rel, queued)
             with m.If((free[k] & ~any_rel) | aborted | rel):
                 m.d.sync += [ended.eq(0), answered.eq(0)]
                 with m.If(~take):           # (the next one taken in the cycle of a release runs from now)

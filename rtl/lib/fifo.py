@@ -7,7 +7,8 @@ from amaranth import *
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first", "pointer_groups", "bit_slices"]
+__all__ = ["RegFifo", "LutFifo", "BeatBuffer", "LineQueue", "oldest_first", "ring_index", "ring_push",
+           "pointer_groups", "bit_slices"]
 
 
 #: Bits of a wide LUT-RAM queue's entry behind one pair of pointers (:func:`pointer_groups`): 32 RAM cells
@@ -67,6 +68,28 @@ def oldest_first(m, entries, count, push, pop, value):
         for i, e in enumerate(entries):
             with m.If(count - pop == i):
                 m.d.sync += e.eq(value)
+
+
+def ring_index(head, i, n):
+    """``(head + i) mod n`` for ``head < n`` and ``i <= n``: the slot of the ``i``-th oldest entry of a ring
+    of ``n`` registers whose oldest is at ``head`` (:func:`ring_push`)."""
+    s = head + i
+    return Mux(s >= n, s - n, s)[:max(1, (n - 1).bit_length())]
+
+
+def ring_push(m, entries, head, count, push, value):
+    """A short list of registers ``entries`` used as a ring: ``count`` of them in use from slot ``head`` on
+    (the caller's registers: it moves ``head`` on by one at a pop, :func:`ring_index`, and ``count`` by
+    ``push - pop``); at ``push`` ``value`` goes into the slot after the newest. Unlike :func:`oldest_first`
+    nothing moves at a pop, so an entry's enable is ``push`` and the registers ``head`` and ``count``, and
+    its data is ``value``: a pop, often late logic, reaches only ``head`` and ``count`` (the concurrent front
+    end's released instructions: a pop to their ~160 shifting registers was a worst routed path at a
+    seed, docs/synthesis.md "Concurrency control")."""
+    n = len(entries)
+    tail = ring_index(head, count, n)
+    for i, e in enumerate(entries):
+        with m.If(push & (tail == i)):
+            m.d.sync += e.eq(value)
 
 
 class RegFifo(wiring.Component):
