@@ -95,7 +95,8 @@ class PipeFrontEnd(wiring.Component):
     command enters the dispatcher then (:func:`rtl.frontend.check_stage.check_stage`, in program order). The
     check stage takes a command in every cycle while it has room: the checker is pipelined
     (``Checker(pipelined=True)``) and the footprint a pipeline. Its engine gets ``start`` and ``go`` one
-    edge after the dispatcher offers it (``Dispatcher``: from the cycle after the scoreboard's insert).
+    edge after the dispatcher offers it (``Dispatcher``: an instruction pushed at edge ``u`` into an idle
+    pipe with no hazard is offered from the cycle after edge ``u + Scoreboard.INSERT_LATENCY``).
 
     Speculative start: a command accepted while nothing is in flight (the check stage and the scoreboard empty:
     no pipe runs, nothing is queued or being checked, so nothing older can conflict), whose pipe's response queue has room and whose opcode

@@ -54,7 +54,11 @@ def test_lut_fifo_against_model(width, depth, groups, p_write, p_read):
                 queue.append(data)
         assert reads > 500
 
-    sim = Simulator(dut)
+    _simulate(dut, bench)
+
+
+def _simulate(top, bench):
+    sim = Simulator(top)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
@@ -100,7 +104,4 @@ def test_ring_push_against_model(n):
                 model.append(v)
         assert pops > 300
 
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(m, bench)
