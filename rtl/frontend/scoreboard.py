@@ -76,7 +76,8 @@ class Scoreboard(wiring.Component):
         The entries in flight.
     blocked : Out(entries)
         Entry ``k`` is in flight and must not start yet: an older entry still in flight conflicts with it
-        (:func:`conflicts`), or its own comparison is not finished (in the cycle after the edge it entered at).
+        (:func:`conflicts`), or its own comparison is not finished (in the :attr:`INSERT_LATENCY` cycles
+        after the edge it entered at).
     hazard : Out(entries)
         Entry ``k`` waits on an older entry (``blocked`` without the cycle of its own comparison): what a
         stalled-on-hazard counter counts, zero for an instruction that conflicts with nothing.
