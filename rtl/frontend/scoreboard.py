@@ -79,7 +79,7 @@ class Scoreboard(wiring.Component):
         (:func:`conflicts`), or its own comparison is not finished (in the :attr:`INSERT_LATENCY` cycles
         after the edge it entered at).
     hazard : Out(entries)
-        Entry ``k`` waits on an older entry (``blocked`` without the cycle of its own comparison): what a
+        Entry ``k`` waits on an older entry (``blocked`` without the cycles of its own comparison): what a
         stalled-on-hazard counter counts, zero for an instruction that conflicts with nothing.
     older : Out(entries * entries)
         Bit ``k * entries + j``: entry ``j`` entered before entry ``k`` (meaningful while both are in
