@@ -59,6 +59,11 @@ async def _run_image(h, image, results, save=None):
         raise
 
 
+def _back_to_back():
+    """``TILEVEC_MODE`` (``sim.programs.run``): run the commands back to back, compared at the end."""
+    return os.environ.get("TILEVEC_MODE", "checked") == "back_to_back"
+
+
 def _save(path, results):
     with open(path, "w") as f:
         json.dump(results, f)
@@ -96,7 +101,7 @@ async def pto_program(dut):
     out_path = os.environ["TILEVEC_RESULTS"]
     results = {"commands": [], "outputs": {}, "error": None, "total_cycles": None, "schedule": None, "busy": None}
     h = await Harness.start(dut)
-    if os.environ.get("TILEVEC_MODE", "checked") == "back_to_back":
+    if _back_to_back():
         try:
             await _run_back_to_back(h, image, results)
         finally:
@@ -212,7 +217,7 @@ async def pto_programs(dut):
     end (:func:`_run_back_to_back`) instead of one at a time with the UB compared after each."""
     with open(os.environ["TILEVEC_PROGRAMS"]) as f:
         dirs = [line.strip() for line in f if line.strip()]
-    back_to_back = os.environ.get("TILEVEC_MODE", "checked") == "back_to_back"
+    back_to_back = _back_to_back()
     out_path = os.environ["TILEVEC_RESULTS"]
     all_results = []
     h = await Harness.start(dut)

@@ -134,9 +134,14 @@ def run_rtl(image, config_name, sim="icarus", waves=False, label=None, workdir=N
         results_file.unlink()
     result = run("test_pto", "pto_program", config_name, sim, waves=waves, label=label,
                  params={"program": str(workdir / "image"), "results": str(results_file),
-                         "mode": "back_to_back" if back_to_back else "checked"})
+                         "mode": _mode(back_to_back)})
     results = json.loads(results_file.read_text()) if results_file.exists() else None
     return results, result
+
+
+def _mode(back_to_back):
+    """``TILEVEC_MODE`` for ``cocotb_tests/test_pto.py``: the commands back to back, or checked one at a time."""
+    return "back_to_back" if back_to_back else "checked"
 
 
 def _tmp(build):
@@ -216,7 +221,7 @@ def run_images(images, config, config_name, sim="verilator", label="pto_batch", 
         results_file.unlink()
     result = run("test_pto", "pto_programs", config_name, sim, label=label,
                  params={"programs": str(listing), "results": str(results_file),
-                         "mode": "back_to_back" if back_to_back else "checked"})
+                         "mode": _mode(back_to_back)})
     all_results = json.loads(results_file.read_text()) if results_file.exists() else []
     reports = []
     for k, image in enumerate(images):
