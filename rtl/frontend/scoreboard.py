@@ -86,7 +86,7 @@ class Scoreboard(wiring.Component):
         flight; a register, exact from the cycle after the edge that inserts the younger). The age of two
         entries without a stamp compare: what the front end's exclusion asks of two pipes' heads.
     empty : Out(1)
-        No entry in flight (what a barrier waits for).
+        No entry in flight (what a barrier waits for; a register, exact in every cycle).
 
     Latency: an entry's ``blocked`` is exact from :attr:`INSERT_LATENCY` (2) edges after the edge it entered
     at (high in between); a retire lowers the ``blocked`` of the entries that waited only for it in the next
@@ -205,7 +205,12 @@ class Scoreboard(wiring.Component):
         # (docs/synthesis.md "Concurrency control").
         live = Signal(n, name="valid_for_blocked")
         m.d.sync += live.eq((live | taking) & ~retiring)
-        m.d.comb += [self.busy.eq(valid), self.empty.eq(~valid.any())]
+        # ``empty`` is a register too, loaded with the next ``valid``'s OR (so it equals ``~valid.any()`` in
+        # every cycle): a barrier's take starts there, and the OR over the entries was the front end's worst
+        # routed path at a seed (docs/synthesis.md "Concurrency control")
+        empty = Signal(name="empty_r", init=1)
+        m.d.sync += empty.eq(~((valid | taking) & ~retiring).any())
+        m.d.comb += [self.busy.eq(valid), self.empty.eq(empty)]
         m.d.comb += [self.hazard[k].eq(live[k] & (deps[k] & live).any()) for k in range(n)]
         m.d.comb += self.blocked.eq(self.hazard | (live & pending))
         return m
