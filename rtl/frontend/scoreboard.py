@@ -103,6 +103,8 @@ class Scoreboard(wiring.Component):
     #: docs/synthesis.md "Concurrency control". The cycle it costs is hidden while instructions wait in
     #: their pipe's queue; an instruction alone starts speculatively, without the scoreboard.)
     INSERT_LATENCY = 2
+    #: Entries whose comparators read one copy of the stage (the register of the incoming instruction).
+    COMPARE_GROUP = 4
 
     def __init__(self, config, entries=8, *, same_pipe=False, disable=()):
         if entries < 1:
@@ -152,9 +154,20 @@ class Scoreboard(wiring.Component):
         stage = Signal(layout, name="stage", reset_less=True)
         staged = Signal(n, name="staged")
         m.d.sync += [stage.eq(self.insert.payload), staged.eq(taking)]
-        new = stage
+        # The comparators read copies of the stage, one per :attr:`COMPARE_GROUP` entries, so that a stage bit
+        # drives a group's comparators, not all of them (its fan-out was the front end's worst routed path at a
+        # seed, docs/synthesis.md "Concurrency control"). A copy loads while an entry of its group is in flight:
+        # only an entry in flight before the edge that takes the new instruction is compared with it (the one
+        # taken is ``staged``), and each copy's enable is its own, so synthesis keeps the copies apart.
+        stages = []
+        for g in range(0, n, self.COMPARE_GROUP):
+            copy = Signal(layout, name=f"stage_for{g}", reset_less=True)
+            with m.If(valid[g:g + self.COMPARE_GROUP].any()):
+                m.d.sync += copy.eq(self.insert.payload)
+            stages.append(copy)
         hit = Signal(n, name="hit")
         for k in range(n):
+            new = stages[k // self.COMPARE_GROUP]
             other = C(1, 1) if self._same_pipe else ~(entry[k].pipe & new.pipe).any()
             rules = conflicts(entry[k].footprint, new.footprint)
             for rule, older, younger in self._disable:
