@@ -113,8 +113,6 @@ class PipeFrontEnd(wiring.Component):
     FOOTPRINT_AT = FOOTPRINT_AT
     #: Entries of each response queue (per pipe, and the check stage's for rejected commands and TSYNC).
     RESPONSE_DEPTH = 4
-    #: Slices of a response, each picked by a merge of its own (:meth:`_merge`).
-    MERGE_SLICES = 3
     #: Released instructions a pipe holds at most (``release``: its engine still owes their ``done``), so
     #: that an engine whose pipeline is longer than its instructions (the elementwise engine on ``fullrate``:
     #: 16-cycle TPARTADDs, ~25 cycles from the walker to the last write) keeps three in flight.
@@ -168,7 +166,7 @@ class PipeFrontEnd(wiring.Component):
         """Queue 0: the check stage's responses (rejected commands, TSYNC); queue ``1 + k``: pipe ``k``'s."""
         queues = []
         for k in range(1 + len(PIPES)):
-            q = m.submodules[f"rsp_q{k}"] = LutFifo(Response.size, self.RESPONSE_DEPTH, groups=self.MERGE_SLICES)
+            q = m.submodules[f"rsp_q{k}"] = LutFifo(Response.size, self.RESPONSE_DEPTH)
             queues.append(q)
         return queues
 
@@ -390,26 +388,20 @@ class PipeFrontEnd(wiring.Component):
         """The response queues into ``rsp``, round robin: after a queue has sent, the next queue in order
         has the first turn. (One-hot: ``turn`` a one-hot register, the pick one-hot from it and the queues'
         ``r_rdy`` registers, the payload an AND-OR of the picked queue's; a binary pick's priority chain and
-        multiplexer were the front end's worst routed path, docs/synthesis.md "Concurrency control". The
-        response is cut into :attr:`MERGE_SLICES` slices, each picked by a merge of its own, from its own
-        copies of the queues' "not empty" (``LutFifo.r_rdy_slices``) and its own ``turn``: a pick bit drives
-        a slice's AND-OR, not the whole response's, whose fan-out was the worst path at a seed. The copies
-        are equal in every cycle; slice 0's pops the queues.)"""
+        multiplexer were the front end's worst routed path, docs/synthesis.md "Concurrency control".)"""
         n = len(queues)
-        for g, (lo, hi) in enumerate(bit_slices(Response.size, self.MERGE_SLICES)):
-            turn = Signal(n, init=1, name=f"turn{g}")
-            rdy = Cat(q.r_rdy_slices[g] for q in queues)
-            pick = Signal(n, name=f"pick{g}")
-            for j in range(n):
-                # queue ``j`` is the first ready one at or after the turn ``t``: none of ``t .. j - 1`` is ready
-                first = [turn[t] & ~Cat(rdy[(t + i) % n] for i in range((j - t) % n)).any() for t in range(n)]
-                m.d.comb += pick[j].eq(rdy[j] & Cat(first).any())
-            found = rdy.any()
-            m.d.comb += self.rsp.payload.as_value()[lo:hi].eq(
-                and_or([(pick[j], q.r_data[lo:hi]) for j, q in enumerate(queues)], hi - lo))
-            if g == 0:
-                m.d.comb += self.rsp.valid.eq(found)
-                for j, q in enumerate(queues):
-                    m.d.comb += q.r_en.eq(pick[j] & self.rsp.ready)
-            with m.If(found & self.rsp.ready):
-                m.d.sync += turn.eq(pick.rotate_left(1))
+        turn = Signal(n, init=1)
+        rdy = Cat(q.r_rdy for q in queues)
+        pick = Signal(n)
+        for j in range(n):
+            # queue ``j`` is the first ready one at or after the turn ``t``: none of ``t .. j - 1`` is ready
+            first = [turn[t] & ~Cat(rdy[(t + i) % n] for i in range((j - t) % n)).any() for t in range(n)]
+            m.d.comb += pick[j].eq(rdy[j] & Cat(first).any())
+        found = rdy.any()
+        m.d.comb += [self.rsp.valid.eq(found),
+                     self.rsp.payload.eq(and_or([(pick[j], q.r_data) for j, q in enumerate(queues)],
+                                                Response.size))]
+        for j, q in enumerate(queues):
+            m.d.comb += q.r_en.eq(pick[j] & self.rsp.ready)
+        with m.If(found & self.rsp.ready):
+            m.d.sync += turn.eq(pick.rotate_left(1))

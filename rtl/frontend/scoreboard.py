@@ -86,7 +86,7 @@ class Scoreboard(wiring.Component):
         flight; a register, exact from the cycle after the edge that inserts the younger). The age of two
         entries without a stamp compare: what the front end's exclusion asks of two pipes' heads.
     empty : Out(1)
-        No entry in flight (what a barrier waits for; a register, exact in every cycle).
+        No entry in flight (what a barrier waits for).
 
     Latency: an entry's ``blocked`` is exact from :attr:`INSERT_LATENCY` (2) edges after the edge it entered
     at (high in between); a retire lowers the ``blocked`` of the entries that waited only for it in the next
@@ -103,8 +103,6 @@ class Scoreboard(wiring.Component):
     #: docs/synthesis.md "Concurrency control". The cycle it costs is hidden while instructions wait in
     #: their pipe's queue; an instruction alone starts speculatively, without the scoreboard.)
     INSERT_LATENCY = 2
-    #: Entries whose comparators read one copy of the stage (the register of the incoming instruction).
-    COMPARE_GROUP = 4
 
     def __init__(self, config, entries=8, *, same_pipe=False, disable=()):
         if entries < 1:
@@ -154,20 +152,9 @@ class Scoreboard(wiring.Component):
         stage = Signal(layout, name="stage", reset_less=True)
         staged = Signal(n, name="staged")
         m.d.sync += [stage.eq(self.insert.payload), staged.eq(taking)]
-        # The comparators read copies of the stage, one per :attr:`COMPARE_GROUP` entries, so that a stage bit
-        # drives a group's comparators, not all of them (its fan-out was the front end's worst routed path at a
-        # seed, docs/synthesis.md "Concurrency control"). A copy loads while an entry of its group is in flight:
-        # only an entry in flight before the edge that takes the new instruction is compared with it (the one
-        # taken is ``staged``), and each copy's enable is its own, so synthesis keeps the copies apart.
-        stages = []
-        for g in range(0, n, self.COMPARE_GROUP):
-            copy = Signal(layout, name=f"stage_for{g}", reset_less=True)
-            with m.If(valid[g:g + self.COMPARE_GROUP].any()):
-                m.d.sync += copy.eq(self.insert.payload)
-            stages.append(copy)
+        new = stage
         hit = Signal(n, name="hit")
         for k in range(n):
-            new = stages[k // self.COMPARE_GROUP]
             other = C(1, 1) if self._same_pipe else ~(entry[k].pipe & new.pipe).any()
             rules = conflicts(entry[k].footprint, new.footprint)
             for rule, older, younger in self._disable:
@@ -218,12 +205,7 @@ class Scoreboard(wiring.Component):
         # (docs/synthesis.md "Concurrency control").
         live = Signal(n, name="valid_for_blocked")
         m.d.sync += live.eq((live | taking) & ~retiring)
-        # ``empty`` is a register too, loaded with the next ``valid``'s OR (so it equals ``~valid.any()`` in
-        # every cycle): a barrier's take starts there, and the OR over the entries was the front end's worst
-        # routed path at a seed (docs/synthesis.md "Concurrency control")
-        empty = Signal(name="empty_r", init=1)
-        m.d.sync += empty.eq(~((valid | taking) & ~retiring).any())
-        m.d.comb += [self.busy.eq(valid), self.empty.eq(empty)]
+        m.d.comb += [self.busy.eq(valid), self.empty.eq(~valid.any())]
         m.d.comb += [self.hazard[k].eq(live[k] & (deps[k] & live).any()) for k in range(n)]
         m.d.comb += self.blocked.eq(self.hazard | (live & pending))
         return m
