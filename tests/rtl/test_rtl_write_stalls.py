@@ -36,7 +36,9 @@ def test_gemv_waits_for_the_write_port(name):
     assert len(results) == len(cmds)
 
 
-@pytest.mark.parametrize("name,seed", [("small", 7), ("small", 8), ("default", 7), ("fullrate", 9)])
+@pytest.mark.parametrize("name,seed", [("small", 7), ("small", 8), ("default", 7),
+                                       # (full-word lanes as ``small``'s, on 32-byte words: ``slow``)
+                                       pytest.param("fullrate", 9, marks=pytest.mark.slow)])
 def test_elementwise_waits_for_the_write_port(name, seed):
     config = preset(name, ub_write_queues=True)
     rng = random.Random(seed)
