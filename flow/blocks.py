@@ -141,11 +141,15 @@ def main(argv=None):
         p.add_argument("--out", help="result directory (default: build/<block>/pnr)")
         p.add_argument("--seed", type=int, default=1)
         p.add_argument("--tag", default="", help="suffix of the result's name (e.g. a variant being tried)")
+        p.add_argument("--threads", type=int, default=1, help="nextpnr threads (default: %(default)s)")
+        p.add_argument("--no-tmg-ripup", action="store_true",
+                       help="route without --tmg-ripup (flow.synth.nextpnr_options): router2 stops once no "
+                            "wire is overused; the result's name ends in _notmg")
     args = ap.parse_args(argv)
     top, name = args.build(args)
-    name = f"{name}_s{args.seed}{args.tag}"
+    name = f"{name}_s{args.seed}{args.tag}{'_notmg' if args.no_tmg_ripup else ''}"
     try:
-        synth_component(top, name, args.seed, args.out)
+        synth_component(top, name, args.seed, args.out, threads=args.threads, tmg_ripup=not args.no_tmg_ripup)
     except ToolError as e:
         print(name, "failed:", str(e).splitlines()[0])
         return 1

