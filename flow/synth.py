@@ -166,10 +166,13 @@ def config_from(name, sets=()):
         raise SystemExit(str(e)) from None
 
 
-def tag_of(name, overrides, seed=1, part=None):
+def tag_of(name, overrides, seed=1, part=None, tmg_ripup=True):
+    """A result's name: the preset, its overrides, the seed and the engine alone if not the defaults, and
+    :data:`NO_TMG_RIPUP_TAG` for a routing without ``--tmg-ripup``."""
     parts = [name] + [f"{k}={v}" for k, v in sorted(overrides.items()) if k != "axi_data_bits"
                       or overrides.get("ub_word_bytes", 0) * 8 != v]
-    return "+".join(parts) + ("" if seed == 1 else f"+seed={seed}") + ("" if part is None else f"@{part}")
+    return ("+".join(parts) + ("" if seed == 1 else f"+seed={seed}") + ("" if part is None else f"@{part}")
+            + ("" if tmg_ripup else NO_TMG_RIPUP_TAG))
 
 
 def design_of(config, part=None):
@@ -353,7 +356,7 @@ def prepare(name, sets=(), seed=1, out_root="build/synth", log=print, part=None,
     the same source tree even while rtl/ changes during the (long) tool runs. Returns a job for
     :func:`run_job`."""
     config, overrides = config_from(name, sets)
-    tag = tag_of(name, overrides, seed, part) + ("" if tmg_ripup else NO_TMG_RIPUP_TAG)
+    tag = tag_of(name, overrides, seed, part, tmg_ripup)
     meta = {"config": name, "part": part or "VectorUnit", "overrides": {k: str(v) for k, v in overrides.items()},
             "config_fields": config.describe(), "ub_collisions": "undefined (rtl.ub.buffer.relax_ub_collisions)"}
     return prepare_design(design_of(config, part), tag, meta, seed, out_root, log, threads, tmg_ripup)
@@ -434,7 +437,7 @@ def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanaly
     directory and rewrite its JSON (for changes to the report only)."""
     if reanalyse:
         _, overrides = config_from(name, sets)
-        tag = tag_of(name, overrides, seed, part) + ("" if tmg_ripup else NO_TMG_RIPUP_TAG)
+        tag = tag_of(name, overrides, seed, part, tmg_ripup)
         path = os.path.join(out_root, f"{tag}.json")
         if not os.path.exists(path):
             raise ToolError(f"--reanalyse: no previous result {path}")
