@@ -15,19 +15,24 @@ from rtl.frontend.counters import PIPES, PipeCounters
 from rtl.frontend.engine_domain import engine_domain
 from rtl.frontend.pipe_front import PipeFrontEnd
 from rtl.frontend.scoreboard import RULES
-from rtl.isa import INSTRUCTIONS, Pipe
+from rtl.isa import INSTRUCTIONS, Pipe, Status
 from rtl.lib.mux import and_or
 from rtl.ub.buffer import UnifiedBuffer
 from rtl.ub.debug import debug_port
 from rtl.ub.write_arbiter import UbWriteArbiter
 
-__all__ = ["concurrent_engines", "front_end", "elaborate_concurrent", "READ_PORTS", "EXCLUSIVE"]
+__all__ = ["concurrent_engines", "front_end", "elaborate_concurrent", "READ_PORTS", "EXCLUSIVE",
+           "ENGINE_OUTPUT_REGISTER_CYCLES", "DRAINED_REGISTER_CYCLES"]
 
 #: UB read ports of the concurrent unit: GM -> UB's (MGATHER's index reads; the UB debug port while the unit
 #: is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share.
 READ_PORTS = 4
 #: Pipes that never run at once: vector and matrix share two read ports.
 EXCLUSIVE = ((Pipe.VECTOR, Pipe.MATRIX),)
+#: Cycles from an engine's ``done``, ``status`` and ``release`` to the front end's (registers: ``_engine_port``).
+ENGINE_OUTPUT_REGISTER_CYCLES = 1
+#: Cycles from the write arbiter's ``fenced`` to the front end's ``drained`` (a register: ``_write_port``).
+DRAINED_REGISTER_CYCLES = 1
 #: The first read port of the shared compute ports.
 _COMPUTE_PORT = 2
 
@@ -77,11 +82,7 @@ def elaborate_concurrent(unit, classes, platform):
         # on a command the checker rejects
         name = type(e).__name__.lower()
         m.submodules[name] = engine_domain(m, e, name, front.abort[k], platform)
-        port = front.engines[k]
-        m.d.comb += [e.cmd.eq(port.cmd), e.start.eq(port.start), e.go.eq(port.go),
-                     port.done.eq(e.done), port.status.eq(e.status)]
-        if "release" in e.signature.members:
-            m.d.comb += front.release[k].eq(e.release)
+        _engine_port(m, e, name, front.engines[k], front.release[k])
     # commands and responses
     m.d.comb += [front.cmd.valid.eq(unit.s_axis_cmd.tvalid), front.cmd.payload.eq(unit.s_axis_cmd.tdata),
                  unit.s_axis_cmd.tready.eq(front.cmd.ready),
@@ -115,6 +116,28 @@ def elaborate_concurrent(unit, classes, platform):
     _axi(m, unit.m_axi, by_pipe)
     _ub_write(m, unit, ub, wr, grant)
     return m
+
+
+def _engine_port(m, e, name, port, release):
+    """Engine ``e`` (in clock domain ``name``) on the front end's ``port`` and ``release``: ``cmd``, ``start``
+    and ``go`` as they are; ``done``, ``status`` and ``release`` through registers of the engine's domain
+    (:data:`ENGINE_OUTPUT_REGISTER_CYCLES`), so that no path runs from an engine's state through its
+    combinational ``done`` or ``release`` into the front end's take (the concurrent unit's worst routed
+    paths before, 12.9-13.5 ns: docs/architecture.md "The concurrent unit"). In the engine's domain, they
+    are cleared with it when the front end aborts a speculative start: no stale ``done`` reaches an engine
+    started again. A registered ``release`` is one cycle old: the front end must not act on it in a
+    ``start`` cycle (the engine drives ``release`` low then, and the register still shows the cycle before),
+    and it needs every engine's ``release`` to stay high, once high, until the next ``start``
+    (``rtl.engines.base.EngineSignature``; the engine bench checks it,
+    ``tests/rtl/rtl_engine_bench.py``'s ``execute_overlapped``)."""
+    done, release_r = Signal(name=f"{name}_done_r"), Signal(name=f"{name}_release_r")
+    status = Signal(Status, name=f"{name}_status_r")
+    m.d[name] += [done.eq(e.done), status.eq(e.status)]
+    m.d.comb += [e.cmd.eq(port.cmd), e.start.eq(port.start), e.go.eq(port.go),
+                 port.done.eq(done), port.status.eq(status)]
+    if "release" in e.signature.members:
+        m.d[name] += release_r.eq(e.release)
+        m.d.comb += release.eq(release_r & ~port.start)
 
 
 def _read_ports(m, ub, by_pipe, grant):
@@ -152,8 +175,13 @@ def _write_port(m, cfg, front, by_pipe):
             m.d.comb += getattr(slot, name).eq(and_or([(go, getattr(e.ub_wr, name)) for e, go in group],
                                                        len(getattr(slot, name))))
         m.d.comb += [e.ub_wr.ready.eq(slot.ready) for e, _ in group]
-        m.d.comb += arb.fence[k].eq(front.fence[PIPES.index(p)])
-        drained[p] = arb.fenced[k]
+        # ``fenced`` through a register (its path from a writer's ``valid`` through the slot's count ran into
+        # the dispatcher: 11.7 ns at a placement seed): a cycle old, it speaks of the fence before, so it is
+        # ignored in the cycle of a new ``fence`` (the next cycle's covers that one: conservative)
+        fence, fenced = front.fence[PIPES.index(p)], Signal(name=f"fenced_r{k}")
+        m.d.sync += fenced.eq(arb.fenced[k])
+        m.d.comb += arb.fence[k].eq(fence)
+        drained[p] = fenced & ~fence
     m.d.comb += front.drained.eq(Cat(drained[p] for p in PIPES))
     return list(arb.ub_bank) if cfg.ub_write_banks else [arb.ub]
 

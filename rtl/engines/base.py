@@ -58,7 +58,9 @@ class EngineSignature(wiring.Signature):
 
     Overlap (``overlap=True``, an engine with :attr:`Engine.OVERLAP` built for the concurrent unit): the
     engine also drives ``release``, high while it has finished with the held ``cmd`` of every instruction
-    started so far and takes a ``start`` (low in a ``start`` cycle). From then on the front end may hold
+    started so far and takes a ``start`` (low in a ``start`` cycle); once high, it stays high until the next
+    ``start`` (the concurrent unit sees it through a register, a cycle late: ``rtl.concurrent``; the engine
+    bench's ``execute_overlapped`` checks it). From then on the front end may hold
     the next command (one of :meth:`Engine.overlap_opcodes`) and ``start`` it while the earlier instructions
     are still in flight; their ``done``
     pulses come in the order they were started, one per instruction, and ``go`` stays high until the last.

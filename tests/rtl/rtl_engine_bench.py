@@ -311,6 +311,7 @@ class EngineBench:
         finished = 0
         idle = 0                    # cycles without a start or a done
         refused = None
+        released = False            # ``release`` was high in the cycle before, and no ``start`` came
         # commands whose done came one and two cycles ago (the UB has the last word a cycle after it is taken)
         landing, landed = [], []
         while finished < len(cmds):
@@ -334,9 +335,15 @@ class EngineBench:
                                              f"GM byte {lo + bad:#x} is {got_gm[bad]:#04x}, want {data[bad]:#04x}{detail}")
             landing, landed = [], landing
             ctx.set(eng.start, 0)
+            # ``release``, once high, stays high until a ``start``: the concurrent unit acts on it a cycle late
+            # (``rtl.concurrent._engine_port``'s register)
+            release = ctx.get(eng.release)
+            assert release or not released, (f"cycle {cycle}: release fell without a start (in flight {flight}, "
+                                             f"next {nxt}){detail}")
             # (a command done in this cycle still counts as in flight: its last word lands at this edge)
             # (an opcode the engine does not take early waits until nothing is in flight: the front end's rule)
-            if (nxt < len(cmds) and ctx.get(eng.release) and (in_flight is None or len(flight) < in_flight)
+            released = release
+            if (nxt < len(cmds) and release and (in_flight is None or len(flight) < in_flight)
                     and (not flight or cmds[nxt]["opcode"] in type(eng).overlap_opcodes())
                     and not any(hazards(acc[j], acc[nxt]) for j in flight)):
                 ctx.set(eng.cmd, Command.const(cmds[nxt]))
@@ -348,6 +355,7 @@ class EngineBench:
                 flight.append(nxt)
                 nxt += 1
                 idle = 0
+                released = False
             if self.write_stalls:
                 refused = self._check_refused_word(refused, f"cycle {cycle} of the stream{detail}")
             if ctx.get(eng.done):
