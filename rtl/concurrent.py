@@ -22,7 +22,7 @@ from rtl.ub.debug import debug_port
 from rtl.ub.write_arbiter import UbWriteArbiter
 
 __all__ = ["concurrent_engines", "front_end", "elaborate_concurrent", "READ_PORTS", "EXCLUSIVE",
-           "ENGINE_OUTPUT_REGISTER_CYCLES", "DRAINED_REGISTER_CYCLES"]
+           "ENGINE_OUTPUT_REGISTER_CYCLES"]
 
 #: UB read ports of the concurrent unit: GM -> UB's (MGATHER's index reads; the UB debug port while the unit
 #: is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share.
@@ -31,8 +31,6 @@ READ_PORTS = 4
 EXCLUSIVE = ((Pipe.VECTOR, Pipe.MATRIX),)
 #: Cycles from an engine's ``done``, ``status`` and ``release`` to the front end's (registers: ``_engine_port``).
 ENGINE_OUTPUT_REGISTER_CYCLES = 1
-#: Cycles from the write arbiter's ``fenced`` to the front end's ``drained`` (a register: ``_write_port``).
-DRAINED_REGISTER_CYCLES = 1
 #: The first read port of the shared compute ports.
 _COMPUTE_PORT = 2
 
@@ -175,13 +173,8 @@ def _write_port(m, cfg, front, by_pipe):
             m.d.comb += getattr(slot, name).eq(and_or([(go, getattr(e.ub_wr, name)) for e, go in group],
                                                        len(getattr(slot, name))))
         m.d.comb += [e.ub_wr.ready.eq(slot.ready) for e, _ in group]
-        # ``fenced`` through a register (its path from a writer's ``valid`` through the slot's count ran into
-        # the dispatcher: 11.7 ns at a placement seed): a cycle old, it speaks of the fence before, so it is
-        # ignored in the cycle of a new ``fence`` (the next cycle's covers that one: conservative)
-        fence, fenced = front.fence[PIPES.index(p)], Signal(name=f"fenced_r{k}")
-        m.d.sync += fenced.eq(arb.fenced[k])
-        m.d.comb += arb.fence[k].eq(fence)
-        drained[p] = fenced & ~fence
+        m.d.comb += arb.fence[k].eq(front.fence[PIPES.index(p)])
+        drained[p] = arb.fenced[k]
     m.d.comb += front.drained.eq(Cat(drained[p] for p in PIPES))
     return list(arb.ub_bank) if cfg.ub_write_banks else [arb.ub]
 

@@ -80,7 +80,8 @@ class Config:
     #: order; the transfer engine runs as two halves, vector and matrix take turns on two shared read ports.
     #: Needs ``ub_read_ports >= 4`` and ``ub_write_queues``. An instruction that arrives while nothing is in
     #: flight starts its engine before the checker's verdict, as the serial unit does, so it takes the
-    #: serial unit's cycles. Presets ``small_concurrent``, ``default_concurrent``.
+    #: serial unit's cycles and one more (the engine's ``done`` through a register,
+    #: ``rtl.concurrent.ENGINE_OUTPUT_REGISTER_CYCLES``). Presets ``small_concurrent``, ``default_concurrent``.
     concurrent: bool = False
     #: (``concurrent``) Instructions in flight, queued or running, all pipes together: the hazard scoreboard's
     #: entries. Instructions further apart in program order are never in flight together, so they never wait

@@ -107,6 +107,26 @@ def test_sim_run_back_to_back(tmp_path):
     assert code == 2 and "--back-to-back streams the commands into the RTL" in out, out
 
 
+@pytest.mark.cocotb
+def test_alone_takes_serial_cycles_and_the_done_register():
+    """One instruction at a time (one per pipe: MGATHER, TROWEXPANDMUL, TGEMV, TSTORE), each takes on
+    ``small_concurrent`` the cycles it takes on ``small`` (the speculative start) and the engine boundary's
+    register (``rtl.concurrent.ENGINE_OUTPUT_REGISTER_CYCLES``: its ``done`` reaches the front end a cycle
+    late), no more."""
+    from rtl.concurrent import ENGINE_OUTPUT_REGISTER_CYCLES
+    from sim.examples import EXAMPLES, example_module
+    from sim.programs.run import run_program
+    x = example_module("gather_scale_gemv").inputs()
+    reps = {cfg: run_program(EXAMPLES / "gather_scale_gemv.pto", x, sim="icarus", config=cfg,
+                             label=f"alone-{cfg.replace('_', '-')}") for cfg in ("small", "small_concurrent")}
+    for rep in reps.values():
+        assert rep.ok, rep.problems
+    serial = [(r.op, r.cycles) for r in reps["small"].rows]
+    assert len(serial) == 4 and all(isinstance(c, int) for _, c in serial), serial
+    assert [(r.op, r.cycles) for r in reps["small_concurrent"].rows] == [
+        (op, c + ENGINE_OUTPUT_REGISTER_CYCLES) for op, c in serial]
+
+
 #: Three instructions in three pipes that share no byte: none may wait on another.
 INDEPENDENT = f"""
 func.func @independent(%x: {T}, %v: {TILE}, %w: {W}, %u: {TILE}) -> ({TILE}, {TILE}, {T}) {{

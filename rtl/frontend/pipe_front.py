@@ -105,7 +105,8 @@ class PipeFrontEnd(wiring.Component):
     read the UB meanwhile, nothing more: the engine contract), ``abort`` at the verdict if it rejects it
     (and no speculative start in the next cycle, while the engine's reset is on its way). The command enters
     the scoreboard and its pipe as running when its footprint is ready (``DispatchLayout.started``); it
-    retires only after that. So an instruction alone takes the serial unit's cycles.
+    retires only after that. So an instruction alone takes the serial unit's cycles (in the concurrent unit
+    one more: ``rtl.concurrent`` registers the engines' ``done`` on their way here).
     """
 
     #: Edges from the acceptance to the footprint (``rtl.frontend.check_stage.FOOTPRINT_AT``; a class

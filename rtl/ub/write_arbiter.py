@@ -50,10 +50,9 @@ class UbWriteArbiter(wiring.Component):
         or before), so that ``fenced`` can tell when that instruction's words have left while the writer's
         next instruction already hands over words
     fenced : ``writers`` bits out: every word the writer handed over up to its last ``fence``, one in this
-        cycle included, has left the slot (as ``drained``, for those words only; high from reset). With a
-        ``fence`` it is ``drained`` and no word taken now (the ``fence`` and the writer's ``valid`` pass
-        through two LUT levels); otherwise a register's. What a pipe that takes its next instruction at
-        ``done`` retires the previous one on.
+        cycle included, has left the slot (as ``drained``, for those words only; high from reset); low in a
+        ``fence``'s cycle (the next cycle's tells), otherwise a register's compare: no path from a writer's
+        ``valid``. What a pipe that takes its next instruction at ``done`` retires the previous one on.
     busy : out, some slot holds a word
 
     Latency: a word taken at edge ``t`` is on ``ub`` in the cycle after it (``LATENCY`` = 1, the slot's
@@ -129,7 +128,12 @@ class UbWriteArbiter(wiring.Component):
                 m.d.sync += owed.eq(count_next)
             with m.Elif(pop & (owed != 0)):
                 m.d.sync += owed.eq(owed - 1)
-            m.d.comb += self.fenced[k].eq(Mux(self.fence[k], ~hv & ~sv & ~push, owed == 0))
+            # (low with a ``fence``: the words then in the slot or taken now are counted from the next cycle
+            # on. Deciding it in the fence's cycle took the writer's ``valid`` through the slot's state into
+            # the front end's retire, the concurrent unit's worst routed path at two placement seeds; the
+            # concurrent unit's ``fence`` comes a cycle after the last word's take, so the slot mostly still
+            # holds that word then and the answer would be low anyway.)
+            m.d.comb += self.fenced[k].eq(~self.fence[k] & (owed == 0))
             heads.append(head)
         # the ports: the granted head, an AND-OR of registers
         for out, grant in zip(outs, grants):
