@@ -160,18 +160,30 @@ def _read_ports(m, ub, by_pipe, grant):
 
 def _write_port(m, cfg, front, by_pipe):
     """The write port's arbiter over the writers (GM -> UB's engine, the vector engines as one, the matrix
-    engine; each writer's slot AND-ORed by ``go``: an engine writes only after it), the front end's ``fence``
-    into it and its ``fenced`` back as the front end's ``drained``, per pipe. Returns the arbiter's UB side: a
-    list of one port, or of the even and odd bank's (``Config.ub_write_banks``)."""
+    engine), the front end's ``fence`` into it and its ``fenced`` back as the front end's ``drained``, per
+    pipe. Returns the arbiter's UB side: a list of one port, or of the even and odd bank's
+    (``Config.ub_write_banks``).
+
+    A writer's ``valid`` is the OR of its engines' ``valid``: the engine contract keeps an engine's ``valid``
+    low before its ``go`` and while it is idle (``rtl.engines.base.EngineSignature``; the engine bench checks
+    it on every command), and a pipe starts another of its engines only once the previous one is done, so
+    at most one engine of a writer offers a word. ``go`` selects the word of a writer of several engines
+    (an AND-OR into the slot's registers) and gates nothing else: ANDed into ``valid`` as well, the front
+    end's ``go`` register reached the arbiter's grant through the slot's count (11.7 ns, 9.9 of it routing,
+    the concurrent unit's worst path at placement seed 2 in the eighteenth session)."""
     groups = [[(e, go) for e, go in by_pipe[p] if "ub_wr" in e.signature.members] for p in Pipe]
     writers = [(p, g) for p, g in zip(Pipe, groups) if g]
     m.submodules.ub_arbiter = arb = UbWriteArbiter(cfg, len(writers), banks=cfg.ub_write_banks)
     drained = {p: C(1) for p in Pipe}
     for k, (p, group) in enumerate(writers):
         slot = arb.wr[k]
-        for name in ("valid", "addr", "data", "be"):
-            m.d.comb += getattr(slot, name).eq(and_or([(go, getattr(e.ub_wr, name)) for e, go in group],
-                                                       len(getattr(slot, name))))
+        m.d.comb += slot.valid.eq(Cat(e.ub_wr.valid for e, _ in group).any())
+        for name in ("addr", "data", "be"):
+            width = len(getattr(slot, name))
+            if len(group) == 1:     # (one engine: its word as it is)
+                m.d.comb += getattr(slot, name).eq(getattr(group[0][0].ub_wr, name))
+            else:
+                m.d.comb += getattr(slot, name).eq(and_or([(go, getattr(e.ub_wr, name)) for e, go in group], width))
         m.d.comb += [e.ub_wr.ready.eq(slot.ready) for e, _ in group]
         m.d.comb += arb.fence[k].eq(front.fence[PIPES.index(p)])
         drained[p] = arb.fenced[k]
