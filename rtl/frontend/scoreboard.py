@@ -65,10 +65,12 @@ class Scoreboard(wiring.Component):
     Ports
     -----
     insert : In(stream.Signature(:func:`InsertLayout`))
-        An instruction enters at an edge where ``valid`` and ``ready`` are high (``ready``: an entry is
-        free), in program order (the command stream's).
+        An instruction enters at an edge where ``valid`` and ``ready`` are high (``ready``, a register: an
+        entry was free in the last cycle and not taken at the last edge), in program order (the command
+        stream's).
     slot : Out(range(entries))
-        The entry an instruction offered on ``insert`` takes (valid while ``insert.ready``; the lowest free).
+        The entry an instruction offered on ``insert`` takes (a register, valid while ``insert.ready``: the
+        lowest of those ``ready`` counts; an entry retired at an edge is taken from the cycle after the next).
     retire : In(entries)
         The entries that leave at this edge (their instructions have finished; several pipes may finish
         in one cycle).
@@ -134,16 +136,23 @@ class Scoreboard(wiring.Component):
         pending = Signal(n, name="pending")
         deps = [Signal(n, name=f"deps{k}") for k in range(n)]
 
-        # the free entry an incoming instruction takes: the lowest
-        free = ~valid
-        slot = Signal(range(n), name="free_slot")
-        for k in reversed(range(n)):
-            with m.If(free[k]):
-                m.d.comb += slot.eq(k)
-        m.d.comb += [self.slot.eq(slot), self.insert.ready.eq(free.any())]
-        fire = self.insert.valid & self.insert.ready
+        # The free entry an incoming instruction takes: the lowest of those free in the last cycle and not
+        # taken at the last edge, and ``ready`` whether there is one: registers, chosen a cycle ahead, so that
+        # an insert's ``ready`` does not start at ``valid`` (~200 loads: their routing and the OR of them began
+        # the front end's worst routed path at a placement seed, 10.7 ns, docs/synthesis.md "Concurrency
+        # control"). An entry that retires at an edge is taken from the edge after the next one on (a cycle
+        # late: only while every entry is in flight does an insert wait for it).
         taking = Signal(n, name="taking")       # one-hot: the entry taken at this edge
         retiring = Signal(n, name="retiring")   # one-hot: the entry leaving at this edge
+        free = ~valid & ~taking
+        slot = Signal(range(n), name="free_slot")
+        ready = Signal(init=1, name="free_any")
+        for k in reversed(range(n)):
+            with m.If(free[k]):
+                m.d.sync += slot.eq(k)
+        m.d.sync += ready.eq(free.any())
+        m.d.comb += [self.slot.eq(slot), self.insert.ready.eq(ready)]
+        fire = self.insert.valid & self.insert.ready
         m.d.comb += [taking.eq(Mux(fire, 1 << slot, 0)),
                      retiring.eq(self.retire)]
 

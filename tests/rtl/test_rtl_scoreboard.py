@@ -32,17 +32,27 @@ def test_scoreboard_matches_golden_hazards(config_name, entries, same_pipe):
     pipes = [INSTRUCTIONS[c["opcode"]].pipe for c in cmds]
     dut = Scoreboard(preset(config_name), entries, same_pipe=same_pipe)
     rng = random.Random(entries)
-    seen = {"blocked": 0, "free": 0, "checked": 0, "ordered": 0}
+    seen = {"blocked": 0, "free": 0, "checked": 0, "ordered": 0, "late": 0}
     mismatches = []
 
     async def bench(ctx):
         flight = {}            # slot -> (index of its command, cycle it entered)
         nxt, cycle = 0, 0
+        was_free = set(range(entries))      # the entries free in the last cycle (all, out of reset)
         while nxt < len(cmds) or flight:
             # what the scoreboard says now, against the reference
             blocked, hazard, older = ctx.get(dut.blocked), ctx.get(dut.hazard), ctx.get(dut.older)
             assert ctx.get(dut.busy) == sum(1 << s for s in flight)
             assert ctx.get(dut.empty) == (not flight)
+            # an insert takes the lowest entry free in this cycle and the last (one retired at the last edge
+            # is free a cycle later), and is refused only when there is none
+            free_now = set(range(entries)) - set(flight)
+            both = free_now & was_free
+            assert ctx.get(dut.insert.ready) == bool(both), (cycle, sorted(both))
+            if both:
+                assert ctx.get(dut.slot) == min(both), (cycle, sorted(both))
+                seen["late"] += len(free_now) > len(both)
+            was_free = free_now
             for s, (i, t) in flight.items():
                 got = bool(blocked >> s & 1)
                 if cycle - t < Scoreboard.INSERT_LATENCY:
@@ -93,3 +103,4 @@ def test_scoreboard_matches_golden_hazards(config_name, entries, same_pipe):
     # the test means something only if both answers were common
     assert seen["blocked"] > seen["checked"] // 10 and seen["free"] > seen["checked"] // 10, seen
     assert seen["ordered"] > 1000, seen
+    assert seen["late"] > 10, seen          # entries retired at the last edge were seen not taken yet
