@@ -26,7 +26,7 @@ from rtl.frontend.engine_domain import ABORT_RESET_CYCLES
 from rtl.frontend.footprint import Footprint
 from rtl.isa import FRONT_END_OPCODES, Command, Status
 from rtl.lib.delay import delay
-from rtl.lib.fifo import LutFifo, pointer_groups
+from rtl.lib.fifo import LutFifo, RegFifo, pointer_groups
 
 __all__ = ["CHECK_DEPTH", "VERDICT_AT", "FOOTPRINT_AT", "check_stage"]
 
@@ -51,13 +51,19 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     checker passes it), ``pushed`` (the speculative command enters the dispatcher at this edge)."""
     footprint_at = FOOTPRINT_AT if footprint_at is None else footprint_at
     w_en, w_data, w_rdy = rsp
-    # (the command's pipe and whether the front end answers it, decoded at the acceptance: at the head they
-    # come straight from the queue, on the way from the head to the dispatcher's ``push``)
-    Entry = data.StructLayout({"cmd": Command, "stamp": 32, "started": 1, "pipe": len(PIPES), "sync": 1})
+    # The command and its stamp in LUT RAM; beside them, written and read with them, its pipe and whether
+    # the front end answers it (decoded at the acceptance) in a queue whose head is a register: those bits
+    # decide where the head goes, so a take does not begin at a LUT-RAM read (the check stage's head to the
+    # dispatcher's queue was among the concurrent unit's worst routed paths at placement seeds 1 and 2 in the
+    # eighteenth session, 10.4-10.7 ns). The two queues have the same capacity and timing (``RegFifo``).
+    Entry = data.StructLayout({"cmd": Command, "stamp": 32})
+    Flags = data.StructLayout({"started": 1, "pipe": len(PIPES), "sync": 1})
     cq = m.submodules.check_cmds = LutFifo(Entry.size, CHECK_DEPTH, groups=pointer_groups(Entry.size))
-    # (each verdict with its "rejected" bit: the checker's ``ok``, a register of its own)
+    gq = m.submodules.check_flags = RegFifo(Flags.size, CHECK_DEPTH)
+    # (each verdict with its "rejected" bit: the checker's ``ok``, a register of its own; the head a
+    # register, for the same reason)
     Verdict = data.StructLayout({"status": Status, "rejected": 1})
-    sq = m.submodules.check_verdicts = LutFifo(Verdict.size, CHECK_DEPTH)
+    sq = m.submodules.check_verdicts = RegFifo(Verdict.size, CHECK_DEPTH)
     fq = m.submodules.check_footprints = LutFifo(footprint.footprint.shape().size, CHECK_DEPTH,
                                                   groups=pointer_groups(footprint.footprint.shape().size))
     held = Signal(Command, reset_less=True)       # the footprint's input: the command of the last acceptance
@@ -65,9 +71,11 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     offered_pipe = pipe_select(m, front.cmd.payload.opcode, "offered_pipe")
     offered_sync = Cat(front.cmd.payload.opcode == op for op in FRONT_END_OPCODES).any()
     spec = _speculate(m, front, dispatch, queues, classes, accept, ~cq.r_rdy, offered_pipe)
-    m.d.comb += [front.cmd.ready.eq(cq.w_rdy), accept.eq(front.cmd.valid & cq.w_rdy),
+    room = cq.w_rdy & gq.w_rdy
+    m.d.comb += [front.cmd.ready.eq(room), accept.eq(front.cmd.valid & room),
                  checker.cmd.eq(front.cmd.payload), checker.load.eq(accept), footprint.cmd.eq(held),
-                 cq.w_en.eq(accept), cq.w_data.eq(Cat(front.cmd.payload, now, spec, offered_pipe, offered_sync))]
+                 cq.w_en.eq(accept), cq.w_data.eq(Cat(front.cmd.payload, now)),
+                 gq.w_en.eq(accept), gq.w_data.eq(Cat(spec, offered_pipe, offered_sync))]
     with m.If(accept):
         m.d.sync += held.eq(front.cmd.payload)
     # (each high in the cycle after edge ``t + edges`` for an acceptance at edge ``t``)
@@ -77,6 +85,7 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     # the head: the oldest command, its verdict from its queue or arriving now, its footprint likewise
     # unless footprints of answered commands are still to come (``drop``: those arrive first)
     head = Entry(cq.r_data)
+    flags = Flags(gq.r_data)
     take = Signal()                               # the head leaves the stage at this edge
     drop = Signal(range(CHECK_DEPTH + 1))
     fp_head = footprint_now & (drop == 0)         # the arriving footprint is the head's if its queue is empty
@@ -89,10 +98,10 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
                  sq.w_en.eq(verdict_now & ~(~sq.r_rdy & take)), sq.w_data.eq(Cat(checker.status, ~checker.ok)),
                  sq.r_en.eq(take & sq.r_rdy),
                  fq.w_en.eq(fp_head & ~(~fq.r_rdy & take)), fq.w_data.eq(footprint.footprint),
-                 fq.r_en.eq(take & fq.r_rdy), cq.r_en.eq(take)]
+                 fq.r_en.eq(take & fq.r_rdy), cq.r_en.eq(take), gq.r_en.eq(take)]
     m.d.sync += drop.eq(drop + (take & ~has_footprint) - (footprint_now & (drop != 0)))
 
-    sync = head.sync
+    sync = flags.sync
     # TSYNC waits until every command before it has finished and been answered (its own queue is in order:
     # earlier rejections are ahead of it)
     settled = dispatch.empty & ~Cat(q.r_rdy for q in queues[1:]).any()
@@ -100,11 +109,11 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     # (no engine runs a rejected command or TSYNC: all of its cycles were spent waiting)
     waited = now - head.stamp
     m.d.comb += [w_data.tag.eq(head.cmd.tag), w_data.cycles.eq(waited), w_data.queued.eq(waited)]
-    m.d.comb += [dispatch.push.payload.pipe.eq(head.pipe),
+    m.d.comb += [dispatch.push.payload.pipe.eq(flags.pipe),
                  dispatch.push.payload.footprint.eq(Mux(fq.r_rdy, fq.r_data, footprint.footprint.as_value())),
                  dispatch.push.payload.payload.cmd.eq(head.cmd),
                  dispatch.push.payload.payload.stamp.eq(head.stamp),
-                 dispatch.push.payload.started.eq(head.started)]
+                 dispatch.push.payload.started.eq(flags.started)]
     with m.If(cq.r_rdy & has_verdict):
         with m.If(rejected):
             m.d.comb += [w_data.status.eq(status), w_en.eq(w_rdy), take.eq(w_rdy)]
@@ -112,7 +121,7 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
             m.d.comb += [w_data.status.eq(Status.OK), w_en.eq(w_rdy & settled), take.eq(w_rdy & settled)]
         with m.Elif(has_footprint):
             m.d.comb += [dispatch.push.valid.eq(1), take.eq(dispatch.push.ready),
-                         pushed.eq(dispatch.push.ready & head.started)]
+                         pushed.eq(dispatch.push.ready & flags.started)]
     # the verdict on a speculatively started command (it is alone in the stage: see _speculate)
     spec_verdict = delay(m, spec, VERDICT_AT + 1, "spec_verdict_at", reset_less=False)
     return SimpleNamespace(idle=~cq.r_rdy, spec=spec, verdict=spec_verdict, ok=checker.ok, pushed=pushed)
