@@ -67,6 +67,9 @@ class Dispatcher(wiring.Component):
         scoreboard's ``hazard``, with ``same_pipe``: the older one of its own pipe may be draining; not the
         cycle of its own comparison): the stalled-on-hazard cycles, none for an instruction that conflicts
         with nothing.
+    offered : Out(len(PIPES))
+        Pipe ``k``'s oldest instruction would be offered on ``issue`` were the pipe idle: its queue holds one
+        and the scoreboard does not block it (``issue[k].valid`` without the pipe's running and ``release``).
     queued : Out(len(PIPES))
         Pipe ``k``'s queue holds an instruction (a register: the queue's "not empty"); ``issue[k].valid``
         only while it is high.
@@ -104,7 +107,7 @@ class Dispatcher(wiring.Component):
             "busy": Out(len(PIPES)),
             "draining": Out(len(PIPES)),
             "stalled": Out(len(PIPES)),
-            "queued": Out(len(PIPES)), "queued_copies": Out(len(PIPES) * self.copies),
+            "offered": Out(len(PIPES)), "queued": Out(len(PIPES)), "queued_copies": Out(len(PIPES) * self.copies),
             "older": Out(len(PIPES) * len(PIPES)),
             "empty": Out(1),
         })
@@ -143,7 +146,9 @@ class Dispatcher(wiring.Component):
             rel_slot = [Signal(range(n), name=f"released{k}_slot{i}") for i in range(self._released)]
             released = nrel != 0
             # (a pipe whose running instruction is released now offers its next one in the same cycle)
-            ready = q.r_rdy & (~running | self.release[k]) & ~sb.blocked.bit_select(head.slot, 1)
+            offered = q.r_rdy & ~sb.blocked.bit_select(head.slot, 1)
+            ready = offered & (~running | self.release[k])
+            m.d.comb += self.offered[k].eq(offered)
             out = self.issue[k]
             m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready),
                          sq.r_en.eq(q.r_en),

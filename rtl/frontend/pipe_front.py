@@ -223,8 +223,11 @@ class PipeFrontEnd(wiring.Component):
             rel = Signal(name=f"pipe{k}_release")
             rels.append(rel)
             # the response queue has room for the next instruction's response and the released ones' not yet
-            # answered (the one released now included)
-            room = w_rdy & (level + (nrel[k] - rel_ended) + rel < self.RESPONSE_DEPTH)
+            # answered (the one released now included: ``rel`` selects between two compares of registers, so
+            # that the release's logic, from the engine's ``done`` and ``release``, meets no adder on its way
+            # to the take)
+            owed = level + (nrel[k] - rel_ended)
+            room = w_rdy & Mux(rel, owed + 1 < self.RESPONSE_DEPTH, owed < self.RESPONSE_DEPTH)
             # while one is released, the next goes to the same engine (its ``sel``: the read ports it shares)
             same = []               # (and of the opcodes the engine takes while one is released)
             for e in mine:
@@ -379,7 +382,9 @@ class PipeFrontEnd(wiring.Component):
         for group in self._exclusive:
             for k in group:
                 others = [j for j in group if j != k]
-                older = [~dispatch.issue[j].valid | dispatch.older[k * P + j] for j in others]
+                # (pipe ``j``'s head as offered were ``j`` idle, ``Dispatcher.offered``: ``j`` runs nothing
+                # whenever this matters, and ``issue[j].valid`` would bring ``j``'s release into ``k``'s take)
+                older = [~dispatch.offered[j] | dispatch.older[k * P + j] for j in others]
                 a = Signal(name=f"pipe{k}_allowed")
                 m.d.comb += a.eq(allowed[k] & ~Cat(running[j] for j in others).any() & Cat(older).all())
                 allowed[k] = a
