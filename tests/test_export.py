@@ -15,7 +15,7 @@ from rtl.isa import COMMAND_BITS, RESPONSE_BITS
 from flow.lint import lint
 from flow.export import cached_export
 
-SLOW_PRESETS = {"fullrate", "a2a3", "default_concurrent"}
+SLOW_PRESETS = {"fullrate", "a2a3", "default_concurrent", "ecp5_concurrent"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_PRESETS else n
