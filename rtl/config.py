@@ -185,8 +185,8 @@ PRESETS = {
                                concurrent=True, ub_write_banks=True),
     #: The concurrent unit sized for the ECP5-85: ``small_concurrent`` with ``default``'s lanes (4-byte
     #: elementwise lanes, one GEMV lane), which fits the device (~42% of its LUT4). Its clock there is not
-    #: settled yet: 102.6 / 104.5 MHz at placement seeds 1 / 3, and at seed 2 the router does not finish
-    #: (docs/synthesis.md, "Concurrency control"), so ``make synth-check`` does not run it yet.
+    #: settled yet: 102.6 / 104.5 / 102.4 MHz at placement seeds 1 / 3 / 4, and at seed 2 the router does
+    #: not finish (docs/synthesis.md, "Concurrency control"), so ``make synth-check`` does not run it yet.
     "ecp5_concurrent": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
                               max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16,
                               ew_lane_bytes=4, gemv_lanes=1, ub_read_ports=4, ub_write_queues=True,
