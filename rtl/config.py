@@ -164,13 +164,18 @@ class Config:
         return ", ".join(f"{f.name}={getattr(self, f.name)}" for f in fields(self))
 
 
+#: ``small``'s memory and bus geometry (the presets built on it differ in lanes and concurrency).
+_SMALL = Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16, max_outstanding_reads=4,
+                max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16, gemv_lanes=4)
+#: What a unit needs to run its pipes at once (``Config.concurrent``): four UB read ports, output queues, a
+#: write port per UB bank.
+_CONCURRENT = {"ub_read_ports": 4, "ub_write_queues": True, "concurrent": True, "ub_write_banks": True}
+
 PRESETS = {
     #: The reference configuration: 64 KiB UB of 32-byte words, 256-bit AXI.
     "default": Config(),
     #: Small and fast to simulate: 4 KiB UB of 16-byte words, 128-bit AXI, short bursts.
-    "small": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
-                    max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16,
-                    gemv_lanes=4),
+    "small": _SMALL,
     #: The reference configuration with full-word elementwise and GEMV lanes: one destination word (or
     #: one word of B) per cycle for every type. Too large for the ECP5-85 beside the rest of the unit (see docs/architecture.md,
     #: "Elementwise"); for larger FPGAs and ASIC flows.
@@ -179,21 +184,16 @@ PRESETS = {
     "a2a3": Config(profile=Profile.A2A3),
     #: ``small`` with its pipes running at once (``concurrent``; issue #33; docs/architecture.md, "The
     #: concurrent unit"): four UB read ports, output queues, a write port per UB bank.
-    "small_concurrent": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
-                               max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16,
-                               ew_lane_bytes=16, gemv_lanes=4, ub_read_ports=4, ub_write_queues=True,
-                               concurrent=True, ub_write_banks=True),
+    "small_concurrent": replace(_SMALL, **_CONCURRENT),
     #: The concurrent unit sized for the ECP5-85: ``small_concurrent`` with ``default``'s lanes (4-byte
     #: elementwise lanes, one GEMV lane), which fits the device (~42% of its LUT4). Its clock there is not
     #: settled yet: 102.6 / 104.5 / 102.4 MHz at placement seeds 1 / 3 / 4, and at seed 2 the router does
     #: not finish (docs/synthesis.md, "Concurrency control"), so ``make synth-check`` does not run it yet.
-    "ecp5_concurrent": Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_beats=16,
-                              max_outstanding_reads=4, max_outstanding_writes=4, read_buffer_beats=16,
-                              ew_lane_bytes=4, gemv_lanes=1, ub_read_ports=4, ub_write_queues=True,
-                              concurrent=True, ub_write_banks=True),
+    "ecp5_concurrent": replace(_SMALL, **_CONCURRENT, ew_lane_bytes=Config.ew_lane_bytes,
+                               gemv_lanes=Config.gemv_lanes),
     #: ``default`` with its pipes running at once, as ``small_concurrent``: for simulation and area figures
     #: (it fills 89% of the ECP5-85's logic cells and does not route there; ``default`` stays the serial unit).
-    "default_concurrent": Config(ub_read_ports=4, ub_write_queues=True, concurrent=True, ub_write_banks=True),
+    "default_concurrent": Config(**_CONCURRENT),
 }
 
 
