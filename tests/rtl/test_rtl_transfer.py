@@ -11,6 +11,7 @@ import pytest
 from rtl.config import preset
 from rtl.engines.transfer.engine import TransferEngine
 from rtl.engines.transfer.mgather import IndexLines
+from rtl.engines.transfer.pipes import GmToUbEngine
 from rtl.engines.transfer.placer import ElementPlacer
 from rtl.engines.transfer.realign import Realigner
 from rtl.isa import DType, DTYPE_BYTES, Layout, OobMode, Opcode, Status, decode, encode, Command
@@ -194,19 +195,23 @@ def _decoded(cmd):
     return decode(Command, encode(Command, cmd))
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["transfer", "gm_to_ub_overlap"])
 @pytest.mark.parametrize("go_delay", [VectorUnit.GO_DELAY, 1])
-def test_transfer_cycle_model(go_delay):
+def test_transfer_cycle_model(go_delay, overlap):
     """The cycle model against the RTL, GM answering without stalls: an empty region of every opcode is
     ``done`` ``TransferEngine.cycles`` cycles after ``start`` (and no other command has an exact figure);
     a one-burst TLOAD, MGATHER_ROW (CLAMP and WRAP) and a one-element MGATHER_ELEM take
     ``fixed_overhead`` + the memory's latency + the beats - 1 (so the named latencies FIRST_BURST_CYCLES,
     GATHER_FIRST_BURST_CYCLES, IndexLines.WRAP_CYCLES, LOAD_WRITE_CYCLES and ELEM_WRITE_CYCLES hold), with
     ``go`` at the unit's delay and before the first burst is ready. In the unit the fixed overheads are
-    the README's (TLOAD 7, MGATHER_ROW 15), and MGATHER's index path hides the checker's delay."""
+    the README's (TLOAD 7, MGATHER_ROW 15), and MGATHER's index path hides the checker's delay. The GM ->
+    UB half built with ``overlap`` (the concurrent unit's: MGATHER's lines wait for a registered copy of
+    ``go``) runs its opcodes in the same cycles."""
     cfg = preset("small")
     W = cfg.axi_data_bytes
     latency = 20                        # the AXI model's: a burst's first beat ``latency + 1`` cycles after its AR
-    bench = ProtocolBench(cfg, TransferEngine, stall=0.0, latency=latency, go_delay=go_delay,
+    eng = GmToUbEngine(cfg, overlap=True) if overlap else TransferEngine
+    bench = ProtocolBench(cfg, eng, stall=0.0, latency=latency, go_delay=go_delay,
                           gm_windows=[(0x80000, 4096)])
     rng = random.Random(4)
     bench.gm_write(0x1000, bytes(rng.randrange(256) for _ in range(1024)))
@@ -228,6 +233,9 @@ def test_transfer_cycle_model(go_delay):
              ({"opcode": Opcode.MGATHER_ELEM, "oob": OobMode.CLAMP, "dst": dict(t, cols=1, valid_cols=1),
                "src0": t_idx, "gm": table}, 1)]
 
+    if overlap:                         # (the GM -> UB half has no TSTORE)
+        empty = [c for c in empty if c["opcode"] != Opcode.TSTORE]
+
     async def stimulus(b):
         for cmd in empty:
             r = await b.execute(cmd)
@@ -245,6 +253,36 @@ def test_transfer_cycle_model(go_delay):
     assert TransferEngine.fixed_overhead(cfg, row, VectorUnit.GO_DELAY) == 15
     # MGATHER's first line (and its zero lines and runs, which wait for ``go`` too) comes after ``go``
     assert IndexLines.FIRST_LINE_CYCLES >= VectorUnit.GO_DELAY
+
+
+def test_gm_to_ub_go_copy_costs_no_cycle():
+    """MGATHER's zero lines and runs need no AXI read, so only ``go`` holds them: in the GM -> UB half built
+    with ``overlap`` they wait for the engine's registered copy of ``go`` (``LOAD_GO_COPY_CYCLES``), which has
+    risen by the first line (``IndexLines.FIRST_LINE_CYCLES``). With ``go`` at the unit's delay, a ZERO-mode
+    MGATHER whose index is out of bounds takes the serial engine's cycles; element mode's one run is written
+    ``ElementPlacer.LATENCY`` cycles after the first line."""
+    cfg = preset("small")
+    t = {"base": 0, "rows": 1, "cols": 8, "valid_rows": 1, "valid_cols": 8, "dtype": DType.FP32}
+    idx = {"base": 0xC20, "rows": 1, "cols": 1, "valid_rows": 1, "valid_cols": 1, "dtype": DType.UINT32}
+    table = {"base": 0x1000, "rows": 4, "cols": 8, "row_stride": 32, "dtype": DType.FP32}
+    zeros = [{"opcode": Opcode.MGATHER_ROW, "oob": OobMode.ZERO, "dst": t, "src0": idx, "gm": table},
+             {"opcode": Opcode.MGATHER_ELEM, "oob": OobMode.ZERO, "dst": dict(t, cols=1, valid_cols=1),
+              "src0": idx, "gm": table}]
+    cycles = {}
+    for name, eng in (("serial", TransferEngine), ("overlap", GmToUbEngine(cfg, overlap=True))):
+        bench = ProtocolBench(cfg, eng, stall=0.0, go_delay=VectorUnit.GO_DELAY, gm_windows=[])
+        bench.ub_write(0xC20, np.array([1 << 20], np.uint32).tobytes())      # outside the 4-row table
+
+        async def stimulus(b):
+            for cmd in zeros:
+                r = await b.execute(cmd)
+                assert r.status == Status.OK and r.reads == [], (name, cmd["opcode"], r.reads)
+                cycles[name, cmd["opcode"]] = r.cycles
+
+        bench.run(stimulus)
+    assert cycles["overlap", Opcode.MGATHER_ROW] == cycles["serial", Opcode.MGATHER_ROW], cycles
+    for name in ("serial", "overlap"):
+        assert cycles[name, Opcode.MGATHER_ELEM] == IndexLines.FIRST_LINE_CYCLES + ElementPlacer.LATENCY, cycles
 
 
 @pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")

@@ -5,7 +5,7 @@ tiles. Its elaborate's sections: the line walkers and MGATHER's :class:`IndexLin
 
 from amaranth import *
 
-from rtl.engines.base import Engine, words_of
+from rtl.engines.base import GO_DELAY, Engine, words_of
 from rtl.engines.transfer import load_overlap, load_path, store_overlap, store_path
 from rtl.engines.transfer.address_side import address_side
 from rtl.engines.transfer.checks import mgather_checks, transfer_checks
@@ -92,7 +92,8 @@ class TransferEngine(Engine):
       after ``start``, its AR is in the burst register ``GATHER_FIRST_BURST_CYCLES`` = 12 cycles after
       ``start`` (``READ_LATENCY + 9``; WRAP adds ``IndexLines.WRAP_CYCLES`` = 33). That is after ``go`` in
       the unit, so the gates that hold MGATHER's AR and its zero lines and runs until ``go`` never
-      delay it: the checker's latency is hidden behind the index path.
+      delay it: the checker's latency is hidden behind the index path. (With ``overlap`` its lines and runs
+      wait for the engine's own copy of ``go``, ``LOAD_GO_COPY_CYCLES`` = 1 later: still before the first.)
     - An R beat taken in cycle ``t`` is offered to the UB write port in ``t + LOAD_WRITE_CYCLES`` =
       ``t + 3`` (TLOAD, MGATHER_ROW: the beat buffer, then the realigner) or ``t + ELEM_WRITE_CYCLES`` =
       ``t + 4`` (MGATHER_ELEM: the beat buffer, then the element placer) at the earliest: the write queue
@@ -141,6 +142,10 @@ class TransferEngine(Engine):
     #: The write queue's entries (LUT RAM, a power of two): at least ``WRITE_QUEUE_LATENCY + 1``, so that
     #: ``room`` is high while the queue holds up to ``WRITE_QUEUE_DEPTH - 1 - WRITE_QUEUE_LATENCY`` words.
     WRITE_QUEUE_DEPTH = 8
+
+    #: With ``overlap`` (the GM -> UB half): ``go`` -> the engine's own register of it that holds MGATHER's
+    #: lines and runs (:func:`rtl.engines.transfer.load_path.realigner`); its AR requests keep ``go``.
+    LOAD_GO_COPY_CYCLES = 1
 
     #: Cycles from ``start`` to the registered geometry (``empty_done``, the address-side walker's start).
     SETUP_CYCLES = 1
@@ -192,6 +197,12 @@ class TransferEngine(Engine):
         # rtl.engines.transfer.store_overlap; the two directions share their walkers)
         require(not overlap or not (self._loads and self._stores), f"{type(self).__name__}: overlap=True is "
                 f"for one direction (GmToUbEngine or UbToGmEngine): the two directions share their walkers")
+        # MGATHER's lines and runs wait for a registered copy of ``go`` with overlap: its first line must come
+        # no earlier, or fixed_overhead() would not be exact
+        require(IndexLines.FIRST_LINE_CYCLES >= GO_DELAY + self.LOAD_GO_COPY_CYCLES,
+                f"TransferEngine: MGATHER's first line (IndexLines.FIRST_LINE_CYCLES = {IndexLines.FIRST_LINE_CYCLES} "
+                f"cycles after start) must come no earlier than go's copy (GO_DELAY + LOAD_GO_COPY_CYCLES = "
+                f"{GO_DELAY} + {self.LOAD_GO_COPY_CYCLES})")
         super().__init__(config, overlap=overlap)
 
     # ---- the cycle model ----------------------------------------------------------------------------------

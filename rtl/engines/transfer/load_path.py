@@ -80,7 +80,14 @@ def realigner(m, cfg, engine, s, walk_data, index, rbuf, t=None):
         side = load_overlap.side_setup(t, t.lpar, s)
         t.line = side
         t.line_wait = Signal(name="line_wait")
-        gath, elem, row_bytes, go = side.gath, side.elem, side.row_bytes, engine.go & ~t.line_wait
+        # ``go`` through a register of the engine's own (``LOAD_GO_COPY_CYCLES``) for MGATHER's lines
+        # and runs: the front end's register drove the placer's fire, the beat buffer's pop and its LUT-RAM
+        # address from across the die (10.8 ns, 9.9 of it routing, ``ecp5_concurrent`` at a placement
+        # seed). No cycle is lost: the first line leaves IndexLines after the copy has risen (a
+        # ``require`` in the engine); MGATHER's AR requests keep the front end's ``go``.
+        t.go = Signal(name="go_load")
+        m.d.sync += t.go.eq(engine.go)
+        gath, elem, row_bytes, go = side.gath, side.elem, side.row_bytes, t.go & ~t.line_wait
     with m.If(gath):                            # MGATHER_ROW: IndexLines' data queue
         m.d.comb += [
             realign.line.valid.eq(index.data.valid & ~elem & go),
@@ -190,13 +197,13 @@ def _overlap_fire(m, engine, s, index, rbuf, pop, realign, placer, room, run, w,
     m.d.comb += t.line_wait.eq((t.lpar != t.wpar) & (line.elem != word.elem))
     fire = Signal(name="elem_fire")
     m.d.comb += [
-        fire.eq(line.elem & index.data.valid & engine.go & ~t.line_wait &
+        fire.eq(line.elem & index.data.valid & t.go & ~t.line_wait &
                 (run.zero | run.reuse | rbuf.avail) & room),
         placer.fire.eq(fire), placer.line.eq(run), placer.esz.eq(line.esz),
         placer.beat.eq(rbuf.last[:8 * W]),
         realign.enable.eq(room),
         pop.eq((fire & ~run.zero & ~run.reuse) | realign.i_take),
-        index.data.ready.eq(Mux(line.elem, fire, line.gath & realign.line.ready & engine.go & ~t.line_wait)),
+        index.data.ready.eq(Mux(line.elem, fire, line.gath & realign.line.ready & t.go & ~t.line_wait)),
         w.data.eq(Mux(word.elem, placer.data, o.data)),
     ]
     rl = realign.line
