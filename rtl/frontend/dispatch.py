@@ -58,6 +58,7 @@ class Dispatcher(wiring.Component):
         Pipe ``k``'s draining instruction leaves the scoreboard at this edge (a pulse), freeing the ones that
         wait on it; with ``done`` and nothing draining, the finishing one does (it never drains). A pipe
         drains one instruction at a time: ``done`` while one drains needs ``retire`` in the same cycle.
+        Only while one drains or with ``done`` (the front end's contract; not checked here).
     busy : Out(len(PIPES))
         Pipe ``k`` runs an instruction (or has a released one).
     draining : Out(len(PIPES))
@@ -174,7 +175,9 @@ class Dispatcher(wiring.Component):
                 m.d.sync += [draining.eq(1), drain_slot.eq(fin_slot)]
             with m.Elif(self.retire[k]):
                 m.d.sync += draining.eq(0)
-            retire.append(Mux(self.retire[k] & (draining | finishing), 1 << leaving, 0))
+            # (``retire`` comes only while one drains or with ``done``: no gate here, so that the front end's
+            # finish logic does not reach the scoreboard's ``valid`` a second time)
+            retire.append(Mux(self.retire[k], 1 << leaving, 0))
             m.d.comb += [self.busy[k].eq(running | released), self.draining[k].eq(draining),
                          self.stalled[k].eq(q.r_rdy & ~running & sb.hazard.bit_select(head.slot, 1))]
         m.d.comb += sb.retire.eq(functools.reduce(operator.or_, retire))

@@ -72,8 +72,8 @@ class PipeFrontEnd(wiring.Component):
         Pipe ``k``'s engine is done (a pulse): the words it handed over so far are its instruction's last
         (``rtl.ub.write_arbiter.UbWriteArbiter.fence``).
     drained : In(len(PIPES)), default all high
-        The words pipe ``k`` handed over up to its last ``fence`` (one in this cycle included) have all
-        landed (``rtl.ub.write_arbiter.UbWriteArbiter.fenced``: an engine's ``done`` says its last word was
+        The words pipe ``k`` handed over up to its last ``fence`` before this cycle (a ``fence`` counts from
+        the next cycle on) have all landed (``rtl.ub.write_arbiter.UbWriteArbiter.fenced``: an engine's ``done`` says its last word was
         *taken*). A pipe whose engines write the UB (``Engine.UB_WRITE``) takes its next instruction at its
         engine's ``done`` (with the response queued and the instruction in the scoreboard); the finished one
         *drains*, staying in the scoreboard (holding back every younger instruction that conflicts with it,
@@ -346,9 +346,16 @@ class PipeFrontEnd(wiring.Component):
             m.d.comb += self.fence[k].eq(finish)
             if any(self._classes[e].UB_WRITE for e in mine):
                 # (the dispatcher holds the draining instruction and retires one of a pipe per cycle: the
-                # draining one, or else the finishing one if nothing is owed for it)
+                # draining one, or else the finishing one if nothing is owed for it.) ``drained`` tells of the
+                # fences before this cycle, so an instruction finishing at its ``done`` now (``finish``, its
+                # fence) drains, and only one whose ``done`` came earlier may retire at once: ``run_fin``
+                # with ``finish`` low (``answer`` then needs ``ended``). So no ``done`` reaches the retire,
+                # which crosses the front end to the scoreboard's ``valid`` (docs/synthesis.md
+                # "Concurrency control"). The draining one may retire in the cycle of a ``done``: its words
+                # are the older fence's.
                 draining = dispatch.draining[k]
-                m.d.comb += [retire[k].eq(self.drained[k] & (draining | finished)),
+                run_fin_before = ended & inserted & ~any_rel & (answered | ((checked | passed) & ~aborted))
+                m.d.comb += [retire[k].eq(self.drained[k] & (draining | rel_fin | run_fin_before)),
                              free[k].eq(finished & (~draining | self.drained[k]))]
             else:
                 m.d.comb += [free[k].eq(finished), retire[k].eq(finished)]

@@ -49,10 +49,11 @@ class UbWriteArbiter(wiring.Component):
     fence : ``writers`` bits in: the writer's instruction is done (a pulse; its last word taken at this edge
         or before), so that ``fenced`` can tell when that instruction's words have left while the writer's
         next instruction already hands over words
-    fenced : ``writers`` bits out: every word the writer handed over up to its last ``fence``, one in this
-        cycle included, has left the slot (as ``drained``, for those words only; high from reset); low in a
-        ``fence``'s cycle (the next cycle's tells), otherwise a register's compare: no path from a writer's
-        ``valid``. What a pipe that takes its next instruction at ``done`` retires the previous one on.
+    fenced : ``writers`` bits out: every word the writer handed over up to its last ``fence`` before this
+        cycle has left the slot (as ``drained``, for those words only; high from reset). A ``fence`` counts
+        from the next cycle on: in its own cycle ``fenced`` still tells of the fences before it. A register:
+        no path from a writer's ``valid`` or a ``fence``. What a pipe that takes its next instruction at
+        ``done`` retires the previous one on.
     busy : out, some slot holds a word
 
     Latency: a word taken at edge ``t`` is on ``ub`` in the cycle after it (``LATENCY`` = 1, the slot's
@@ -132,16 +133,18 @@ class UbWriteArbiter(wiring.Component):
             # the words owed to the last fence: those in the slot after the fence's edge, which leave first
             # (the slot is in order), one per pop
             owed = Signal(range(self.SLOT_DEPTH + 1), name=f"owed{k}")
+            # ``fenced`` is a register of its own, ``owed == 0`` from the next state: the retire it starts
+            # crosses the front end to the scoreboard's ``valid``. (A fence counts from the next cycle on: the
+            # words then in the slot or taken now. Deciding it in the fence's cycle took the writer's
+            # ``valid`` through the slot's state into the front end's retire, and a ``fenced`` low in the
+            # fence's cycle took the engine's ``done`` there: the concurrent unit's worst routed paths at
+            # placement seeds, docs/synthesis.md "Concurrency control".)
+            owed_zero = Signal(init=1, name=f"owed{k}_zero")
             with m.If(self.fence[k]):
-                m.d.sync += owed.eq(count_next)
+                m.d.sync += [owed.eq(count_next), owed_zero.eq(count_next == 0)]
             with m.Elif(pop & (owed != 0)):
-                m.d.sync += owed.eq(owed - 1)
-            # (low with a ``fence``: the words then in the slot or taken now are counted from the next cycle
-            # on. Deciding it in the fence's cycle took the writer's ``valid`` through the slot's state into
-            # the front end's retire, the concurrent unit's worst routed path at two placement seeds; the
-            # concurrent unit's ``fence`` comes a cycle after the last word's take, so the slot mostly still
-            # holds that word then and the answer would be low anyway.)
-            m.d.comb += self.fenced[k].eq(~self.fence[k] & (owed == 0))
+                m.d.sync += [owed.eq(owed - 1), owed_zero.eq(owed == 1)]
+            m.d.comb += self.fenced[k].eq(owed_zero)
             heads.append(head)
         # the ports: the granted head, an AND-OR of registers
         for out, grant in zip(outs, grants):

@@ -121,9 +121,10 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
             if offer:
                 ctx.set(dut.cmd.payload, Command.const(cmds[nxt]))
             ctx.set(dut.rsp.ready, rng.random() < rsp_ready)
-            # ``drained``: the writes of the pipe's instructions done by this cycle have landed (the arbiter's
-            # ``fenced``; its next instruction may be writing meanwhile)
-            pending = [any(dut._pipe_of[e] == k and td <= cycle <= tw for (e, _), (_, tw, td) in run.items())
+            # ``drained``: the writes of the pipe's instructions done before this cycle have landed (the
+            # arbiter's ``fenced``: a ``done`` counts from the next cycle on; its next instruction may be
+            # writing meanwhile)
+            pending = [any(dut._pipe_of[e] == k and td < cycle <= tw for (e, _), (_, tw, td) in run.items())
                        for k in range(len(PIPES))]
             ctx.set(dut.drained, sum((ignore_drained or not p) << k for k, p in enumerate(pending)))
             done = [False] * len(classes)
