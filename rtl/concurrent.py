@@ -12,7 +12,7 @@ from amaranth.lib import wiring
 
 from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
 from rtl.frontend.counters import PIPES, PipeCounters
-from rtl.frontend.engine_domain import engine_domain, front_domain
+from rtl.frontend.engine_domain import engine_domain
 from rtl.frontend.pipe_front import PipeFrontEnd
 from rtl.frontend.scoreboard import RULES
 from rtl.isa import INSTRUCTIONS, Pipe, Status
@@ -74,10 +74,7 @@ def elaborate_concurrent(unit, classes, platform):
     unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
     if unknown:
         raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")
-    # the front end in a reset domain of its own (a register of the unit's reset, like each engine's): it
-    # leaves reset with the engines, a cycle after the unit, and takes no command before
-    front = front_end(cfg, classes)
-    m.submodules.front, front_in_reset = front_domain(m, front, platform)
+    m.submodules.front = front = front_end(cfg, classes)
     for k, (e, cls) in enumerate(zip(engines, classes)):
         # each engine in a clock domain of its own: the front end resets it when it started speculatively
         # on a command the checker rejects
@@ -85,9 +82,8 @@ def elaborate_concurrent(unit, classes, platform):
         m.submodules[name] = engine_domain(m, e, name, front.abort[k], platform)
         _engine_port(m, e, name, front.engines[k], front.release[k])
     # commands and responses
-    m.d.comb += [front.cmd.valid.eq(unit.s_axis_cmd.tvalid & ~front_in_reset),
-                 front.cmd.payload.eq(unit.s_axis_cmd.tdata),
-                 unit.s_axis_cmd.tready.eq(front.cmd.ready & ~front_in_reset),
+    m.d.comb += [front.cmd.valid.eq(unit.s_axis_cmd.tvalid), front.cmd.payload.eq(unit.s_axis_cmd.tdata),
+                 unit.s_axis_cmd.tready.eq(front.cmd.ready),
                  unit.m_axis_rsp.tvalid.eq(front.rsp.valid), unit.m_axis_rsp.tdata.eq(front.rsp.payload),
                  front.rsp.ready.eq(unit.m_axis_rsp.tready)]
     # the per-pipe counters: a cycle for every cycle the pipe runs an instruction, and for every cycle its

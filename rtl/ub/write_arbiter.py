@@ -94,9 +94,7 @@ class UbWriteArbiter(wiring.Component):
         m.d.comb += pops.eq(functools.reduce(operator.or_, grants))
         heads, heads_next, parity_next = [], [], []
         for k, port in enumerate(self.wr):
-            # (the entries' words without reset: they mean something only under their valid bits, which reset)
-            head = Signal(Word, name=f"head{k}", reset_less=True)
-            second = Signal(Word, name=f"second{k}", reset_less=True)
+            head, second = Signal(Word, name=f"head{k}"), Signal(Word, name=f"second{k}")
             hv, sv = Signal(name=f"head{k}_valid"), Signal(name=f"second{k}_valid")
             ready = Signal(init=1, name=f"ready{k}")
             word = Signal(Word)
