@@ -187,8 +187,8 @@ PRESETS = {
     "small_concurrent": replace(_SMALL, **_CONCURRENT),
     #: The concurrent unit sized for the ECP5-85: ``small_concurrent`` with ``default``'s lanes (4-byte
     #: elementwise lanes, one GEMV lane), which fits the device (~42% of its LUT4). Its clock there is not
-    #: settled yet: 102.6 / 104.5 / 102.4 MHz at placement seeds 1 / 3 / 4, and at seed 2 the router does
-    #: not finish (docs/synthesis.md, "Concurrency control"), so ``make synth-check`` does not run it yet.
+    #: settled yet: 102.3 MHz at placement seed 5, and at seeds 1 and 2 the router does not finish
+    #: (docs/synthesis.md, "Concurrency control"), so ``make synth-check`` does not run it yet.
     "ecp5_concurrent": replace(_SMALL, **_CONCURRENT, ew_lane_bytes=Config.ew_lane_bytes,
                                gemv_lanes=Config.gemv_lanes),
     #: ``default`` with its pipes running at once, as ``small_concurrent``: for simulation and area figures
