@@ -73,11 +73,12 @@ class PipeFrontEnd(wiring.Component):
         (``rtl.ub.write_arbiter.UbWriteArbiter.fence``).
     drained : In(len(PIPES)), default all high
         The words pipe ``k`` handed over up to its last ``fence`` before this cycle (a ``fence`` counts from
-        the next cycle on) have all landed (``rtl.ub.write_arbiter.UbWriteArbiter.fenced``: an engine's ``done`` says its last word was
-        *taken*). A pipe whose engines write the UB (``Engine.UB_WRITE``) takes its next instruction at its
-        engine's ``done`` (with the response queued and the instruction in the scoreboard); the finished one
-        *drains*, staying in the scoreboard (holding back every younger instruction that conflicts with it,
-        of its own pipe too) until ``drained``, at most one per pipe (none if ``drained`` is high at once).
+        the next cycle on) have all landed (``rtl.ub.write_arbiter.UbWriteArbiter.fenced``: an engine's
+        ``done`` says its last word was *taken*). A pipe whose engines write the UB (``Engine.UB_WRITE``)
+        takes its next instruction at its engine's ``done`` (with the response queued and the instruction in
+        the scoreboard); the finished one *drains*, staying in the scoreboard (holding back every younger
+        instruction that conflicts with it, of its own pipe too) until ``drained``, at most one per pipe
+        (none if ``drained`` is high at once).
         A pipe whose engines do not write the UB (UB -> GM: its ``done`` comes after the last write
         response) retires its instruction at ``done``.
     early : Out(len(PIPES))
