@@ -197,9 +197,9 @@ class TransferEngine(Engine):
         # rtl.engines.transfer.store_overlap; the two directions share their walkers)
         require(not overlap or not (self._loads and self._stores), f"{type(self).__name__}: overlap=True is "
                 f"for one direction (GmToUbEngine or UbToGmEngine): the two directions share their walkers")
-        # MGATHER's lines and runs wait for a registered copy of ``go`` with overlap: its first line must come
-        # no earlier, or fixed_overhead() would not be exact
-        require(IndexLines.FIRST_LINE_CYCLES >= GO_DELAY + self.LOAD_GO_COPY_CYCLES,
+        # MGATHER's lines and runs wait for a registered copy of ``go`` in the GM -> UB half with overlap: its
+        # first line must come no earlier, or fixed_overhead() would not be exact
+        require(not (overlap and self._loads) or IndexLines.FIRST_LINE_CYCLES >= GO_DELAY + self.LOAD_GO_COPY_CYCLES,
                 f"TransferEngine: MGATHER's first line (IndexLines.FIRST_LINE_CYCLES = {IndexLines.FIRST_LINE_CYCLES} "
                 f"cycles after start) must come no earlier than go's copy (GO_DELAY + LOAD_GO_COPY_CYCLES = "
                 f"{GO_DELAY} + {self.LOAD_GO_COPY_CYCLES})")
