@@ -95,7 +95,9 @@ class Scoreboard(wiring.Component):
     cycle. The incoming instruction is registered at the edge that takes it (``stage``, its entry's one-hot
     ``staged``), compared in the next cycle with every older entry in flight (registers on both sides of
     one comparator level and an OR tree), the comparisons registered (``hit_r``), and its row of
-    dependencies (``deps``) written one edge later, so ``blocked`` is an AND-OR of registers.
+    dependencies (``deps``) written one edge later; ``blocked`` and ``hazard`` are registers, loaded with the
+    AND-OR of the next ``valid``, rows and ``pending`` (a retire's and an insert's effect comes with the edge,
+    as it would from an AND-OR of the registers).
     """
 
     #: Edges after the one that inserts an entry to the one that writes its row of dependencies, from which its
@@ -208,13 +210,21 @@ class Scoreboard(wiring.Component):
         m.d.sync += [valid.eq((valid | taking) & ~retiring),
                      pending.eq((pending & ~row) | taking)]
 
-        # ``hazard`` and ``blocked`` read a copy of ``valid`` of their own (a register of its own value:
-        # synthesis keeps it apart; it equals ``valid`` in every cycle): the take of an instruction starts
-        # there, and ``valid`` drives the ~200 loads of the comparisons, the rows and the ages besides
-        # (docs/synthesis.md "Concurrency control").
-        live = Signal(n, name="valid_for_blocked")
-        m.d.sync += live.eq((live | taking) & ~retiring)
-        m.d.comb += [self.busy.eq(valid), self.empty.eq(~valid.any())]
-        m.d.comb += [self.hazard[k].eq(live[k] & (deps[k] & live).any()) for k in range(n)]
-        m.d.comb += self.blocked.eq(self.hazard | (live & pending))
+        # ``hazard`` and ``blocked`` are registers, loaded with what they would be in the next cycle (from
+        # the next ``valid``, rows and ``pending``: the same values in every cycle as the AND-OR of the
+        # registers), so that the take of an instruction starts at a flip-flop: the AND-OR of ``valid`` and a
+        # row began the front end's worst routed path, 9.8-10.4 ns through 8-9 cells (docs/synthesis.md
+        # "Concurrency control"). An entry ``j`` in a row counts in the next cycle if it stays in flight
+        # (``valid`` and not retiring: one taken now has an empty column), the row's own entry too.
+        stays = valid & ~retiring
+        hazard_r = Signal(n, name="hazard_r")
+        blocked_r = Signal(n, name="blocked_r")
+        for k in range(n):
+            row_next = Mux(row[k], hit_r, deps[k])
+            waits = stays[k] & (row_next & stays).any()
+            m.d.sync += [hazard_r[k].eq(waits),
+                         blocked_r[k].eq(waits | ((valid[k] | taking[k]) & ~retiring[k]
+                                                  & ((pending[k] & ~row[k]) | taking[k])))]
+        m.d.comb += [self.busy.eq(valid), self.empty.eq(~valid.any()),
+                     self.hazard.eq(hazard_r), self.blocked.eq(blocked_r)]
         return m
