@@ -195,11 +195,16 @@ class PipeFrontEnd(wiring.Component):
             w_en, w_data, w_rdy, level = rsps[k]
             issue = dispatch.issue[k]
             mine = [e for e, p in enumerate(self._pipe_of) if p == k]
-            stamp = Signal(32, name=f"pipe{k}_stamp")
-            tag = Signal(16, name=f"pipe{k}_tag")
+            # (the records of an instruction -- stamp, tag, ``queued``, a released one's, the ended status --
+            # are read only while their instruction is in the pipe: reset-less, so that the unit's reset,
+            # routed over the fabric, reaches half as many of the front end's flip-flops: ~960 of ~1,730 bits
+            # here; it reached a tag register in 10.3 ns at a placement seed, docs/synthesis.md
+            # "Concurrency control")
+            stamp = Signal(32, name=f"pipe{k}_stamp", reset_less=True)
+            tag = Signal(16, name=f"pipe{k}_tag", reset_less=True)
             # the response's ``queued``: from the acceptance to the cycle of the engine's ``start`` (a register:
             # ``start`` is high in the cycle after the take)
-            queued = Signal(32, name=f"pipe{k}_queued")
+            queued = Signal(32, name=f"pipe{k}_queued", reset_less=True)
             take = Signal(name=f"pipe{k}_take")
             # a speculative start: the offered command is this pipe's (``spec``: no pipe runs)
             spec = Signal(name=f"pipe{k}_spec")
@@ -214,9 +219,9 @@ class PipeFrontEnd(wiring.Component):
             # come in order)
             any_rel = nrel[k] != 0
             rel_head = Signal(range(D), name=f"pipe{k}_rel_head")
-            rel_tag = [Signal(16, name=f"pipe{k}_rel{i}_tag") for i in range(D)]
-            rel_stamp = [Signal(32, name=f"pipe{k}_rel{i}_stamp") for i in range(D)]
-            rel_queued = [Signal(32, name=f"pipe{k}_rel{i}_queued") for i in range(D)]
+            rel_tag = [Signal(16, name=f"pipe{k}_rel{i}_tag", reset_less=True) for i in range(D)]
+            rel_stamp = [Signal(32, name=f"pipe{k}_rel{i}_stamp", reset_less=True) for i in range(D)]
+            rel_queued = [Signal(32, name=f"pipe{k}_rel{i}_queued", reset_less=True) for i in range(D)]
             rel_ended = Signal(range(D + 1), name=f"pipe{k}_rel_ended")
             rel_owes = Signal(name=f"pipe{k}_rel_owes")          # a released one's ``done`` has not come yet
             m.d.comb += rel_owes.eq(rel_ended < nrel[k])
@@ -323,7 +328,7 @@ class PipeFrontEnd(wiring.Component):
             # room when the instruction was taken, and holds at most one response per instruction of its
             # pipe in flight: ``room``.) The released instruction's ``done`` comes first.
             ended = Signal(name=f"pipe{k}_ended")             # done seen before
-            ended_status = Signal(Status, name=f"pipe{k}_ended_status")
+            ended_status = Signal(Status, name=f"pipe{k}_ended_status", reset_less=True)
             answered = Signal(name=f"pipe{k}_answered")       # response queued
             answer = Signal(name=f"pipe{k}_answer")
             rel_answer = finish & rel_owes
