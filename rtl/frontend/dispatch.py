@@ -33,10 +33,7 @@ class Dispatcher(wiring.Component):
     Parameters: ``config``; ``payload``, the shape of what an engine gets; ``depth``, entries of each
     pipe's queue (at least 2); ``entries``, instructions in flight in all pipes together (the scoreboard's
     entries; queued and running ones); ``disable``, the scoreboard's (mutation checks only); ``released``,
-    released instructions per pipe at most (``release``); ``register_bits``, how many of the payload's first
-    bits the head offers from flip-flops (default 0): they are kept beside the instruction's scoreboard slot
-    in the register-headed queue too, for a decode the front end makes before the push, so that a take
-    that depends on it does not begin at the queue's LUT RAM.
+    released instructions per pipe at most (``release``).
 
     Ports
     -----
@@ -94,15 +91,11 @@ class Dispatcher(wiring.Component):
     ``t``.
     """
 
-    def __init__(self, config, payload, *, depth=4, entries=8, disable=(), released=1, register_bits=0):
+    def __init__(self, config, payload, *, depth=4, entries=8, disable=(), released=1):
         if depth < 2:
             raise ValueError(f"Dispatcher: depth={depth} must be at least 2")
         self._config, self._payload, self._depth, self._entries = config, payload, depth, entries
         self._released = released
-        if not 0 <= register_bits <= Shape.cast(payload).width:
-            raise ValueError(f"Dispatcher: register_bits={register_bits} is not within the payload's "
-                             f"{Shape.cast(payload).width} bits")
-        self._register_bits = register_bits
         self._disable = disable
         #: copies of each pipe's ``queued`` (``queued_copies``): the queue's slices
         self.copies = pointer_groups(Shape.cast(payload).width)
@@ -141,13 +134,11 @@ class Dispatcher(wiring.Component):
             # selected by flip-flops, not by a LUT-RAM read (a take's path began there,
             # docs/synthesis.md "Concurrency control").
             q = m.submodules[f"queue{k}"] = LutFifo(Shape.cast(self._payload).width, self._depth, groups=self.copies)
-            # (and the payload's first ``register_bits``, which the head then offers from its register)
-            R, S = self._register_bits, len(sb.slot)
-            sq = m.submodules[f"slots{k}"] = RegFifo(S + R, self._depth)
+            sq = m.submodules[f"slots{k}"] = RegFifo(len(sb.slot), self._depth)
             m.d.comb += [room[k].eq(q.w_rdy), q.w_en.eq(fire & push.payload.pipe[k] & ~started),
                          q.w_data.eq(push.payload.payload),
-                         sq.w_en.eq(q.w_en), sq.w_data.eq(Cat(sb.slot, Value.cast(push.payload.payload)[:R]))]
-            head = SimpleNamespace(payload=Cat(sq.r_data[S:], q.r_data[R:]), slot=sq.r_data[:S])
+                         sq.w_en.eq(q.w_en), sq.w_data.eq(sb.slot)]
+            head = SimpleNamespace(payload=q.r_data, slot=sq.r_data)
             heads.append(head.slot)
             running = Signal(name=f"running{k}")
             slot = Signal(range(n), name=f"running_slot{k}")

@@ -12,7 +12,7 @@ from rtl.checker.checker import Checker
 from rtl.engines.base import START_REGISTER_CYCLES, EngineSignature
 from rtl.frontend.counters import PIPES, pipe_select
 from rtl.frontend.dispatch import Dispatcher
-from rtl.frontend.check_stage import FOOTPRINT_AT, RouteLayout, check_stage
+from rtl.frontend.check_stage import FOOTPRINT_AT, check_stage
 from rtl.frontend.footprint import Footprint
 from rtl.isa import INSTRUCTIONS, Command, Response, Status
 from rtl.lib.fifo import LutFifo, bit_slices, ring_index, ring_push
@@ -147,14 +147,11 @@ class PipeFrontEnd(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._config
-        # (``route`` first: the head offers it from flip-flops, ``register_bits``)
-        Route = RouteLayout(self._classes)
-        Payload = data.StructLayout({"route": Route, "cmd": Command, "stamp": 32})
+        Payload = data.StructLayout({"cmd": Command, "stamp": 32})
         m.submodules.checker = checker = Checker(cfg, self._classes, pipelined=True)
         m.submodules.footprint = footprint = Footprint(cfg)
         m.submodules.dispatch = dispatch = Dispatcher(cfg, Payload, depth=self._depth, entries=self._entries,
-                                                      disable=self._disable, released=self.RELEASED,
-                                                      register_bits=Route.size)
+                                                      disable=self._disable, released=self.RELEASED)
         now = Signal(32)                      # cycles since reset (wrapping): the commands' stamps
         m.d.sync += now.eq(now + 1)
         queues = self._response_queues(m)
@@ -243,8 +240,8 @@ class PipeFrontEnd(wiring.Component):
                 cls = self._classes[e]
                 if len(mine) == 1 and set(cls.overlap_opcodes()) == set(cls.opcodes):
                     same.append(C(1))           # (every instruction of the pipe: no decode on the take's path)
-                else:                           # (decoded at the acceptance: a register of the head)
-                    same.append(issue.payload.route.early[e])
+                else:
+                    same.append(Cat(issue.payload.cmd.opcode == op for op in cls.overlap_opcodes()).any())
             sels = {}
             for e in mine:
                 sels[e] = Signal(name=f"sel_{self._classes[e].name}")
@@ -282,7 +279,7 @@ class PipeFrontEnd(wiring.Component):
                 if len(mine) == 1:
                     for_me, spec_me = take, spec
                 else:
-                    for_me = take & issue.payload.route.runs[e]
+                    for_me = take & Cat(issue.payload.cmd.opcode == op for op in cls.opcodes).any()
                     spec_me = spec & Cat(offered.opcode == op for op in cls.opcodes).any()
                 m.d.comb += [port.cmd.eq(ecmd), port.start.eq(start), port.go.eq(go), self.owner[e].eq(sel)]
                 m.d.sync += start.eq(for_me | spec_me)

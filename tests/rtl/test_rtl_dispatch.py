@@ -44,10 +44,8 @@ class _Space:
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
-def run_mock(cmds, config_name, seed, *, disable=(), depth=3, entries=6, register_bits=0):
-    """Run ``cmds`` through a Dispatcher on mock engines; returns a dict of findings and statistics. The
-    payload is the instruction's index (what the pipes' order is checked by), its first ``register_bits``
-    offered from the head's register (``Dispatcher(register_bits=...)``)."""
+def run_mock(cmds, config_name, seed, *, disable=(), depth=3, entries=6):
+    """Run ``cmds`` through a Dispatcher on mock engines; returns a dict of findings and statistics."""
     acc = [access(c) for c in cmds]
     pipes = [INSTRUCTIONS[c["opcode"]].pipe for c in cmds]
     spaces = {s: _Space([r for a in acc for r in getattr(a, f"{s}_reads") + getattr(a, f"{s}_writes")])
@@ -64,8 +62,7 @@ def run_mock(cmds, config_name, seed, *, disable=(), depth=3, entries=6, registe
     for s in spaces:
         spaces[s].mem[:] = -1
 
-    dut = Dispatcher(preset(config_name), range(len(cmds)), depth=depth, entries=entries, disable=disable,
-                     register_bits=register_bits)
+    dut = Dispatcher(preset(config_name), range(len(cmds)), depth=depth, entries=entries, disable=disable)
     rng = random.Random(seed)
     out = {"bad_reads": [], "bad_stalls": [], "order": {p: [] for p in PIPES}, "overlap": 0, "busy": 0,
            "stalled": 0, "bad_heads": [], "ordered": 0}
@@ -160,13 +157,12 @@ def _failed(r):
     return bool(r["bad_reads"]) or not r["end_ok"]
 
 
-@pytest.mark.parametrize("config_name,register_bits", [("small", 3), ("default", 0)])
-def test_programs_equal_sequential_execution(config_name, register_bits):
+@pytest.mark.parametrize("config_name", ["small", "default"])
+def test_programs_equal_sequential_execution(config_name):
     cmds = legal_commands(config_name, programs=30, variants=False)
     assert {INSTRUCTIONS[c["opcode"]].pipe for c in cmds} == set(Pipe)
-    assert len(cmds) > 1 << register_bits      # (a payload split between the head's register and LUT RAM)
     for seed in range(2):
-        r = run_mock(cmds, config_name, seed, register_bits=register_bits)
+        r = run_mock(cmds, config_name, seed)
         assert not r["bad_reads"], f"reads that saw another writer than program order's: {r['bad_reads'][:5]}"
         assert r["end_ok"], "the memory ends differently from program order"
         assert r["in_order"], "a pipe ran its instructions out of program order"
