@@ -197,9 +197,9 @@ class PipeFrontEnd(wiring.Component):
             mine = [e for e, p in enumerate(self._pipe_of) if p == k]
             # (the records of an instruction -- stamp, tag, ``queued``, a released one's, the ended status --
             # are read only while their instruction is in the pipe: reset-less, so that the unit's reset,
-            # routed over the fabric, reaches half as many of the front end's flip-flops: ~960 of ~1,730 bits
-            # here; it reached a tag register in 10.3 ns at a placement seed, docs/synthesis.md
-            # "Concurrency control")
+            # routed over the fabric, reaches ~960 fewer of the front end's ~1,730 reset flip-flop bits; it
+            # reached a tag register in 10.3 ns at a placement seed, docs/synthesis.md "Concurrency
+            # control")
             stamp = Signal(32, name=f"pipe{k}_stamp", reset_less=True)
             tag = Signal(16, name=f"pipe{k}_tag", reset_less=True)
             # the response's ``queued``: from the acceptance to the cycle of the engine's ``start`` (a register:
