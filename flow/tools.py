@@ -16,7 +16,7 @@ import sys
 import time
 from importlib import metadata
 
-__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
+__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "router_stall", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
            "CELL_KINDS"]
 
 #: The cell kinds counted from yosys ``stat`` after ``synth_ecp5``.
@@ -40,26 +40,61 @@ def tool(name):
     return exe
 
 
-def run(name, args, cwd, log_name, timeout=None):
+def run(name, args, cwd, log_name, timeout=None, watch=None, poll=10.0):
     """Run tool ``name`` with ``args`` in ``cwd``; write stdout+stderr to ``cwd/log_name``.
 
-    Returns ``(log text, seconds)``. Raises :class:`ToolError` on a non-zero exit code or a timeout.
+    ``watch``: called with the log's text every ``poll`` seconds while the tool runs; a string it returns
+    stops the tool, and is the :class:`ToolError`'s reason (e.g. :func:`router_stall`).
+
+    Returns ``(log text, seconds)``. Raises :class:`ToolError` on a non-zero exit code, a timeout or a stop.
     """
     t0 = time.time()
     log_path = os.path.join(cwd, log_name)
     with open(log_path, "w") as log:
+        proc = subprocess.Popen([tool(name), *args], cwd=cwd, stdout=log, stderr=subprocess.STDOUT, text=True)
         try:
-            r = subprocess.run([tool(name), *args], cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
-                               text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise ToolError(f"{name} timed out after {timeout} s (log: {log_path})") from None
-    seconds = time.time() - t0
+            while True:
+                left = None if timeout is None else timeout - (time.time() - t0)
+                if left is not None and left <= 0:
+                    raise ToolError(f"{name} timed out after {timeout} s (log: {log_path})")
+                try:
+                    proc.wait(timeout=poll if left is None else min(poll, left))
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                why = watch(open(log_path).read()) if watch else None
+                if why:
+                    raise ToolError(f"{name} stopped after {time.time() - t0:.0f} s: {why} (log: {log_path})")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    seconds, r = time.time() - t0, proc
     text = open(log_path).read()
     if r.returncode != 0:
         tail = "\n".join(text.rstrip().splitlines()[-15:])
         raise ToolError(f"{name} failed with exit code {r.returncode} after {seconds:.0f} s: "
                         f"{failure_summary(text)} (log: {log_path}); last lines:\n{tail}")
     return text, seconds
+
+
+def router_stall(log, patience):
+    """Why router2 should be stopped, or None: in a nextpnr log with ``--tmg-ripup``, its last ``patience``
+    iterations (or more) all had no overused wire and still arcs over the target. Such a run has nothing
+    left to negotiate but timing, and router2 then rips up the same arcs for hours: the runs of this
+    project that converged did within 121 iterations, those that did not went on for 300-900 until they
+    were stopped (docs/synthesis.md, "Concurrency control")."""
+    it = re.findall(r"iter=(\d+) wires=\d+ overused=(\d+) overuse=\d+ .*?tmgfail=(\d+)", log)
+    quiet = 0
+    for _, overused, failing in reversed(it):
+        if overused != "0" or failing == "0":
+            break
+        quiet += 1
+    if patience <= 0 or quiet < patience:
+        return None
+    first, last = int(it[-quiet][0]), int(it[-1][0])
+    return (f"router2 did not converge: no overused wire in iterations {first}-{last}, and still "
+            f"{it[-1][2]} arcs over the target in the last (stopped after {quiet} such iterations)")
 
 
 def failure_summary(log):

@@ -199,6 +199,45 @@ def test_tool_failure_is_an_error_with_the_exit_code(tmp_path):
         run("sh", ["-c", "echo iter=7 wires=10 overused=3; sleep 5"], str(tmp_path), "t.log", timeout=0.5)
 
 
+def _router_lines(rows):
+    """nextpnr's router2 lines with ``--tmg-ripup`` for (overused, tmgfail) per iteration."""
+    return "".join(f"Info:     iter={i} wires=9000 overused={o} overuse={o} tmgfail={t} archfail=NA\n"
+                   for i, (o, t) in enumerate(rows, 1))
+
+
+def test_router_stall_only_on_a_run_of_timing_only_iterations():
+    from flow.tools import router_stall
+    # overuse negotiated away at iteration 4, then only timing arcs failing: a stall from 3 such iterations
+    rows = [(90, 40), (12, 30), (1, 20)] + [(0, 7)] * 3
+    why = router_stall(_router_lines(rows), 3)
+    assert why and "iterations 4-6" in why and "7 arcs over the target" in why, why
+    assert router_stall(_router_lines(rows), 4) is None          # not yet
+    assert router_stall(_router_lines(rows), 0) is None          # never
+    # an overused wire in between restarts the count; the count is of the last iterations only
+    assert router_stall(_router_lines([(0, 5)] * 3 + [(1, 5)] + [(0, 5)] * 2), 3) is None
+    # converging (tmgfail 0 at the end), or the lines of a run without --tmg-ripup: no stall
+    assert router_stall(_router_lines([(0, 5)] * 5 + [(0, 0)]), 3) is None
+    assert router_stall("Info:     iter=9 wires=9000 overused=0 overuse=0 archfail=NA\n" * 5, 3) is None
+    # resource counts between overuse and tmgfail (another architecture's line) still parse
+    line = "Info:     iter={} wires=9 overused=0 overuse=0 resources=4 overused=0 overuse=0 tmgfail=2 archfail=NA\n"
+    assert router_stall("".join(line.format(i) for i in range(5)), 5)
+
+
+def test_run_stops_a_tool_its_watch_gives_up_on(tmp_path):
+    """``run(watch=...)``: the tool's log is read while it runs, and a reason from the watch stops it (here a
+    fake router that would print for 30 s more and then succeed: without the stop, no error)."""
+    from flow.tools import ToolError, router_stall, run
+    script = ("i=0; while [ $i -lt 300 ]; do i=$((i+1)); "
+              "echo \"Info:     iter=$i wires=9 overused=0 overuse=0 tmgfail=3 archfail=NA\"; sleep 0.1; done")
+    with pytest.raises(ToolError, match="stopped after .* router2 did not converge: no overused wire in "
+                                        "iterations 1-"):
+        run("sh", ["-c", script], str(tmp_path), "t.log", watch=lambda t: router_stall(t, 5), poll=0.2)
+    # a tool the watch never objects to runs to its end and returns its log
+    text, _ = run("sh", ["-c", "echo iter=1; echo done"], str(tmp_path), "t.log",
+                  watch=lambda t: None, poll=0.05)
+    assert text == "iter=1\ndone\n"
+
+
 def _fake_result(tag, lut, fmax):
     return {"tag": tag, "cells": {"LUT4": lut, "CCU2C": 10, "TRELLIS_FF": 100, "DP16KD": 16, "MULT18X18D": 2},
             "unit_ffs": 50, "fmax_mhz": fmax, "seconds": {"total": 60}, "config_fields": "",
