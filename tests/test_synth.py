@@ -205,22 +205,26 @@ def _router_lines(rows):
                    for i, (o, t) in enumerate(rows, 1))
 
 
-def test_router_stall_only_on_a_run_of_timing_only_iterations():
+def test_router_stall_once_router2_passes_its_patience():
     from flow.tools import router_stall
-    # overuse negotiated away at iteration 4, then only timing arcs failing: a stall from 3 such iterations
+    # overuse negotiated away at iteration 4, then only timing arcs failing
     rows = [(90, 40), (12, 30), (1, 20)] + [(0, 7)] * 3
-    why = router_stall(_router_lines(rows), 3)
-    assert why and "iterations 4-6" in why and "7 arcs over the target" in why, why
-    assert router_stall(_router_lines(rows), 4) is None          # not yet
-    assert router_stall(_router_lines(rows), 0) is None          # never
-    # an overused wire in between restarts the count; the count is of the last iterations only
-    assert router_stall(_router_lines([(0, 5)] * 3 + [(1, 5)] + [(0, 5)] * 2), 3) is None
-    # converging (tmgfail 0 at the end), or the lines of a run without --tmg-ripup: no stall
-    assert router_stall(_router_lines([(0, 5)] * 5 + [(0, 0)]), 3) is None
-    assert router_stall("Info:     iter=9 wires=9000 overused=0 overuse=0 archfail=NA\n" * 5, 3) is None
+    assert router_stall(_router_lines(rows), 7) is None             # not there yet
+    assert router_stall(_router_lines(rows), 0) is None             # never
+    why = router_stall(_router_lines(rows), 6)
+    assert why == ("router2 did not converge within 6 iterations: at iteration 6, no wire overused since "
+                   "iteration 4 and 7 arcs over the target"), why
+    # the same few wires overused all along (timing rip-up and congestion fighting): stopped as well
+    why = router_stall(_router_lines([(90, 40)] + [(2, 150)] * 5), 6)
+    assert why and "at iteration 6, 2 wires overused and 150 arcs over the target" in why, why
+    # the lines of a run without --tmg-ripup (no tmgfail) still parse
+    why = router_stall("".join(f"Info:     iter={i} wires=9 overused=3 overuse=3 archfail=NA\n"
+                               for i in range(1, 6)), 5)
+    assert why and "3 wires overused and an unknown number of arcs" in why, why
     # resource counts between overuse and tmgfail (another architecture's line) still parse
     line = "Info:     iter={} wires=9 overused=0 overuse=0 resources=4 overused=0 overuse=0 tmgfail=2 archfail=NA\n"
-    assert router_stall("".join(line.format(i) for i in range(5)), 5)
+    assert "2 arcs over" in router_stall("".join(line.format(i) for i in range(1, 6)), 5)
+    assert router_stall("no router here", 5) is None
 
 
 def test_run_stops_a_tool_its_watch_gives_up_on(tmp_path):
@@ -229,8 +233,8 @@ def test_run_stops_a_tool_its_watch_gives_up_on(tmp_path):
     from flow.tools import ToolError, router_stall, run
     script = ("i=0; while [ $i -lt 300 ]; do i=$((i+1)); "
               "echo \"Info:     iter=$i wires=9 overused=0 overuse=0 tmgfail=3 archfail=NA\"; sleep 0.1; done")
-    with pytest.raises(ToolError, match="stopped after .* router2 did not converge: no overused wire in "
-                                        "iterations 1-"):
+    with pytest.raises(ToolError, match="stopped after .* router2 did not converge within 5 iterations: at "
+                                        "iteration .*, no wire overused since iteration 1 and 3 arcs"):
         run("sh", ["-c", script], str(tmp_path), "t.log", watch=lambda t: router_stall(t, 5), poll=0.2)
     # a tool the watch never objects to runs to its end and returns its log
     text, _ = run("sh", ["-c", "echo iter=1; echo done"], str(tmp_path), "t.log",
