@@ -66,7 +66,7 @@ NEXTPNR_TIMEOUT_S = 90 * 60
 #: (:func:`flow.tools.router_stall`): the runs in docs/synthesis.md that converged did within 121
 #: iterations in all, the others ripped up the same arcs, with no overused wire or the same few, for
 #: 300-900 iterations until they were stopped ("Concurrency control"); at 1-3 s per iteration such a run
-#: now fails some 20-30 min into nextpnr instead of at the timeout. ``--router-patience`` sets another
+#: now fails some 15-30 min into nextpnr instead of at the timeout. ``--router-patience`` sets another
 #: (0: never).
 ROUTER_PATIENCE = 300
 
