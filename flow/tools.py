@@ -16,7 +16,7 @@ import sys
 import time
 from importlib import metadata
 
-__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "router_stall", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
+__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "router_iterations", "router_stall", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
            "CELL_KINDS"]
 
 #: The cell kinds counted from yosys ``stat`` after ``synth_ecp5``.
@@ -78,6 +78,12 @@ def run(name, args, cwd, log_name, timeout=None, watch=None, poll=10.0):
     return text, seconds
 
 
+def router_iterations(log):
+    """router2's iterations in a nextpnr log, in order: ``(iteration, overused wires, arcs over the target)``
+    as strings, the last ``""`` without ``--tmg-ripup`` (its lines have no ``tmgfail``)."""
+    return re.findall(r"iter=(\d+) wires=\d+ overused=(\d+) overuse=\d+ (?:.*?tmgfail=(\d+))?", log)
+
+
 def router_stall(log, patience):
     """Why router2 should be stopped, or None: a nextpnr log whose router2 has passed iteration ``patience``
     (0: never) without converging. router2 stops by itself only once no wire is overused and, with
@@ -85,7 +91,7 @@ def router_stall(log, patience):
     same arcs for hours, with no overused wire or with the same few (the runs of this project that
     converged did within 121 iterations in all, those that did not were still at it after 300-900 when they
     were stopped: docs/synthesis.md, "Concurrency control")."""
-    it = re.findall(r"iter=(\d+) wires=\d+ overused=(\d+) overuse=\d+ (?:.*?tmgfail=(\d+))?", log)
+    it = router_iterations(log)
     if patience <= 0 or not it or int(it[-1][0]) < patience:
         return None
     last, overused, failing = it[-1]
@@ -158,7 +164,7 @@ def parse_congestion(log):
     figure came from a congested placement."""
     wl = re.findall(r"wirelen = (\d+)", log)
     fm = re.findall(r"Max frequency for clock\s+'[^']*':\s+([\d.]+)\s+MHz", log)
-    it = re.findall(r"iter=(\d+) wires=\d+ overused=(\d+)", log)
+    it = router_iterations(log)
     return {"placed_wirelen": int(wl[-1]) if wl else None,
             "placed_fmax_mhz": float(fm[0]) if len(fm) > 1 or (fm and it) else None,
             "router_iterations": int(it[-1][0]) if it else None,
