@@ -54,3 +54,37 @@ async def tsync_after_stores(dut):
     assert (await h.run(dict(load, dst=dict(t, base=0x400))))["status"] == Status.OK
     await h.check_ub()
     h.check_gm(DST, 256)
+
+
+@cocotb.test()
+async def command_in_the_first_cycle_after_reset(dut):
+    """A command offered from the first cycle the unit's reset is low (no harness: the ports driven by hand)
+    is taken exactly once and answered. The concurrent unit's front end leaves reset a cycle after the unit
+    (``rtl/concurrent.py``, ``_reset_copies``): its command port must not be ready in that cycle, or the
+    command is taken and lost."""
+    from cocotb.clock import Clock
+    from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
+
+    from rtl.isa import Command, Response, decode, encode
+    for name in ("s_axis_cmd__tvalid", "ub_dbg__valid", "m_axi__arready", "m_axi__rvalid", "m_axi__awready",
+                 "m_axi__wready", "m_axi__bvalid"):
+        if hasattr(dut, name):
+            getattr(dut, name).value = 0
+    dut.rst.value = 1
+    dut.m_axis_rsp__tready.value = 1
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start(start_high=False))
+    await ClockCycles(dut.clk, 4)
+    await FallingEdge(dut.clk)
+    dut.rst.value = 0                       # the first cycle out of reset, and a command offered in it
+    dut.s_axis_cmd__tdata.value = encode(Command, {"opcode": Opcode.TSYNC, "tag": 0x1234})
+    dut.s_axis_cmd__tvalid.value = 1
+    taken, answers = 0, []
+    for _ in range(40):
+        await RisingEdge(dut.clk)           # (values as the edge samples them)
+        if dut.s_axis_cmd__tvalid.value and dut.s_axis_cmd__tready.value:
+            taken += 1
+            dut.s_axis_cmd__tvalid.value = 0
+        if dut.m_axis_rsp__tvalid.value:
+            answers.append(decode(Response, int(dut.m_axis_rsp__tdata.value)))
+    assert taken == 1, taken
+    assert [(a["tag"], a["status"]) for a in answers] == [(0x1234, Status.OK)], answers

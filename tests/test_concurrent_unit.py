@@ -252,3 +252,15 @@ def test_concurrent_configuration_errors():
         preset("small_concurrent", pipe_entries=1)
     with pytest.raises(ValueError, match="pipe_queue_depth=1 must be >= 2"):
         preset("small_concurrent", pipe_queue_depth=1)
+
+
+@pytest.mark.cocotb
+@pytest.mark.parametrize("spec", ["small_concurrent,engines=transfer", "small,engines=transfer"])
+def test_command_in_the_first_cycle_after_reset(spec):
+    """A command offered in the first cycle out of reset is taken once and answered, on the concurrent unit
+    (whose front end leaves reset a cycle after the unit: ``rtl/concurrent.py``, ``_reset_copies``) and on
+    the serial one."""
+    from sim.runner import run
+    result = run("test_sync", "command_in_the_first_cycle_after_reset", spec, "icarus",
+                 label="first-cycle-after-reset")
+    assert result.passed, result.results_xml.parent / "sim.log"
