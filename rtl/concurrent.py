@@ -128,7 +128,7 @@ def _reset_copies(m):
     reset a register of the unit's reset (``rst_front``, a cycle late, as each engine's reset,
     :func:`rtl.frontend.engine_domain.engine_domain`) and a register of that one (``rst_perf``, a cycle
     later: a register of the unit's reset too would be merged with ``rst_front``). The unit's reset comes
-    from outside (a pin's synchroniser in the synthesis flow) and reached the ~2,000 flip-flops of the front
+    from outside (a pin's synchroniser in the synthesis flow) and reached the ~1,200 flip-flops of the front
     end and the counters over the fabric, one net from wherever its source is: at a placement seed its far
     branches took 10.6-11.5 ns with no logic (docs/synthesis.md, "Concurrency control"). A register of it
     per group is placed among its flip-flops, so the long wire is one arc between two registers. The front

@@ -56,7 +56,8 @@ class PipeFrontEnd(wiring.Component):
         Engine ``e``'s ``release`` (:class:`rtl.engines.base.EngineSignature`, an engine built with
         ``overlap``): it has finished with its command, so the pipe may start the next instruction on it while
         it finishes this one. It may be a cycle old (a register between the engine and the front end,
-        ``rtl.concurrent``): the front end ignores it in the cycle of the engine's ``start``. The front end then holds the finishing one aside (``pipeK_released`` counts them:
+        ``rtl.concurrent``): the front end ignores it in the cycle of the engine's ``start``. The front end
+        then holds the finishing one aside (``pipeK_released`` counts them:
         tag, stamp and response each; they free the pipe and drain first, in order) and takes the next one in
         that same cycle (its ``start`` the cycle after the release), if
         it runs on the same engine (the read ports stay that engine's until its last ``done``), is one of the
