@@ -59,9 +59,9 @@ async def tsync_after_stores(dut):
 @cocotb.test()
 async def command_in_the_first_cycle_after_reset(dut):
     """A command offered from the first cycle the unit's reset is low (no harness: the ports driven by hand)
-    is taken exactly once and answered. The concurrent unit's front end leaves reset a cycle after the unit
-    (``rtl/concurrent.py``, ``_reset_copies``): its command port must not be ready in that cycle, or the
-    command is taken and lost."""
+    is taken exactly once and answered: a unit whose parts leave reset in different cycles must not be ready
+    before the part that takes commands is (a front end reset through a register of the unit's reset, tried
+    in the twenty-third session, took the command in that cycle and lost it)."""
     from cocotb.clock import Clock
     from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge
 

@@ -8,7 +8,6 @@ one-instruction-at-a-time front end when the configuration asks for it; the port
 from dataclasses import replace
 
 from amaranth import *
-from amaranth.hdl import ClockDomain, DomainRenamer
 from amaranth.lib import wiring
 
 from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
@@ -75,11 +74,7 @@ def elaborate_concurrent(unit, classes, platform):
     unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
     if unknown:
         raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")
-    # the front end in a reset domain of its own ("front"), the per-pipe counters in another ("perf"): see
-    # :func:`_reset_copies`
-    front = front_end(cfg, classes)
-    m.submodules.front = DomainRenamer({"sync": "front"})(front)
-    front_in_reset = _reset_copies(m)
+    m.submodules.front = front = front_end(cfg, classes)
     for k, (e, cls) in enumerate(zip(engines, classes)):
         # each engine in a clock domain of its own: the front end resets it when it started speculatively
         # on a command the checker rejects
@@ -87,27 +82,25 @@ def elaborate_concurrent(unit, classes, platform):
         m.submodules[name] = engine_domain(m, e, name, front.abort[k], platform)
         _engine_port(m, e, name, front.engines[k], front.release[k])
     # commands and responses
-    m.d.comb += [front.cmd.valid.eq(unit.s_axis_cmd.tvalid & ~front_in_reset),
-                 front.cmd.payload.eq(unit.s_axis_cmd.tdata),
-                 unit.s_axis_cmd.tready.eq(front.cmd.ready & ~front_in_reset),
+    m.d.comb += [front.cmd.valid.eq(unit.s_axis_cmd.tvalid), front.cmd.payload.eq(unit.s_axis_cmd.tdata),
+                 unit.s_axis_cmd.tready.eq(front.cmd.ready),
                  unit.m_axis_rsp.tvalid.eq(front.rsp.valid), unit.m_axis_rsp.tdata.eq(front.rsp.payload),
                  front.rsp.ready.eq(unit.m_axis_rsp.tready)]
     # the per-pipe counters: a cycle for every cycle the pipe runs an instruction, and for every cycle its
     # next instruction waits on a hazard (each from a register of the dispatcher's flags)
-    counters = PipeCounters()
-    m.submodules.counters = DomainRenamer({"sync": "perf"})(counters)
+    m.submodules.counters = counters = PipeCounters()
     m.d.comb += [unit.perf.busy[k].eq(counters.perf.busy[k]) for k in range(len(PIPES))]
     m.d.comb += [counters.add.eq(1), counters.pipe.eq(front.busy), counters.amount.eq(1)]
     stalled_q = Signal(len(PIPES), name="stalled_q")
     early_q = Signal(len(PIPES), name="early_q")
-    m.d.perf += [stalled_q.eq(front.stalled), early_q.eq(front.early)]
+    m.d.sync += [stalled_q.eq(front.stalled), early_q.eq(front.early)]
     for k, counter in enumerate(unit.perf.stalled):
         with m.If(stalled_q[k]):
-            m.d.perf += counter.eq(counter + 1)
+            m.d.sync += counter.eq(counter + 1)
     # and an instruction for every one that started while its pipe's previous one was still in the engine
     for k, counter in enumerate(unit.perf.early):
         with m.If(early_q[k]):
-            m.d.perf += counter.eq(counter + 1)
+            m.d.sync += counter.eq(counter + 1)
     # the UB debug port's grant: the unit holds nothing, and takes no command at this edge (an engine
     # started speculatively may read the UB in the next cycle)
     grant = Signal(name="ubdbg_grant")
@@ -121,28 +114,6 @@ def elaborate_concurrent(unit, classes, platform):
     _axi(m, unit.m_axi, by_pipe)
     _ub_write(m, unit, ub, wr, grant)
     return m
-
-
-def _reset_copies(m):
-    """Clock domains ``front`` (the front end) and ``perf`` (the host's counters): the unit's clock, and as
-    reset a register of the unit's reset (``rst_front``, a cycle late, as each engine's reset,
-    :func:`rtl.frontend.engine_domain.engine_domain`) and a register of that one (``rst_perf``, a cycle
-    later: a register of the unit's reset too would be merged with ``rst_front``). The unit's reset comes
-    from outside (a pin's synchroniser in the synthesis flow) and reached the ~1,200 flip-flops of the front
-    end and the counters over the fabric, one net from wherever its source is: at a placement seed its far
-    branches took 10.6-11.5 ns with no logic (docs/synthesis.md, "Concurrency control"). A register of it
-    per group is placed among its flip-flops, so the long wire is one arc between two registers. The front
-    end leaves reset in the cycle the engines do; the counters a cycle after (they count from registered
-    flags, so nothing is lost: the first instruction starts two cycles after the front end leaves reset at
-    the earliest). Returns ``rst_front``: the command port is not ready while it is high (a command taken
-    in the cycle after the unit's reset would be lost)."""
-    rst_front = Signal(init=1, reset_less=True, name="rst_front")
-    rst_perf = Signal(init=1, reset_less=True, name="rst_perf")
-    m.d.sync += [rst_front.eq(ResetSignal()), rst_perf.eq(rst_front)]
-    for name, rst in (("front", rst_front), ("perf", rst_perf)):
-        m.domains += ClockDomain(name)
-        m.d.comb += [ClockSignal(name).eq(ClockSignal()), ResetSignal(name).eq(rst)]
-    return rst_front
 
 
 def _engine_port(m, e, name, port, release):

@@ -258,8 +258,7 @@ def test_concurrent_configuration_errors():
 @pytest.mark.parametrize("spec", ["small_concurrent,engines=transfer", "small,engines=transfer"])
 def test_command_in_the_first_cycle_after_reset(spec):
     """A command offered in the first cycle out of reset is taken once and answered, on the concurrent unit
-    (whose front end leaves reset a cycle after the unit: ``rtl/concurrent.py``, ``_reset_copies``) and on
-    the serial one."""
+    and on the serial one (``cocotb_tests/test_sync.py``)."""
     from sim.runner import run
     result = run("test_sync", "command_in_the_first_cycle_after_reset", spec, "icarus",
                  label="first-cycle-after-reset")
