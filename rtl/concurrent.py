@@ -123,10 +123,9 @@ def _engine_port(m, e, name, port, release):
     combinational ``done`` or ``release`` into the front end's take (the concurrent unit's worst routed
     paths before, 12.9-13.5 ns: docs/architecture.md "The concurrent unit"). In the engine's domain, they
     are cleared with it when the front end aborts a speculative start: no stale ``done`` reaches an engine
-    started again. A registered ``release`` is one cycle old: the front end does not act on it in a
-    ``start`` cycle (the engine drives ``release`` low then, and the register still shows the cycle before;
-    :class:`rtl.frontend.pipe_front.PipeFrontEnd` masks it with a copy of ``start`` of its own), and it
-    needs every engine's ``release`` to stay high, once high, until the next ``start``
+    started again. A registered ``release`` is one cycle old: the front end must not act on it in a
+    ``start`` cycle (the engine drives ``release`` low then, and the register still shows the cycle before),
+    and it needs every engine's ``release`` to stay high, once high, until the next ``start``
     (``rtl.engines.base.EngineSignature``; the engine bench checks it,
     ``tests/rtl/rtl_engine_bench.py``'s ``execute_overlapped``)."""
     done, release_r = Signal(name=f"{name}_done_r"), Signal(name=f"{name}_release_r")
@@ -136,7 +135,7 @@ def _engine_port(m, e, name, port, release):
                  port.done.eq(done), port.status.eq(status)]
     if "release" in e.signature.members:
         m.d[name] += release_r.eq(e.release)
-        m.d.comb += release.eq(release_r)
+        m.d.comb += release.eq(release_r & ~port.start)
 
 
 def _read_ports(m, ub, by_pipe, grant):

@@ -55,9 +55,7 @@ class PipeFrontEnd(wiring.Component):
     release : In(len(engines)), default all low
         Engine ``e``'s ``release`` (:class:`rtl.engines.base.EngineSignature`, an engine built with
         ``overlap``): it has finished with its command, so the pipe may start the next instruction on it while
-        it finishes this one. It may be a cycle old (a register between the engine and the front end,
-        ``rtl.concurrent``): the front end ignores it in the cycle of the engine's ``start``. The front end
-        then holds the finishing one aside (``pipeK_released`` counts them:
+        it finishes this one. The front end then holds the finishing one aside (``pipeK_released`` counts them:
         tag, stamp and response each; they free the pipe and drain first, in order) and takes the next one in
         that same cycle (its ``start`` the cycle after the release), if
         it runs on the same engine (the read ports stay that engine's until its last ``done``), is one of the
@@ -283,14 +281,8 @@ class PipeFrontEnd(wiring.Component):
                 else:
                     for_me = take & Cat(issue.payload.cmd.opcode == op for op in cls.opcodes).any()
                     spec_me = spec & Cat(offered.opcode == op for op in cls.opcodes).any()
-                # ``start_seen``: the front end's own copy of ``start``, which masks the engine's ``release`` in
-                # a start cycle (``release`` may be a register a cycle old then). ``start`` goes to the engine,
-                # the copy stays here: with one register for both, its wire ran to the engine and the masked
-                # ``release`` back into the take (12.1 ns, 10.5 of it wire: ``ecp5_concurrent`` at seed 7,
-                # docs/synthesis.md). Reset-less, so that synthesis does not merge it with ``start``.
-                start_seen = Signal(name=f"start_seen_{cls.name}", reset_less=True)
                 m.d.comb += [port.cmd.eq(ecmd), port.start.eq(start), port.go.eq(go), self.owner[e].eq(sel)]
-                m.d.sync += [start.eq(for_me | spec_me), start_seen.eq(for_me | spec_me)]
+                m.d.sync += start.eq(for_me | spec_me)
                 with m.If(for_me):
                     m.d.sync += [sel.eq(1), go.eq(1)]
                 with m.If(spec_me):
@@ -330,7 +322,7 @@ class PipeFrontEnd(wiring.Component):
                     m.d.sync += [sel.eq(0), go.eq(0)]
                 with m.If(sel & port.done):
                     m.d.comb += [finish.eq(1), status.eq(port.status)]
-                with m.If(sel & self.release[e] & ~start_seen):
+                with m.If(sel & self.release[e]):
                     m.d.comb += releasing.eq(1)
             # the response: at ``done``, or at the verdict if the engine was done before it. (The queue had
             # room when the instruction was taken, and holds at most one response per instruction of its

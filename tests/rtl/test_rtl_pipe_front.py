@@ -54,16 +54,14 @@ def _early(rng):
 
 
 def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drained=False, one_at_a_time=False,
-              overlap=True, rsp_ready=0.7, stale_release=False):
+              overlap=True, rsp_ready=0.7):
     """Run ``cmds`` through a PipeFrontEnd on mock engines; returns findings. A UB writer's writes may land
     after its ``done`` (up to ``LATE`` cycles, while its pipe's next instruction runs), and its pipe's
     ``drained`` is low until they have (``ignore_drained``: held high instead, a mutation).
     ``one_at_a_time``: offer a command only when every earlier one has been answered. ``overlap``: the mocks
     of engines that can (``Engine.OVERLAP``) raise ``release`` at a random cycle after their start, and take
     their next instruction while the earlier ones run (``done`` in start order). ``rsp_ready``: the share of
-    cycles the host takes a response. ``stale_release``: the mocks' ``release`` reaches the front end through a
-    register, a cycle late, as in the concurrent unit (``rtl.concurrent``): high in a ``start`` cycle when it
-    was high in the cycle before."""
+    cycles the host takes a response."""
     cfg = preset(config_name)
     classes = concurrent_engines(engines_for(cfg))
     dut = PipeFrontEnd(cfg, classes, depth=3, entries=6, disable=disable, exclusive=exclusive)
@@ -89,7 +87,6 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
            "engine_flight": 0, "back_to_back": 0}
     overlapping = [overlap and cls.OVERLAP for cls in classes]
     rel_at = {}                          # (engine, instruction) -> the cycle its mock releases its command
-    rel_q = [False] * len(classes)       # (``stale_release``) each mock's ``release`` in the cycle before
     vm = (1 << PIPES.index(Pipe.VECTOR)) | (1 << PIPES.index(Pipe.MATRIX))     # "both": cycles both run
     accepted = {}                        # tag -> acceptance cycle
     started_at = {}                      # tag -> the cycle its engine's ``start`` was last high in
@@ -154,9 +151,7 @@ def run_front(cmds, config_name, seed, *, disable=(), exclusive=(), ignore_drain
                     # released: every instruction it runs has released its command (none started now or
                     # waiting for its verdict)
                     mine = [rel_at[(f, i)] for (f, i), (_, _, td) in run.items() if f == e and td >= cycle]
-                    rel = not any(f == e for f, _ in spec) and all(t <= cycle for t in mine)
-                    ctx.set(dut.release[e], rel_q[e] if stale_release else rel)
-                    rel_q[e] = rel
+                    ctx.set(dut.release[e], not any(f == e for f, _ in spec) and all(t <= cycle for t in mine))
             taken = offer and ctx.get(dut.cmd.ready)
             if ctx.get(dut.rsp.valid) and ctx.get(dut.rsp.ready):
                 r = decode(Response, ctx.get(dut.rsp.payload).as_value().value)
@@ -308,18 +303,6 @@ def test_front_end_holds_released_instructions():
     r = run_front(cmds, "small", 1)
     assert not r["problems"] and not r["bad_reads"] and r["end_ok"], (r["problems"] + r["bad_reads"])[:6]
     assert r["engine_flight"] == 1 + PipeFrontEnd.RELEASED
-
-
-def test_front_end_masks_a_stale_release():
-    """Engines whose ``release`` reaches the front end a cycle late (a register: high in the cycle of their
-    next ``start`` while it was high the cycle before, ``rtl.concurrent``): the front end ignores it in a start
-    cycle, so no engine is started again on an instruction that has not released its command (a front end
-    that acts on it starts the engine early, a problem the mock reports), and the run still equals
-    sequential execution with instructions overlapping in their engines."""
-    cmds = _program("small", range(30, 36))
-    r = run_front(cmds, "small", 1, stale_release=True)
-    assert not r["problems"] and not r["bad_reads"] and r["end_ok"], (r["problems"] + r["bad_reads"])[:6]
-    assert r["engine_overlap"] > 0 and r["engine_flight"] >= 2
 
 
 def test_front_end_without_overlap():
