@@ -255,11 +255,11 @@ def test_concurrent_configuration_errors():
 
 
 @pytest.mark.cocotb
-@pytest.mark.parametrize("spec", ["small_concurrent,engines=transfer", "small,engines=transfer"])
-def test_command_in_the_first_cycle_after_reset(spec):
+def test_command_in_the_first_cycle_after_reset():
     """A command offered in the first cycle out of reset is taken once and answered, on the concurrent unit
-    and on the serial one (``cocotb_tests/test_sync.py``)."""
+    (``cocotb_tests/test_sync.py``; the serial unit runs it in the regression's ``test_sync`` group,
+    ``tests/test_cocotb_sync.py``)."""
     from sim.runner import run
-    result = run("test_sync", "command_in_the_first_cycle_after_reset", spec, "icarus",
-                 label="first-cycle-after-reset")
+    result = run("test_sync", "command_in_the_first_cycle_after_reset", "small_concurrent,engines=transfer",
+                 "icarus", label="first-cycle-after-reset")
     assert result.passed, result.results_xml.parent / "sim.log"
