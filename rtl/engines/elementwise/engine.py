@@ -5,20 +5,20 @@ from types import SimpleNamespace
 from amaranth import *
 from amaranth.lib import data, wiring
 
-from rtl.checker.stages import stage
 from rtl.engines.base import GO_DELAY, Engine, tile_lines, words_of
+from rtl.engines.elementwise.checks import elementwise_checks
 from rtl.engines.elementwise.combiner import combiner
 from rtl.engines.elementwise.lanes import ElementwiseLanes
 from rtl.engines.elementwise.model import cycles as model_cycles
 from rtl.engines.elementwise.overlap import overlap_context, pattern_context, release_and_empty, tag_b_lines
 from rtl.engines.elementwise.pattern import PATTERN_BYTES, PatternBuilder
-from rtl.engines.elementwise.setup import EW_OPCODES, decode, is_rowexpand, lane_op, same_valid, setup
+from rtl.engines.elementwise.setup import EW_OPCODES, decode, is_rowexpand, lane_op, setup
 from rtl.engines.elementwise.walker import QUEUE_CYCLES, FlagFifo, SegmentWalker
-from rtl.isa import EXPAND_BLOCK_BYTES, Layout, Opcode, Status
+from rtl.isa import Layout, Opcode, Status
 from rtl.lib.contract import require
 from rtl.lib.delay import delay
 from rtl.lib.output_queue import OutputQueue
-from rtl.lib.tile import LINE_BYTES_BITS, elem_log2
+from rtl.lib.tile import LINE_BYTES_BITS
 from rtl.ub.reader import UbReader
 from rtl.ub.writer import UbWriter
 
@@ -179,33 +179,8 @@ class ElementwiseEngine(Engine):
 
     @staticmethod
     def add_checks(m, config, cmd, fail):
-        """The family's own rules (``golden.check._rules_trowexpandmul`` / ``_rules_tpartadd``)."""
-        dst, s0, s1 = cmd.dst, cmd.src0, cmd.src1
-        # The opcode decodes and the field compares are registered (``stage``: the command is held while
-        # it is checked), the conditions combine the registers: a few LUT levels each side of them.
-        trow = stage(m, Cat(cmd.opcode == op for op in EW_OPCODES if is_rowexpand(op)).any(), "ew_trow")
-        tpart = stage(m, Cat(cmd.opcode == op for op in EW_OPCODES if not is_rowexpand(op)).any(), "ew_tpart")
-        m0 = stage(m, same_valid(s0, dst), "ew_same0")
-        m1 = stage(m, same_valid(s1, dst), "ew_same1")
-        esz = elem_log2(m, dst.dtype)
-        block = Signal(range(EXPAND_BLOCK_BYTES + 1))      # the block's elements
-        m.d.comb += block.eq(EXPAND_BLOCK_BYTES >> esz)
-
-        def expanded_ok(t):     # ``t`` has the expanded operand's shape: its layout picks the mode
-            want_cols = Mux(t.layout == Layout.COL_MAJOR, 1, block)
-            return (t.valid_rows == dst.valid_rows) & (t.valid_cols == want_cols)
-        # TROWEXPAND*: the full operand is src0 when it has dst's valid shape (also when both do: then
-        # src1 is the expanded one), else src1; the expanded operand's layout picks the mode.
-        exp0_ok, exp1_ok = stage(m, expanded_ok(s0), "ew_exp0"), stage(m, expanded_ok(s1), "ew_exp1")
-        row0, row1 = (stage(m, t.layout == Layout.ROW_MAJOR, f"ew_row{k}") for k, t in enumerate((s0, s1)))
-        full_is_1 = ~m0
-        fail[Status.LAYOUT_UNSUPPORTED].append(trow & (m0 | m1) & ~Mux(full_is_1, row1, row0))
-        fail[Status.SHAPE_MISMATCH].append(trow & (~(m0 | m1) | ~Mux(full_is_1, exp0_ok, exp1_ok)))
-        # TPART*: one source has dst's valid shape, the other fits inside it; an empty dst region is fine
-        fits0 = stage(m, (s0.valid_rows <= dst.valid_rows) & (s0.valid_cols <= dst.valid_cols), "ew_fits0")
-        fits1 = stage(m, (s1.valid_rows <= dst.valid_rows) & (s1.valid_cols <= dst.valid_cols), "ew_fits1")
-        empty = stage(m, (dst.valid_rows == 0) | (dst.valid_cols == 0), "ew_empty")
-        fail[Status.VALIDITY_PATTERN].append(tpart & ~empty & ~((m0 & fits1) | (m1 & fits0)))
+        """The family's own rules (:func:`rtl.engines.elementwise.checks.elementwise_checks`)."""
+        elementwise_checks(m, config, cmd, fail)
 
     def elaborate(self, platform):
         """The engine's parts and their connections, section by section (numbered as in the class doc)."""
