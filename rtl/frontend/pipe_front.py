@@ -14,9 +14,9 @@ from rtl.frontend.counters import PIPES, pipe_select
 from rtl.frontend.dispatch import Dispatcher
 from rtl.frontend.check_stage import FOOTPRINT_AT, check_stage
 from rtl.frontend.footprint import Footprint
+from rtl.frontend.responses import merge_responses
 from rtl.isa import INSTRUCTIONS, Command, Response, Status
 from rtl.lib.fifo import LutFifo, bit_slices, ring_index, ring_push
-from rtl.lib.mux import and_or
 
 __all__ = ["PipeFrontEnd"]
 
@@ -99,9 +99,9 @@ class PipeFrontEnd(wiring.Component):
     edge after the dispatcher offers it (``Dispatcher``: an instruction pushed at edge ``u`` into an idle
     pipe with no hazard is offered from the cycle after edge ``u + Scoreboard.INSERT_LATENCY``).
 
-    Speculative start: a command accepted while nothing is in flight (the check stage and the scoreboard empty:
-    no pipe runs, nothing is queued or being checked, so nothing older can conflict), whose pipe's response queue has room and whose opcode
-    an engine runs, starts that engine at once, as the one-instruction-at-a-time unit does: ``start`` in the
+    Speculative start: a command accepted while nothing is in flight (the check stage and the scoreboard
+    empty: no pipe runs, nothing is queued or being checked, so nothing older can conflict), whose pipe's
+    response queue has room and whose opcode an engine runs, starts that engine at once, as the one-instruction-at-a-time unit does: ``start`` in the
     cycle after the acceptance, ``go`` ``GO_DELAY`` cycles later if the checker passes it (the engine may
     read the UB meanwhile, nothing more: the engine contract), ``abort`` at the verdict if it rejects it
     (and no speculative start in the next cycle, while the engine's reset is on its way). The command enters
@@ -159,7 +159,7 @@ class PipeFrontEnd(wiring.Component):
         stage = check_stage(m, self, checker, footprint, dispatch, now, rsp_in[0][:3], queues, self._classes,
                             footprint_at=self.FOOTPRINT_AT)
         running = self._pipes(m, dispatch, now, rsp_in[1:], stage)
-        self._merge(m, queues)
+        merge_responses(m, queues, self.rsp)
         m.d.comb += [self.busy.eq(Cat(running)), self.stalled.eq(dispatch.stalled),
                      self.empty.eq(stage.idle & dispatch.empty & ~Cat(q.r_rdy for q in queues).any())]
         return m
@@ -402,25 +402,3 @@ class PipeFrontEnd(wiring.Component):
                 m.d.comb += a.eq(allowed[k] & ~Cat(running[j] for j in others).any() & Cat(older).all())
                 allowed[k] = a
         return allowed
-
-    def _merge(self, m, queues):
-        """The response queues into ``rsp``, round robin: after a queue has sent, the next queue in order
-        has the first turn. (One-hot: ``turn`` a one-hot register, the pick one-hot from it and the queues'
-        ``r_rdy`` registers, the payload an AND-OR of the picked queue's; a binary pick's priority chain and
-        multiplexer were the front end's worst routed path, docs/synthesis.md "Concurrency control".)"""
-        n = len(queues)
-        turn = Signal(n, init=1)
-        rdy = Cat(q.r_rdy for q in queues)
-        pick = Signal(n)
-        for j in range(n):
-            # queue ``j`` is the first ready one at or after the turn ``t``: none of ``t .. j - 1`` is ready
-            first = [turn[t] & ~Cat(rdy[(t + i) % n] for i in range((j - t) % n)).any() for t in range(n)]
-            m.d.comb += pick[j].eq(rdy[j] & Cat(first).any())
-        found = rdy.any()
-        m.d.comb += [self.rsp.valid.eq(found),
-                     self.rsp.payload.eq(and_or([(pick[j], q.r_data) for j, q in enumerate(queues)],
-                                                Response.size))]
-        for j, q in enumerate(queues):
-            m.d.comb += q.r_en.eq(pick[j] & self.rsp.ready)
-        with m.If(found & self.rsp.ready):
-            m.d.sync += turn.eq(pick.rotate_left(1))
