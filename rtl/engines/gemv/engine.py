@@ -6,6 +6,7 @@ from amaranth import *
 from amaranth.lib import data, fifo, wiring
 
 from rtl.engines.base import Engine, words_of
+from rtl.engines.gemv.checks import gemv_checks
 from rtl.engines.gemv.feed import a_serializer, advance_a, init_assembler, port1_dispatch
 from rtl.engines.gemv.fire import count, fire_logic, issue
 from rtl.engines.gemv.mac import MacArray, mac_latency, ring_length
@@ -13,7 +14,7 @@ from rtl.engines.gemv.operands import ESZ_MAX
 from rtl.engines.gemv import overlap as ovl
 from rtl.engines.gemv.params import COUNT_BITS, SUM_BYTES, SUM_LOG2, setup_params
 from rtl.engines.gemv.reduce import Reducer, schedule, turnaround
-from rtl.isa import DTYPE_BYTES, GEMV_MAX_DIM, INSTRUCTIONS, UB_ALIGN, DType, Opcode, Status, TileDesc
+from rtl.isa import DTYPE_BYTES, INSTRUCTIONS, UB_ALIGN, DType, Status, TileDesc
 from rtl.lib.contract import require
 from rtl.ub.reader import UbReader
 from rtl.ub.writer import UbWriter
@@ -192,19 +193,8 @@ class GemvEngine(Engine):
 
     @staticmethod
     def add_checks(m, config, cmd, fail):
-        """The family's shape rules (``golden.check._rules_gemv``); types, layouts and UB ranges are the
-        checker's common checks."""
-        gemv = Cat(cmd.opcode == op for op in GEMV_OPCODES).any()
-        with_init = (cmd.opcode == Opcode.TGEMV_ACC) | (cmd.opcode == Opcode.TGEMV_BIAS)
-        c, a, b, i = cmd.dst, cmd.src0, cmd.src1, cmd.src2
-        K, N = b.valid_rows, b.valid_cols
-        fail[Status.SHAPE_MISMATCH].append(gemv & (
-            (a.rows != c.rows) | (a.cols != b.rows) | (b.cols != c.cols) |
-            (a.valid_rows != c.valid_rows) | (a.valid_cols != K) | (c.valid_cols != N) |
-            (with_init & ((i.rows != c.rows) | (i.cols != c.cols) |
-                          (i.valid_rows != c.valid_rows) | (i.valid_cols != c.valid_cols)))))
-        fail[Status.DIM_OUT_OF_RANGE].append(gemv & (
-            (c.valid_rows != 1) | (K == 0) | (K > GEMV_MAX_DIM) | (N == 0) | (N > GEMV_MAX_DIM)))
+        """The family's shape rules (:func:`rtl.engines.gemv.checks.gemv_checks`)."""
+        gemv_checks(m, config, cmd, fail, GEMV_OPCODES)
 
     def elaborate(self, platform):
         m = Module()
