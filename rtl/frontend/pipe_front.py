@@ -99,15 +99,16 @@ class PipeFrontEnd(wiring.Component):
     edge after the dispatcher offers it (``Dispatcher``: an instruction pushed at edge ``u`` into an idle
     pipe with no hazard is offered from the cycle after edge ``u + Scoreboard.INSERT_LATENCY``).
 
-    Speculative start: a command accepted while nothing is in flight (the check stage and the scoreboard
-    empty: no pipe runs, nothing is queued or being checked, so nothing older can conflict), whose pipe's
-    response queue has room and whose opcode an engine runs, starts that engine at once, as the one-instruction-at-a-time unit does: ``start`` in the
-    cycle after the acceptance, ``go`` ``GO_DELAY`` cycles later if the checker passes it (the engine may
-    read the UB meanwhile, nothing more: the engine contract), ``abort`` at the verdict if it rejects it
-    (and no speculative start in the next cycle, while the engine's reset is on its way). The command enters
-    the scoreboard and its pipe as running when its footprint is ready (``DispatchLayout.started``); it
-    retires only after that. So an instruction alone takes the serial unit's cycles (in the concurrent unit
-    one more: ``rtl.concurrent`` registers the engines' ``done`` on their way here).
+    Speculative start: a command accepted while nothing is in flight (the check stage and the scoreboard empty:
+    no pipe runs, nothing is queued or being checked, so nothing older can conflict), whose pipe's response
+    queue has room and whose opcode an engine runs, starts that engine at once, as the one-instruction-at-a-time
+    unit does: ``start`` in the cycle after the acceptance, ``go`` ``GO_DELAY`` cycles later if the checker
+    passes it (the engine may read the UB meanwhile, nothing more: the engine contract), ``abort`` at the
+    verdict if it rejects it (and no speculative start in the next cycle, while the engine's reset is on its
+    way). The command enters the scoreboard and its pipe as running when its footprint is ready
+    (``DispatchLayout.started``); it retires only after that. So an instruction alone takes the serial unit's
+    cycles (in the concurrent unit one more: ``rtl.concurrent`` registers the engines' ``done`` on their way
+    here).
     """
 
     #: Edges from the acceptance to the footprint (``rtl.frontend.check_stage.FOOTPRINT_AT``; a class

@@ -11,9 +11,10 @@ __all__ = ["merge_responses"]
 
 def merge_responses(m, queues, rsp):
     """The response queues (:class:`rtl.lib.fifo.LutFifo` of :data:`rtl.isa.Response`) into the stream
-    ``rsp``, round robin: after a queue has sent, the next queue in order has the first turn. (One-hot: ``turn`` a one-hot register, the pick one-hot from it and the queues'
-    ``r_rdy`` registers, the payload an AND-OR of the picked queue's; a binary pick's priority chain and
-    multiplexer were the front end's worst routed path, docs/synthesis.md "Concurrency control".)"""
+    ``rsp``, round robin: after a queue has sent, the next queue in order has the first turn. (One-hot: ``turn``
+    a one-hot register, the pick one-hot from it and the queues' ``r_rdy`` registers, the payload an AND-OR of
+    the picked queue's; a binary pick's priority chain and multiplexer were the front end's worst routed path,
+    docs/synthesis.md "Concurrency control".)"""
     n = len(queues)
     turn = Signal(n, init=1)
     rdy = Cat(q.r_rdy for q in queues)

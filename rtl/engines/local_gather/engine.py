@@ -290,7 +290,8 @@ class LocalGatherEngine(Engine):
 
     @staticmethod
     def add_checks(m, config, cmd, fail):
-        """LOCAL_GATHER constraints beyond the common ones (:func:`rtl.engines.local_gather.checks.local_gather_checks`)."""
+        """LOCAL_GATHER constraints beyond the common ones
+        (:func:`rtl.engines.local_gather.checks.local_gather_checks`)."""
         local_gather_checks(m, config, cmd, fail)
 
     def elaborate(self, platform):
