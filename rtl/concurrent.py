@@ -58,11 +58,15 @@ def _pipe(cls):
 def elaborate_concurrent(unit, classes, platform):
     """The module of a concurrent ``unit`` (a :class:`rtl.top.VectorUnit`, whose ports it drives) with the
     engines ``classes`` (``rtl.top.engines_for``)."""
-    m = Module()
     cfg = unit.config
+    # (the configuration is checked before anything is built: a rejected one leaves no unused elaboratable)
     if cfg.ub_read_ports < READ_PORTS or not cfg.ub_write_queues:
         raise ValueError(f"Config.concurrent needs ub_read_ports >= {READ_PORTS} (has {cfg.ub_read_ports}) and "
                          f"ub_write_queues=True (has {cfg.ub_write_queues})")
+    unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
+    if unknown:
+        raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")
+    m = Module()
     classes = concurrent_engines(classes)
     # the compute engines see the two ports they share (their read_ports follow the configuration)
     compute_cfg = replace(cfg, ub_read_ports=READ_PORTS - _COMPUTE_PORT, concurrent=False, scoreboard_disable=(),
@@ -71,9 +75,6 @@ def elaborate_concurrent(unit, classes, platform):
     engines = [cls(compute_cfg if _pipe(cls) in (Pipe.VECTOR, Pipe.MATRIX) else cfg,
                    **({"overlap": True} if cfg.pipe_overlap and cls.OVERLAP else {})) for cls in classes]
     m.submodules.ub = ub = UnifiedBuffer(cfg, write_banks=cfg.ub_write_banks)
-    unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
-    if unknown:
-        raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")
     m.submodules.front = front = front_end(cfg, classes)
     for k, (e, cls) in enumerate(zip(engines, classes)):
         # each engine in a clock domain of its own: the front end resets it when it started speculatively
