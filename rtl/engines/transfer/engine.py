@@ -52,11 +52,11 @@ class TransferEngine(Engine):
     Structure (the sections of :meth:`elaborate`; every path starts at a register and stays a few LUT
     levels deep, for the clock):
 
-    - setup (:func:`rtl.engines.transfer.setup.setup`): in the ``start`` cycle the command's geometry is registered (element size,
-      line count and length, UB base and stride, ``gm.base - 1``); the opcodes are told apart by single
-      bits (:func:`rtl.lib.decode.opcode_bit`: the engine only starts for its own four). The data-side
-      walker starts in that cycle, the address-side walker (which needs the first line's last byte, an
-      add of registers) one cycle later (:meth:`_line_walkers`). MGATHER decodes its own geometry in
+    - setup (:func:`rtl.engines.transfer.setup.setup`): in the ``start`` cycle the command's geometry is
+      registered (element size, line count and length, UB base and stride, ``gm.base - 1``); the opcodes are
+      told apart by single bits (:func:`rtl.lib.decode.opcode_bit`: the engine only starts for its own four).
+      The data-side walker starts in that cycle, the address-side walker (which needs the first line's last
+      byte, an add of registers) one cycle later (:meth:`_line_walkers`). MGATHER decodes its own geometry in
       :class:`IndexLines` (:meth:`_gather_lines`), which reads the index tile from ``start`` on.
     - address side (:func:`rtl.engines.transfer.address_side.address_side`): lines from the address-side
       :class:`LineWalker` (or ``IndexLines.ar``) into a :class:`BurstWalker`, whose output register
@@ -180,7 +180,8 @@ class TransferEngine(Engine):
         # a cycle later: the realigner's buffered input and the placer's beat expect it then
         require(Realigner.TAKE_TO_WORD == self.RBUF_READ_CYCLES,
                 f"TransferEngine: the realigner reads i_last Realigner.TAKE_TO_WORD = {Realigner.TAKE_TO_WORD} "
-                f"cycles after i_take; the beat buffer gives it RBUF_READ_CYCLES = {self.RBUF_READ_CYCLES} after the pop")
+                f"cycles after i_take; the beat buffer gives it RBUF_READ_CYCLES = {self.RBUF_READ_CYCLES} after "
+                f"the pop")
         require(ElementPlacer.BEAT_DELAY == self.RBUF_READ_CYCLES,
                 f"TransferEngine: the element placer takes its beat ElementPlacer.BEAT_DELAY = "
                 f"{ElementPlacer.BEAT_DELAY} cycles after fire; the beat buffer gives it RBUF_READ_CYCLES = "
