@@ -34,7 +34,9 @@ from flow.paths import analyse, module_of, read_sdf
 from flow.tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, router_stall, run, \
     versions
 
-__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of", "nextpnr_failure", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE", "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ", "ROUTER_PATIENCE"]
+__all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of",
+           "nextpnr_failure", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE",
+           "NEXTPNR_OPTIONS", "FMAX_BAR_MHZ", "ROUTER_PATIENCE"]
 
 #: The target: ECP5-85 (LFE5U-85F), CABGA381 package, speed grade 8.
 DEVICE = {"family": "ECP5", "part": "LFE5U-85F", "package": "CABGA381", "speed": 8}
