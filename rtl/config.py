@@ -187,7 +187,7 @@ PRESETS = {
     "small_concurrent": replace(_SMALL, **_CONCURRENT),
     #: The concurrent unit sized for the ECP5-85: ``small_concurrent`` with ``default``'s lanes (4-byte
     #: elementwise lanes, one GEMV lane), which fits the device (~42% of its LUT4). Its clock there is not
-    #: settled yet: 100.5-103.0 MHz at placement seeds 1-5, but at seeds 6-9 the router does not finish
+    #: settled yet: 100.5-103.0 MHz at placement seeds 1-5, but at seeds 6-11 the router does not finish
     #: (docs/synthesis.md, "Concurrency control"), so ``make synth-check`` does not run it yet.
     "ecp5_concurrent": replace(_SMALL, **_CONCURRENT, ew_lane_bytes=Config.ew_lane_bytes,
                                gemv_lanes=Config.gemv_lanes),
