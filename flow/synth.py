@@ -31,8 +31,8 @@ from amaranth.lib.wiring import In, Out
 
 from flow.floorplan import floorplan_json
 from flow.paths import analyse, module_of, read_sdf
-from flow.tools import ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, router_stall, run, \
-    versions
+from flow.tools import ROUTER_STALL, ToolError, failure_summary, parse_congestion, parse_fmax, parse_stat, \
+    router_stall, run, versions
 
 __all__ = ["ShiftChainWrapper", "area_by_block", "area_table", "block_labeller", "design_modules", "labeller_of",
            "nextpnr_failure", "prepare", "prepare_design", "run_job", "synthesise", "reusable", "DEVICE",
@@ -409,7 +409,7 @@ def nextpnr_failure(error, log):
     cg = parse_congestion(log)
     if cg["router_iterations"] is None:
         return None
-    router = "" if "router2 did not converge" in error else (
+    router = "" if ROUTER_STALL in error else (
         f"; router2 had not converged: iteration {cg['router_iterations']}, {cg['overused']} wires overused")
     return (f"{error}{router} (placement: wire length {cg['placed_wirelen']}, estimated "
             f"{cg['placed_fmax_mhz']} MHz)")

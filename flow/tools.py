@@ -16,7 +16,7 @@ import sys
 import time
 from importlib import metadata
 
-__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "router_iterations", "router_stall", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
+__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "router_iterations", "router_stall", "ROUTER_STALL", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
            "CELL_KINDS"]
 
 #: The cell kinds counted from yosys ``stat`` after ``synth_ecp5``.
@@ -84,6 +84,11 @@ def router_iterations(log):
     return re.findall(r"iter=(\d+) wires=\d+ overused=(\d+) overuse=\d+ (?:.*?tmgfail=(\d+))?", log)
 
 
+#: How :func:`router_stall`'s message begins: what tells a run stopped by the router's patience from one that
+#: failed otherwise (:func:`flow.synth.nextpnr_failure`).
+ROUTER_STALL = "router2 did not converge"
+
+
 def router_stall(log, patience):
     """Why router2 should be stopped, or None: a nextpnr log whose router2 has passed iteration ``patience``
     (0: never) without converging. router2 stops by itself only once no wire is overused and, with
@@ -101,7 +106,7 @@ def router_stall(log, patience):
             break
         clear = n
     wires = f"no wire overused since iteration {clear}" if overused == "0" else f"{overused} wires overused"
-    return (f"router2 did not converge within {patience} iterations: at iteration {last}, {wires} and "
+    return (f"{ROUTER_STALL} within {patience} iterations: at iteration {last}, {wires} and "
             f"{failing or 'an unknown number of'} arcs over the target")
 
 
