@@ -28,7 +28,7 @@ from rtl.isa import FRONT_END_OPCODES, Command, Status
 from rtl.lib.delay import delay
 from rtl.lib.fifo import LutFifo, RegFifo, pointer_groups
 
-__all__ = ["CHECK_DEPTH", "VERDICT_AT", "FOOTPRINT_AT", "check_stage", "route"]
+__all__ = ["CHECK_DEPTH", "VERDICT_AT", "FOOTPRINT_AT", "check_stage"]
 
 #: Edges from a command's acceptance to its verdict on the checker's ``status`` (read in the cycle after).
 VERDICT_AT = Checker.LATENCY
@@ -38,14 +38,6 @@ FOOTPRINT_AT = Footprint.LATENCY
 #: enters the dispatcher at once is in the stage from the edge that accepts it to the edge ``FOOTPRINT_AT + 1``
 #: later, so this many keep a command per cycle coming.
 CHECK_DEPTH = max(VERDICT_AT, FOOTPRINT_AT) + 1
-
-
-def route(opcode, classes):
-    """The dispatcher's ``route`` of a command (``rtl.frontend.dispatch.DispatchLayout``), decoded from its
-    ``opcode`` at the acceptance: bit ``e``, engine ``e`` of ``classes`` runs it; bit ``len(classes) + e``,
-    engine ``e`` takes it while it finishes an earlier one (``Engine.overlap_opcodes``)."""
-    return Cat(*[Cat(opcode == op for op in cls.opcodes).any() for cls in classes],
-               *[Cat(opcode == op for op in cls.overlap_opcodes()).any() for cls in classes])
 
 
 def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classes, *, footprint_at=None):
@@ -65,7 +57,7 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     # dispatcher's queue was among the concurrent unit's worst routed paths at placement seeds 1 and 2 in the
     # eighteenth session, 10.4-10.7 ns). The two queues have the same capacity and timing (``RegFifo``).
     Entry = data.StructLayout({"cmd": Command, "stamp": 32})
-    Flags = data.StructLayout({"started": 1, "pipe": len(PIPES), "sync": 1, "route": 2 * len(classes)})
+    Flags = data.StructLayout({"started": 1, "pipe": len(PIPES), "sync": 1})
     cq = m.submodules.check_cmds = LutFifo(Entry.size, CHECK_DEPTH, groups=pointer_groups(Entry.size))
     gq = m.submodules.check_flags = RegFifo(Flags.size, CHECK_DEPTH)
     # (each verdict with its "rejected" bit: the checker's ``ok``, a register of its own; the head a
@@ -83,8 +75,7 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
     m.d.comb += [front.cmd.ready.eq(room), accept.eq(front.cmd.valid & room),
                  checker.cmd.eq(front.cmd.payload), checker.load.eq(accept), footprint.cmd.eq(held),
                  cq.w_en.eq(accept), cq.w_data.eq(Cat(front.cmd.payload, now)),
-                 gq.w_en.eq(accept),
-                 gq.w_data.eq(Cat(spec, offered_pipe, offered_sync, route(front.cmd.payload.opcode, classes)))]
+                 gq.w_en.eq(accept), gq.w_data.eq(Cat(spec, offered_pipe, offered_sync))]
     with m.If(accept):
         m.d.sync += held.eq(front.cmd.payload)
     # (each high in the cycle after edge ``t + edges`` for an acceptance at edge ``t``)
@@ -122,7 +113,6 @@ def check_stage(m, front, checker, footprint, dispatch, now, rsp, queues, classe
                  dispatch.push.payload.footprint.eq(Mux(fq.r_rdy, fq.r_data, footprint.footprint.as_value())),
                  dispatch.push.payload.payload.cmd.eq(head.cmd),
                  dispatch.push.payload.payload.stamp.eq(head.stamp),
-                 dispatch.push.payload.route.eq(flags.route),
                  dispatch.push.payload.started.eq(flags.started)]
     with m.If(cq.r_rdy & has_verdict):
         with m.If(rejected):

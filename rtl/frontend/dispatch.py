@@ -13,22 +13,18 @@ from amaranth.lib.wiring import In, Out
 from rtl.frontend.counters import PIPES
 from rtl.frontend.footprint import FootprintLayout
 from rtl.frontend.scoreboard import Scoreboard
-from rtl.lib.delay import delay
-from rtl.lib.fifo import LutFifo, oldest_first, pointer_groups
-from rtl.lib.shift_fifo import ShiftFifo
+from rtl.lib.fifo import LutFifo, RegFifo, oldest_first, pointer_groups
 
 __all__ = ["DispatchLayout", "Dispatcher"]
 
 
-def DispatchLayout(config, payload, route=1):
+def DispatchLayout(config, payload):
     """An instruction entering the dispatcher: its one-hot ``pipe`` (:data:`rtl.frontend.counters.PIPES`),
-    its ``footprint``, ``payload`` (what its engine gets: the command, in a unit), ``route`` (``route`` bits
-    the dispatcher holds beside the head's scoreboard slot, in a register: what the front end decodes from
-    the command before it reaches the queue, so that no take decodes the queue's LUT-RAM head) and
-    ``started``: its engine runs it already (the front end's speculative start, allowed only while nothing
-    is in flight), so it enters the scoreboard and its pipe as running, and never its queue."""
+    its ``footprint``, ``payload`` (what its engine gets: the command, in a unit) and ``started``: its engine
+    runs it already (the front end's speculative start, allowed only while nothing is in flight), so it
+    enters the scoreboard and its pipe as running, and never its queue."""
     return data.StructLayout({"pipe": len(PIPES), "footprint": FootprintLayout(config), "payload": payload,
-                              "route": route, "started": 1})
+                              "started": 1})
 
 
 class Dispatcher(wiring.Component):
@@ -37,8 +33,7 @@ class Dispatcher(wiring.Component):
     Parameters: ``config``; ``payload``, the shape of what an engine gets; ``depth``, entries of each
     pipe's queue (at least 2); ``entries``, instructions in flight in all pipes together (the scoreboard's
     entries; queued and running ones); ``disable``, the scoreboard's (mutation checks only); ``released``,
-    released instructions per pipe at most (``release``); ``route``, the width of :func:`DispatchLayout`'s
-    ``route``.
+    released instructions per pipe at most (``release``).
 
     Ports
     -----
@@ -60,11 +55,10 @@ class Dispatcher(wiring.Component):
         pulse; not with ``release``): the pipe may issue its next instruction in the next cycle. The instruction stays in the scoreboard, *draining* (its last words may still be on
         their way to the UB), until ``retire``.
     retire : In(len(PIPES))
-        Pipe ``k``'s draining instruction leaves (a pulse), freeing the ones that wait on it; with ``done``
-        and nothing draining, the finishing one does (it never drains). It leaves the scoreboard
-        :attr:`RETIRE_LATENCY` edges later (it leaves the pipe at this edge). A pipe drains one instruction
-        at a time: ``done`` while one drains needs ``retire`` in the same cycle. Only while one drains or
-        with ``done`` (the front end's contract; not checked here).
+        Pipe ``k``'s draining instruction leaves the scoreboard at this edge (a pulse), freeing the ones that
+        wait on it; with ``done`` and nothing draining, the finishing one does (it never drains). A pipe
+        drains one instruction at a time: ``done`` while one drains needs ``retire`` in the same cycle.
+        Only while one drains or with ``done`` (the front end's contract; not checked here).
     busy : Out(len(PIPES))
         Pipe ``k`` runs an instruction (or has a released one).
     draining : Out(len(PIPES))
@@ -77,52 +71,36 @@ class Dispatcher(wiring.Component):
     offered : Out(len(PIPES))
         Pipe ``k``'s oldest instruction would be offered on ``issue`` were the pipe idle: its queue holds one
         and the scoreboard does not block it (``issue[k].valid`` without the pipe's running and ``release``).
-        A register, loaded a cycle ahead from the scoreboard's ``blocked_next`` of the entry that will be the
-        head (the head, or the one behind it if the head leaves at this edge), so that a take starts at a
-        flip-flop, not at a select of ``blocked`` by the head's slot.
-    route : Out(len(PIPES) * route)
-        Bits ``k * route`` on: pipe ``k``'s oldest instruction's ``route`` (:func:`DispatchLayout`; a
-        register, valid while ``queued[k]``).
     queued : Out(len(PIPES))
-        Pipe ``k``'s queue holds an instruction not taken yet (in the cycle after a take the taken one is
-        still at the head: it leaves the queue at the next edge); ``issue[k].valid`` only while it is high.
+        Pipe ``k``'s queue holds an instruction (a register: the queue's "not empty"); ``issue[k].valid``
+        only while it is high.
     queued_copies : Out(len(PIPES) * copies)
-        Bit ``k * copies + g``: the queue's "not empty" again (``queued[k]`` but high in the cycle after a
-        take too), one register per slice of the queue (``LutFifo.r_rdy_slices``; ``copies``, an
-        attribute, is the queue's ``pointer_groups``), for a reader that selects the head's ~700 bits by it
-        in ``copies`` parts (and loads nothing in the cycle after a take: its pipe runs the one taken).
+        Bit ``k * copies + g``: ``queued[k]`` again, one register per slice of the queue
+        (``LutFifo.r_rdy_slices``; ``copies``, an attribute, is the queue's ``pointer_groups``), for a
+        reader that selects the head's ~700 bits by it in ``copies`` parts.
     older : Out(len(PIPES) * len(PIPES))
         Bit ``k * len(PIPES) + j``: pipe ``k``'s oldest queued instruction was pushed before pipe ``j``'s
-        (meaningful while both are ``offered``): the scoreboard's ages of the two heads' entries
-        (``Scoreboard.older``), so that the front end orders two pipes' heads without comparing stamps. A
-        register, loaded a cycle ahead, like ``offered``.
+        (meaningful while both queues hold one): the scoreboard's ages of the two heads' entries
+        (``Scoreboard.older``), so that the front end orders two pipes' heads without comparing stamps.
     empty : Out(1)
         No instruction queued or running.
 
     Latency: an instruction pushed at edge ``t`` into an idle pipe with no hazard is offered on ``issue``
     from the cycle after edge ``t + Scoreboard.INSERT_LATENCY`` (its scoreboard row; the queue has it from
-    the cycle after ``t``); a ``retire`` at edge ``t`` frees its dependents' ``issue`` from the cycle after
-    edge ``t + RETIRE_LATENCY`` (and its own pipe's next one from the cycle after ``t``, ``done``).
+    the cycle after ``t``); a ``done`` at edge ``t`` frees its dependents' ``issue`` from the cycle after
+    ``t``.
     """
 
-    #: Edges from a ``retire`` to the one at which its entry leaves the scoreboard: the one-hot of the
-    #: leaving entries is registered on its way in, so that the front end's finish logic (an engine's
-    #: ``done``, the write arbiter's ``fenced``, the response) ends at a register instead of running on into
-    #: the scoreboard's ``blocked`` and free-entry logic (the concurrent unit's worst routed paths at
-    #: placement seeds 7 and 8, docs/synthesis.md "Concurrency control"). It costs a dependent instruction
-    #: a cycle.
-    RETIRE_LATENCY = 1
-
-    def __init__(self, config, payload, *, depth=4, entries=8, disable=(), released=1, route=1):
+    def __init__(self, config, payload, *, depth=4, entries=8, disable=(), released=1):
         if depth < 2:
             raise ValueError(f"Dispatcher: depth={depth} must be at least 2")
         self._config, self._payload, self._depth, self._entries = config, payload, depth, entries
-        self._released, self._route = released, route
+        self._released = released
         self._disable = disable
         #: copies of each pipe's ``queued`` (``queued_copies``): the queue's slices
         self.copies = pointer_groups(Shape.cast(payload).width)
         super().__init__({
-            "push": In(stream.Signature(DispatchLayout(config, payload, route))),
+            "push": In(stream.Signature(DispatchLayout(config, payload))),
             "issue": Out(stream.Signature(payload)).array(len(PIPES)),
             "release": In(len(PIPES)),
             "done": In(len(PIPES)),
@@ -130,8 +108,7 @@ class Dispatcher(wiring.Component):
             "busy": Out(len(PIPES)),
             "draining": Out(len(PIPES)),
             "stalled": Out(len(PIPES)),
-            "offered": Out(len(PIPES)), "route": Out(len(PIPES) * route),
-            "queued": Out(len(PIPES)), "queued_copies": Out(len(PIPES) * self.copies),
+            "offered": Out(len(PIPES)), "queued": Out(len(PIPES)), "queued_copies": Out(len(PIPES) * self.copies),
             "older": Out(len(PIPES) * len(PIPES)),
             "empty": Out(1),
         })
@@ -150,29 +127,19 @@ class Dispatcher(wiring.Component):
                      sb.insert.payload.footprint.eq(push.payload.footprint)]
         retire = []
         heads = []
-        self.offered_check = []
-        R = self._route
-        Slot = data.StructLayout({"slot": len(sb.slot), "route": R})
         for k in range(len(PIPES)):
-            # The payloads in LUT RAM; their scoreboard slots and routes beside them in a queue of registers,
+            # The payloads in LUT RAM; their scoreboard slots beside them in a queue whose head is a register,
             # written and read with it (the same capacity and timing: one entry per cycle each way, an entry
-            # at the head in the cycle after its write), so that the head's ``blocked`` and ``older``, and
-            # the next head's, are selected by flip-flops, not by a LUT-RAM read (a take's path began there,
+            # at the head in the cycle after its write), so that the head's ``blocked`` and ``older`` are
+            # selected by flip-flops, not by a LUT-RAM read (a take's path began there,
             # docs/synthesis.md "Concurrency control").
             q = m.submodules[f"queue{k}"] = LutFifo(Shape.cast(self._payload).width, self._depth, groups=self.copies)
-            sq = m.submodules[f"slots{k}"] = ShiftFifo(Slot.size, self._depth)
+            sq = m.submodules[f"slots{k}"] = RegFifo(len(sb.slot), self._depth)
             m.d.comb += [room[k].eq(q.w_rdy), q.w_en.eq(fire & push.payload.pipe[k] & ~started),
                          q.w_data.eq(push.payload.payload),
-                         sq.w_en.eq(q.w_en), sq.w_data.eq(Cat(sb.slot, push.payload.route))]
-            head = SimpleNamespace(payload=q.r_data, slot=Slot(sq.r_data).slot)
-            behind = Slot(sq.r_next).slot           # the entry behind the head (while ``r_next_rdy``)
-            # The head leaves the queues at the edge after the one that takes it (``took``), so that the take
-            # reaches no queue pointer and selects no next head: a pipe takes no instruction in the cycle
-            # after a take (it runs the one taken; its engine's ``release`` is low in the ``start`` cycle,
-            # and ``took`` masks the head then anyway).
-            took = Signal(name=f"took{k}")
-            heads.append((head.slot, behind, took))
-            m.d.comb += self.route[k * R:(k + 1) * R].eq(Slot(sq.r_data).route)
+                         sq.w_en.eq(q.w_en), sq.w_data.eq(sb.slot)]
+            head = SimpleNamespace(payload=q.r_data, slot=sq.r_data)
+            heads.append(head.slot)
             running = Signal(name=f"running{k}")
             slot = Signal(range(n), name=f"running_slot{k}")
             # the released instructions, oldest first
@@ -180,24 +147,13 @@ class Dispatcher(wiring.Component):
             rel_slot = [Signal(range(n), name=f"released{k}_slot{i}") for i in range(self._released)]
             released = nrel != 0
             # (a pipe whose running instruction is released now offers its next one in the same cycle)
-            # ``offered``, decided a cycle ahead: in the next cycle the head is this one unless it leaves at
-            # this edge (``took``: then the one behind it, or one written now, whose own ``blocked`` is high
-            # then)
-            offered = Signal(name=f"offered{k}")
-            stay = sq.r_rdy & ~sb.blocked_next.bit_select(head.slot, 1)
-            move = sq.r_next_rdy & ~sb.blocked_next.bit_select(behind, 1)
-            m.d.sync += offered.eq(Mux(took, move, stay))
-            # (what ``offered`` is in every cycle, the head's ``blocked`` selected now: for the tests only,
-            # ``tests/rtl/test_rtl_dispatch.py``; nothing reads it, so synthesis removes it)
-            check = Signal(name=f"offered{k}_check")
-            m.d.comb += check.eq(sq.r_rdy & ~took & ~sb.blocked.bit_select(head.slot, 1))
-            self.offered_check.append(check)
-            ready = offered & ~took & (~running | self.release[k])
-            m.d.comb += self.offered[k].eq(offered & ~took)
+            offered = q.r_rdy & ~sb.blocked.bit_select(head.slot, 1)
+            ready = offered & (~running | self.release[k])
+            m.d.comb += self.offered[k].eq(offered)
             out = self.issue[k]
-            m.d.sync += took.eq(ready & out.ready)
-            m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(took), sq.r_en.eq(took),
-                         self.queued[k].eq(Mux(took, sq.r_next_rdy, sq.r_rdy)),
+            m.d.comb += [out.valid.eq(ready), out.payload.eq(head.payload), q.r_en.eq(ready & out.ready),
+                         sq.r_en.eq(q.r_en),
+                         self.queued[k].eq(q.r_rdy),
                          self.queued_copies[k * self.copies:(k + 1) * self.copies].eq(q.r_rdy_slices)]
             with m.If(ready & out.ready):
                 m.d.sync += [running.eq(1), slot.eq(head.slot)]
@@ -224,24 +180,13 @@ class Dispatcher(wiring.Component):
             retire.append(Mux(self.retire[k], 1 << leaving, 0))
             m.d.comb += [self.busy[k].eq(running | released), self.draining[k].eq(draining),
                          self.stalled[k].eq(q.r_rdy & ~running & sb.hazard.bit_select(head.slot, 1))]
-        # (a valid bit per entry: reset, so that no stale retire follows a reset)
-        m.d.comb += sb.retire.eq(delay(m, functools.reduce(operator.or_, retire), self.RETIRE_LATENCY,
-                                       "retiring", reset_less=False))
+        m.d.comb += sb.retire.eq(functools.reduce(operator.or_, retire))
         P = len(PIPES)
         for k in range(P):
             for j in range(P):
                 if j != k:
-                    # A register, loaded with the ages of the next cycle's heads: each pipe's head, or the
-                    # one behind it if the head leaves at this edge (four selects of registers, the take
-                    # choosing among them), so that the front end's exclusion starts at a flip-flop. Both
-                    # entries are in flight now whenever it matters (an entry written now is not offered
-                    # in the next cycle), and the age of two entries in flight does not change. (Entry
-                    # ``a`` is older than ``b``: bit ``a`` of row ``b``.)
-                    (hk, bk, pk), (hj, bj, pj) = heads[k], heads[j]
-                    age = [[sb.older.bit_select(b * n + a, 1) for b in (hj, bj)] for a in (hk, bk)]
-                    r = Signal(name=f"older{k}_{j}")
-                    m.d.sync += r.eq(Mux(pk, Mux(pj, age[1][1], age[1][0]), Mux(pj, age[0][1], age[0][0])))
-                    m.d.comb += self.older[k * P + j].eq(r)
+                    # (entry ``heads[k]`` is older than ``heads[j]``: bit ``heads[k]`` of row ``heads[j]``)
+                    m.d.comb += self.older[k * P + j].eq(sb.older.bit_select(heads[j] * n + heads[k], 1))
         m.d.comb += self.empty.eq(sb.empty)
         return m
 

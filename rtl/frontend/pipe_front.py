@@ -152,12 +152,11 @@ class PipeFrontEnd(wiring.Component):
         m.submodules.checker = checker = Checker(cfg, self._classes, pipelined=True)
         m.submodules.footprint = footprint = Footprint(cfg)
         m.submodules.dispatch = dispatch = Dispatcher(cfg, Payload, depth=self._depth, entries=self._entries,
-                                                      disable=self._disable, released=self.RELEASED,
-                                                      route=2 * len(self._classes))
+                                                      disable=self._disable, released=self.RELEASED)
         now = Signal(32)                      # cycles since reset (wrapping): the commands' stamps
         m.d.sync += now.eq(now + 1)
         queues = self._response_queues(m)
-        rsp_in = [(q.w_en, Response(q.w_data), q.w_rdy, q.level, q.r_en) for q in queues]
+        rsp_in = [(q.w_en, Response(q.w_data), q.w_rdy, q.level) for q in queues]
         stage = check_stage(m, self, checker, footprint, dispatch, now, rsp_in[0][:3], queues, self._classes,
                             footprint_at=self.FOOTPRINT_AT)
         running = self._pipes(m, dispatch, now, rsp_in[1:], stage)
@@ -192,16 +191,11 @@ class PipeFrontEnd(wiring.Component):
         nrel = [Signal(range(D + 1), name=f"pipe{k}_released") for k in range(n)]
         allowed = self._exclusion(m, dispatch, [running[k] | (nrel[k] != 0) for k in range(n)])
         rels = []
-        self.room_check = []
         offered = self.cmd.payload
         for k in range(n):
-            w_en, w_data, w_rdy, level, r_en = rsps[k]
+            w_en, w_data, w_rdy, level = rsps[k]
             issue = dispatch.issue[k]
             mine = [e for e, p in enumerate(self._pipe_of) if p == k]
-            # the head's engine and whether that engine takes it early, decoded at the acceptance
-            # (``rtl.frontend.check_stage.route``; registers, not a decode of the queue's LUT-RAM head)
-            E = len(self._classes)
-            head_route = dispatch.route[k * 2 * E:(k + 1) * 2 * E]
             # (the records of an instruction -- stamp, tag, ``queued``, a released one's, the ended status --
             # are read only while their instruction is in the pipe: reset-less, so that the unit's reset,
             # routed over the fabric, reaches ~960 fewer of the front end's ~1,730 reset flip-flop bits; it
@@ -236,21 +230,11 @@ class PipeFrontEnd(wiring.Component):
             rel = Signal(name=f"pipe{k}_release")
             rels.append(rel)
             # the response queue has room for the next instruction's response and the released ones' not yet
-            # answered (the one released now included): two registers, loaded with the compares of the next
-            # cycle's ``owed`` (below), and ``rel`` selects between them, so that neither the release's
-            # logic (from the engine's ``done`` and ``release``) nor the released count meets an adder on its
-            # way to the take (the released count through ``owed`` to a queue's pointers was 5 cells of a
-            # 10.4 ns path at a placement seed, docs/synthesis.md "Concurrency control"). ``owed`` counts the
-            # queued responses too, so ``owed < RESPONSE_DEPTH`` implies the queue's ``w_rdy``.
+            # answered (the one released now included: ``rel`` selects between two compares of registers, so
+            # that the release's logic, from the engine's ``done`` and ``release``, meets no adder on its way
+            # to the take)
             owed = level + (nrel[k] - rel_ended)
-            room_hold = Signal(name=f"pipe{k}_room", init=1)           # owed < RESPONSE_DEPTH
-            room_rel = Signal(name=f"pipe{k}_room_rel", init=1)        # owed + 1 < RESPONSE_DEPTH
-            room = Mux(rel, room_rel, room_hold)
-            # (what ``room`` is in every cycle: for the tests only, tests/rtl/test_rtl_pipe_front.py;
-            # nothing reads it, so synthesis removes it)
-            room_check = Signal(name=f"pipe{k}_room_check")
-            m.d.comb += room_check.eq(w_rdy & Mux(rel, owed + 1 < self.RESPONSE_DEPTH, owed < self.RESPONSE_DEPTH))
-            self.room_check.append((room, room_check))
+            room = w_rdy & Mux(rel, owed + 1 < self.RESPONSE_DEPTH, owed < self.RESPONSE_DEPTH)
             # while one is released, the next goes to the same engine (its ``sel``: the read ports it shares)
             same = []               # (and of the opcodes the engine takes while one is released)
             for e in mine:
@@ -258,7 +242,7 @@ class PipeFrontEnd(wiring.Component):
                 if len(mine) == 1 and set(cls.overlap_opcodes()) == set(cls.opcodes):
                     same.append(C(1))           # (every instruction of the pipe: no decode on the take's path)
                 else:
-                    same.append(head_route[E + e])
+                    same.append(Cat(issue.payload.cmd.opcode == op for op in cls.overlap_opcodes()).any())
             sels = {}
             for e in mine:
                 sels[e] = Signal(name=f"sel_{self._classes[e].name}")
@@ -296,7 +280,7 @@ class PipeFrontEnd(wiring.Component):
                 if len(mine) == 1:
                     for_me, spec_me = take, spec
                 else:
-                    for_me = take & head_route[e]
+                    for_me = take & Cat(issue.payload.cmd.opcode == op for op in cls.opcodes).any()
                     spec_me = spec & Cat(offered.opcode == op for op in cls.opcodes).any()
                 m.d.comb += [port.cmd.eq(ecmd), port.start.eq(start), port.go.eq(go), self.owner[e].eq(sel)]
                 m.d.sync += start.eq(for_me | spec_me)
@@ -356,12 +340,6 @@ class PipeFrontEnd(wiring.Component):
                          w_data.status.eq(Mux(ended & ~rel_owes, ended_status, status)),
                          w_data.cycles.eq(now - Mux(rel_owes, Array(rel_stamp)[answering], stamp)),
                          w_data.queued.eq(Mux(rel_owes, Array(rel_queued)[answering], queued))]
-            # ``owed`` in the next cycle: this one's, plus the running one's answer or its release (never
-            # both), less a response the merge takes (a released one's answer only moves it from owed to
-            # queued)
-            owed_next = Signal(range(2 * self.RESPONSE_DEPTH + 1), name=f"pipe{k}_owed_next")
-            m.d.comb += owed_next.eq(owed + answer + rel - r_en)
-            m.d.sync += [room_hold.eq(owed_next < self.RESPONSE_DEPTH), room_rel.eq(owed_next + 1 < self.RESPONSE_DEPTH)]
             # release: the running instruction, checked and in the scoreboard, neither done nor answered, while
             # fewer than ``RELEASED`` are
             m.d.comb += rel.eq(releasing & running[k] & checked & inserted & ~ended & ~finish & (nrel[k] < D))

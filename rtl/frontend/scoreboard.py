@@ -80,11 +80,6 @@ class Scoreboard(wiring.Component):
         Entry ``k`` is in flight and must not start yet: an older entry still in flight conflicts with it
         (:func:`conflicts`), or its own comparison is not finished (in the :attr:`INSERT_LATENCY` cycles
         after the edge it entered at).
-    blocked_next : Out(entries)
-        What ``blocked`` will be in the next cycle, for an entry in flight now (``busy``) and not inserted at
-        this edge (its own ``blocked`` is high in the next cycle then): what ``blocked`` registers, without
-        the insert's term, so that it does not depend on ``insert.valid``. For a reader that decides a cycle
-        ahead (the dispatcher's ``offered``).
     hazard : Out(entries)
         Entry ``k`` waits on an older entry (``blocked`` without the cycles of its own comparison): what a
         stalled-on-hazard counter counts, zero for an instruction that conflicts with nothing.
@@ -128,7 +123,7 @@ class Scoreboard(wiring.Component):
             "slot": Out(range(entries)),
             "retire": In(entries),
             "busy": Out(entries),
-            "blocked": Out(entries), "blocked_next": Out(entries),
+            "blocked": Out(entries),
             "hazard": Out(entries),
             "older": Out(entries * entries),
             "empty": Out(1),
@@ -227,7 +222,6 @@ class Scoreboard(wiring.Component):
         for k in range(n):
             row_next = Mux(row[k], hit_r, deps[k])
             waits = stays[k] & (row_next & stays).any()
-            m.d.comb += self.blocked_next[k].eq(waits | (stays[k] & pending[k] & ~row[k]))
             m.d.sync += [hazard_r[k].eq(waits),
                          blocked_r[k].eq(waits | ((valid[k] | taking[k]) & ~retiring[k]
                                                   & ((pending[k] & ~row[k]) | taking[k])))]

@@ -10,7 +10,6 @@ import pytest
 from amaranth.sim import Simulator
 
 from rtl.lib.fifo import GROUP_BITS, LutFifo, pointer_groups
-from rtl.lib.shift_fifo import ShiftFifo
 
 
 def test_pointer_groups():
@@ -106,40 +105,3 @@ def test_ring_push_against_model(n):
         assert pops > 300
 
     _simulate(m, bench)
-
-
-@pytest.mark.parametrize("width,depth,p_write,p_read", [(13, 4, 0.7, 0.6), (5, 2, 0.9, 0.5), (8, 3, 1.0, 0.6)])
-def test_shift_fifo_against_model(width, depth, p_write, p_read):
-    """``ShiftFifo`` (rtl/lib/shift_fifo.py) against a list model: ``w_rdy``, ``r_rdy``, ``r_next_rdy``,
-    ``level``, the head and the entry behind it in every cycle."""
-    dut = ShiftFifo(width, depth)
-    rng = random.Random(f"shift-{width}-{depth}-{p_write}-{p_read}")
-
-    async def bench(ctx):
-        queue, reads, behind = [], 0, 0
-        for cycle in range(2000):
-            w_rdy, r_rdy = ctx.get(dut.w_rdy), ctx.get(dut.r_rdy)
-            assert w_rdy == (len(queue) < depth), cycle
-            assert r_rdy == (len(queue) > 0), cycle
-            assert ctx.get(dut.r_next_rdy) == (len(queue) > 1), cycle
-            assert ctx.get(dut.level) == len(queue), cycle
-            if queue:
-                assert ctx.get(dut.r_data) == queue[0], cycle
-            if len(queue) > 1:
-                assert ctx.get(dut.r_next) == queue[1], cycle
-                behind += 1
-            write = rng.random() < p_write
-            read = rng.random() < p_read
-            data = rng.getrandbits(width)
-            ctx.set(dut.w_en, write)
-            ctx.set(dut.w_data, data)
-            ctx.set(dut.r_en, read)
-            await ctx.tick()
-            if read and r_rdy:
-                queue.pop(0)
-                reads += 1
-            if write and w_rdy:
-                queue.append(data)
-        assert reads > 500 and behind > 300
-
-    _simulate(dut, bench)
