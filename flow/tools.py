@@ -16,7 +16,8 @@ import sys
 import time
 from importlib import metadata
 
-__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "router_iterations", "router_stall", "ROUTER_STALL", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
+__all__ = ["FileLock", "verilator_env", "ToolError", "tool", "run", "router_iterations", "router_stall",
+           "ROUTER_STALL", "failure_summary", "versions", "parse_stat", "parse_fmax", "parse_congestion",
            "CELL_KINDS"]
 
 #: The cell kinds counted from yosys ``stat`` after ``synth_ecp5``.
