@@ -10,6 +10,7 @@ from dataclasses import replace
 from amaranth import *
 from amaranth.lib import wiring
 
+from rtl.config import CONCURRENT_READ_PORTS
 from rtl.engines.transfer.pipes import GmToUbEngine, UbToGmEngine
 from rtl.frontend.counters import PIPES, PipeCounters
 from rtl.frontend.engine_domain import engine_domain
@@ -25,8 +26,9 @@ __all__ = ["concurrent_engines", "front_end", "elaborate_concurrent", "READ_PORT
            "ENGINE_OUTPUT_REGISTER_CYCLES"]
 
 #: UB read ports of the concurrent unit: GM -> UB's (MGATHER's index reads; the UB debug port while the unit
-#: is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share.
-READ_PORTS = 4
+#: is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share. ``Config`` refuses a
+#: concurrent configuration with fewer, or without write queues (``rtl.config.CONCURRENT_READ_PORTS``).
+READ_PORTS = CONCURRENT_READ_PORTS
 #: Pipes that never run at once: vector and matrix share two read ports.
 EXCLUSIVE = ((Pipe.VECTOR, Pipe.MATRIX),)
 #: Cycles from an engine's ``done``, ``status`` and ``release`` to the front end's (registers: ``_engine_port``).
@@ -59,10 +61,8 @@ def elaborate_concurrent(unit, classes, platform):
     """The module of a concurrent ``unit`` (a :class:`rtl.top.VectorUnit`, whose ports it drives) with the
     engines ``classes`` (``rtl.top.engines_for``)."""
     cfg = unit.config
-    # (the configuration is checked before anything is built: a rejected one leaves no unused elaboratable)
-    if cfg.ub_read_ports < READ_PORTS or not cfg.ub_write_queues:
-        raise ValueError(f"Config.concurrent needs ub_read_ports >= {READ_PORTS} (has {cfg.ub_read_ports}) and "
-                         f"ub_write_queues=True (has {cfg.ub_write_queues})")
+    # (the configuration is checked before anything is built: a rejected one leaves no unused elaboratable;
+    # the read ports and write queues are ``Config``'s own check)
     unknown = [r for r in cfg.scoreboard_disable if r not in RULES]
     if unknown:
         raise ValueError(f"Config.scoreboard_disable: {unknown} are no rules; rules: {', '.join(RULES)}")

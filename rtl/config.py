@@ -4,7 +4,12 @@ from dataclasses import dataclass, fields, replace
 
 from rtl.isa import GEMV_PARTIAL_SUMS, UB_ALIGN, Profile
 
-__all__ = ["Config", "PRESETS", "preset", "parse_overrides"]
+__all__ = ["Config", "PRESETS", "preset", "parse_overrides", "CONCURRENT_READ_PORTS"]
+
+#: UB read ports a concurrent unit (``Config.concurrent``) needs: GM -> UB's (MGATHER's index reads; the UB
+#: debug port while the unit is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share
+#: (``rtl.concurrent.READ_PORTS`` is this one).
+CONCURRENT_READ_PORTS = 4
 
 
 @dataclass(frozen=True)
@@ -147,8 +152,8 @@ class Config:
              f"pipe_entries={self.pipe_entries} and pipe_queue_depth={self.pipe_queue_depth} must be >= 2")
         need(self.concurrent or not self.ub_write_banks,
              "ub_write_banks=True needs concurrent=True (the serial unit has one writer at a time)")
-        need(not self.concurrent or (self.ub_read_ports >= 4 and self.ub_write_queues),
-             f"concurrent=True needs ub_read_ports >= 4 (has {self.ub_read_ports}) and ub_write_queues=True "
+        need(not self.concurrent or (self.ub_read_ports >= CONCURRENT_READ_PORTS and self.ub_write_queues),
+             f"concurrent=True needs ub_read_ports >= {CONCURRENT_READ_PORTS} (has {self.ub_read_ports}) and ub_write_queues=True "
              f"(has {self.ub_write_queues}): a read port per transfer pipe, two for vector and matrix, and "
              f"writers that can wait for the shared write port")
 
@@ -169,7 +174,7 @@ _SMALL = Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_be
                 max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16, gemv_lanes=4)
 #: What a unit needs to run its pipes at once (``Config.concurrent``): four UB read ports, output queues, a
 #: write port per UB bank.
-_CONCURRENT = {"ub_read_ports": 4, "ub_write_queues": True, "concurrent": True, "ub_write_banks": True}
+_CONCURRENT = {"ub_read_ports": CONCURRENT_READ_PORTS, "ub_write_queues": True, "concurrent": True, "ub_write_banks": True}
 
 PRESETS = {
     #: The reference configuration: 64 KiB UB of 32-byte words, 256-bit AXI.
