@@ -153,9 +153,9 @@ class Config:
         need(self.concurrent or not self.ub_write_banks,
              "ub_write_banks=True needs concurrent=True (the serial unit has one writer at a time)")
         need(not self.concurrent or (self.ub_read_ports >= CONCURRENT_READ_PORTS and self.ub_write_queues),
-             f"concurrent=True needs ub_read_ports >= {CONCURRENT_READ_PORTS} (has {self.ub_read_ports}) and ub_write_queues=True "
-             f"(has {self.ub_write_queues}): a read port per transfer pipe, two for vector and matrix, and "
-             f"writers that can wait for the shared write port")
+             f"concurrent=True needs ub_read_ports >= {CONCURRENT_READ_PORTS} (has {self.ub_read_ports}) and "
+             f"ub_write_queues=True (has {self.ub_write_queues}): a read port per transfer pipe, two for vector "
+             f"and matrix, and writers that can wait for the shared write port")
 
     @property
     def axi_data_bytes(self):
@@ -174,7 +174,8 @@ _SMALL = Config(ub_word_bytes=16, ub_bytes=4096, axi_data_bits=128, max_burst_be
                 max_outstanding_writes=4, read_buffer_beats=16, ew_lane_bytes=16, gemv_lanes=4)
 #: What a unit needs to run its pipes at once (``Config.concurrent``): four UB read ports, output queues, a
 #: write port per UB bank.
-_CONCURRENT = {"ub_read_ports": CONCURRENT_READ_PORTS, "ub_write_queues": True, "concurrent": True, "ub_write_banks": True}
+_CONCURRENT = {"ub_read_ports": CONCURRENT_READ_PORTS, "ub_write_queues": True, "concurrent": True,
+               "ub_write_banks": True}
 
 PRESETS = {
     #: The reference configuration: 64 KiB UB of 32-byte words, 256-bit AXI.
@@ -191,9 +192,9 @@ PRESETS = {
     #: concurrent unit"): four UB read ports, output queues, a write port per UB bank.
     "small_concurrent": replace(_SMALL, **_CONCURRENT),
     #: The concurrent unit sized for the ECP5-85: ``small_concurrent`` with ``default``'s lanes (4-byte
-    #: elementwise lanes, one GEMV lane), which fits the device (~42% of its LUT4). Its clock there is not
-    #: settled yet: 100.5-103.0 MHz at placement seeds 1-5, but at seeds 6-11 the router does not finish
-    #: (docs/synthesis.md, "Concurrency control"), so ``make synth-check`` does not run it yet.
+    #: elementwise lanes, one GEMV lane), which fits the device (~42% of its LUT4). It is built for 80 MHz
+    #: there (``flow.synth.PRESET_CLOCK_MHZ``; ``make synth-check`` runs it): its placements route at 83.5-103.0
+    #: MHz over seeds 1-11, and 100 MHz at seeds 1-5 only (docs/synthesis.md, "The concurrent unit's clock").
     "ecp5_concurrent": replace(_SMALL, **_CONCURRENT, ew_lane_bytes=Config.ew_lane_bytes,
                                gemv_lanes=Config.gemv_lanes),
     #: ``default`` with its pipes running at once, as ``small_concurrent``: for simulation and area figures
