@@ -22,13 +22,9 @@ from rtl.ub.buffer import UnifiedBuffer
 from rtl.ub.debug import debug_port
 from rtl.ub.write_arbiter import UbWriteArbiter
 
-__all__ = ["concurrent_engines", "front_end", "elaborate_concurrent", "READ_PORTS", "EXCLUSIVE",
+__all__ = ["concurrent_engines", "front_end", "elaborate_concurrent", "EXCLUSIVE",
            "ENGINE_OUTPUT_REGISTER_CYCLES"]
 
-#: UB read ports of the concurrent unit: GM -> UB's (MGATHER's index reads; the UB debug port while the unit
-#: is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share. ``Config`` refuses a
-#: concurrent configuration with fewer, or without write queues (``rtl.config.CONCURRENT_READ_PORTS``).
-READ_PORTS = CONCURRENT_READ_PORTS
 #: Pipes that never run at once: vector and matrix share two read ports.
 EXCLUSIVE = ((Pipe.VECTOR, Pipe.MATRIX),)
 #: Cycles from an engine's ``done``, ``status`` and ``release`` to the front end's (registers: ``_engine_port``).
@@ -69,8 +65,8 @@ def elaborate_concurrent(unit, classes, platform):
     m = Module()
     classes = concurrent_engines(classes)
     # the compute engines see the two ports they share (their read_ports follow the configuration)
-    compute_cfg = replace(cfg, ub_read_ports=READ_PORTS - _COMPUTE_PORT, concurrent=False, scoreboard_disable=(),
-                          ub_write_banks=False)
+    compute_cfg = replace(cfg, ub_read_ports=CONCURRENT_READ_PORTS - _COMPUTE_PORT, concurrent=False,
+                          scoreboard_disable=(), ub_write_banks=False)
     # (engines that can take their next instruction early do so: ``Config.pipe_overlap``)
     engines = [cls(compute_cfg if _pipe(cls) in (Pipe.VECTOR, Pipe.MATRIX) else cfg,
                    **({"overlap": True} if cfg.pipe_overlap and cls.OVERLAP else {})) for cls in classes]
@@ -144,7 +140,7 @@ def _read_ports(m, ub, by_pipe, grant):
     matrix engines', an AND-OR of their ``owner`` flags (one runs at a time: ``EXCLUSIVE``). Read data to every
     engine on the port (each orders the words itself)."""
     owners = {0: by_pipe[Pipe.GM_TO_UB], 1: by_pipe[Pipe.UB_TO_GM]}
-    for i in range(_COMPUTE_PORT, READ_PORTS):
+    for i in range(_COMPUTE_PORT, CONCURRENT_READ_PORTS):
         owners[i] = by_pipe[Pipe.VECTOR] + by_pipe[Pipe.MATRIX]
     for i, port in enumerate(ub.rd):
         j = i - _COMPUTE_PORT if i >= _COMPUTE_PORT else 0

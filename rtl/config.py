@@ -8,7 +8,7 @@ __all__ = ["Config", "PRESETS", "preset", "parse_overrides", "CONCURRENT_READ_PO
 
 #: UB read ports a concurrent unit (``Config.concurrent``) needs: GM -> UB's (MGATHER's index reads; the UB
 #: debug port while the unit is empty), UB -> GM's (TSTORE's reader), and two that vector and matrix share
-#: (``rtl.concurrent.READ_PORTS`` is this one).
+#: (``rtl.concurrent`` wires them).
 CONCURRENT_READ_PORTS = 4
 
 
